@@ -1,0 +1,45 @@
+# kruise: build, run, test. `make help` lists the targets.
+CARGO ?= cargo
+BIN := target/debug/kruise
+ADDR ?= 127.0.0.1:9876
+ADMIN_ADDR ?= 127.0.0.1:8000
+
+.PHONY: help build run test unit lint fmt certs manifests verify bench loadtest clean
+
+help: ## List targets
+	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
+
+build: ## Build the kruise binary
+	$(CARGO) build --locked
+
+run: build ## Serve the webhooks on 127.0.0.1:9876 (dev certs, examples/ as the cluster view)
+	@test -f certs/tls.crt || $(BIN) certs --out certs
+	$(BIN) serve --standalone --objects-dir examples --cert-dir certs --addr $(ADDR) --admin-addr $(ADMIN_ADDR)
+
+test: lint verify unit ## Lint, check generated files, run every test (what CI runs)
+
+unit: ## Run every test
+	$(CARGO) test --locked --workspace --all-targets
+
+lint: ## rustfmt check and clippy with -D warnings
+	$(CARGO) fmt --all -- --check
+	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
+
+fmt: ## Format the sources
+	$(CARGO) fmt --all
+
+certs: build ## Create dev certificates in certs/ (kept while still valid)
+	$(BIN) certs --out certs
+
+manifests: build ## Regenerate deploy/crds and webhook-config from the sources
+	$(BIN) manifests --root .
+
+verify: build ## Fail when generated files are stale
+	$(BIN) manifests --root . --check
+
+bench: ## Criterion benchmarks and the load test (figures for issue notes)
+	$(CARGO) bench --locked --bench admission
+	$(CARGO) run --locked --release --example loadtest
+
+clean:
+	$(CARGO) clean

@@ -1,0 +1,32 @@
+//! Well-known label, annotation, condition and finalizer names shared with kruise (spec §1.0).
+
+/// Readiness gate and condition set while a pod is updated in place.
+pub const IN_PLACE_UPDATE_READY: &str = "InPlaceUpdateReady";
+/// Readiness gate and condition owned by kruise's pod-readiness controller.
+pub const KRUISE_POD_READY: &str = "KruisePodReady";
+/// Annotation holding the JSON in-place update state of a pod.
+pub const IN_PLACE_UPDATE_STATE: &str = "apps.kruise.io/inplace-update-state";
+/// Annotation holding the pending in-place update during its grace period.
+pub const IN_PLACE_UPDATE_GRACE: &str = "apps.kruise.io/inplace-update-grace";
+/// Pod label with the lifecycle state.
+pub const LIFECYCLE_STATE: &str = "lifecycle.apps.kruise.io/state";
+/// Pod annotation with the time of the last lifecycle state change.
+pub const LIFECYCLE_TIMESTAMP: &str = "lifecycle.apps.kruise.io/timestamp";
+/// Pod label asking for a pod to be deleted respecting maxUnavailable.
+pub const SPECIFIED_DELETE: &str = "apps.kruise.io/specified-delete";
+/// Label (workloads, namespaces, CRDs) that protects an object from deletion.
+pub const DELETE_PROTECTION: &str = "policy.kruise.io/delete-protection";
+/// `policy.kruise.io/delete-protection` value: never delete.
+pub const DELETE_PROTECTION_ALWAYS: &str = "Always";
+/// `policy.kruise.io/delete-protection` value: only delete when nothing would cascade.
+pub const DELETE_PROTECTION_CASCADING: &str = "Cascading";
+/// SidecarSet annotation: hash of its containers.
+pub const SIDECARSET_HASH: &str = "kruise.io/sidecarset-hash";
+/// SidecarSet annotation: hash of its containers with images blanked.
+pub const SIDECARSET_HASH_WITHOUT_IMAGE: &str = "kruise.io/sidecarset-hash-without-image";
+/// Pod annotation: comma-separated names of the SidecarSets injected.
+pub const SIDECARSET_INJECTED_LIST: &str = "kruise.io/sidecarset-injected-list";
+/// ImagePullJob finalizer added on CREATE by the v1alpha1 mutating webhook.
+pub const DELETION_PROTECTION_FINALIZER: &str = "apps.kruise.io/deletion-protection";
+/// Namespace label Kubernetes sets on every namespace.
+pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";

@@ -1,0 +1,167 @@
+//! Command line: `kruise serve | certs | manifests`. Every `serve` flag has an environment
+//! fallback (`KRUISE_*`) so the Deployment can be configured either way.
+
+use std::net::SocketAddr;
+use std::path::PathBuf;
+use std::time::Duration;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+use crate::core::features::FeatureGates;
+
+/// kruise: OpenKruise's admission webhook and workload controllers, in Rust.
+#[derive(Debug, Parser)]
+#[command(name = "kruise", version, about)]
+pub struct Cli {
+    /// Log format.
+    #[arg(long, env = "KRUISE_LOG_FORMAT", value_enum, default_value_t = LogFormat::Text, global = true)]
+    pub log_format: LogFormat,
+    /// Log filter (tracing `EnvFilter` syntax, e.g. `info` or `kruise=debug`).
+    #[arg(long, env = "KRUISE_LOG", default_value = "info", global = true)]
+    pub log: String,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Log line format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum LogFormat {
+    /// Human-readable lines.
+    Text,
+    /// One JSON object per line.
+    Json,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Serve the admission webhooks over HTTPS.
+    Serve(ServeArgs),
+    /// Create (or keep, while still valid) a CA and a serving certificate.
+    Certs(CertsArgs),
+    /// Regenerate deploy/crds and webhook-config from the sources.
+    Manifests(ManifestsArgs),
+}
+
+/// `kruise serve`.
+#[derive(Debug, Args)]
+pub struct ServeArgs {
+    /// HTTPS listen address.
+    #[arg(long, env = "KRUISE_ADDR", default_value = "0.0.0.0:9876")]
+    pub addr: SocketAddr,
+    /// Directory holding tls.crt and tls.key (re-read when they change).
+    #[arg(long, env = "KRUISE_CERT_DIR", default_value = "certs")]
+    pub cert_dir: PathBuf,
+    /// Plain-HTTP address of /healthz, /readyz and /metrics.
+    #[arg(long, env = "KRUISE_ADMIN_ADDR", default_value = "0.0.0.0:8000")]
+    pub admin_addr: SocketAddr,
+    /// Feature gates, `Name=bool,...`, with kruise's names and defaults.
+    #[arg(long, env = "KRUISE_FEATURE_GATES", default_value = "", value_parser = parse_gates)]
+    pub feature_gates: FeatureGates,
+    /// Run without a cluster: other objects come from --objects-dir.
+    #[arg(long, env = "KRUISE_STANDALONE")]
+    pub standalone: bool,
+    /// With --standalone: manifests (SidecarSets, Namespaces, Pods, ControllerRevisions) forming
+    /// the cluster view, reloaded when they change.
+    #[arg(long, env = "KRUISE_OBJECTS_DIR", requires = "standalone")]
+    pub objects_dir: Option<PathBuf>,
+    /// Offer HTTP/2 (off: the apiserver speaks HTTP/1.1 to webhooks).
+    #[arg(long, env = "KRUISE_ENABLE_HTTP2")]
+    pub enable_http2: bool,
+    /// How often certificate files are re-read (e.g. 2s, 500ms).
+    #[arg(long, env = "KRUISE_CERT_RELOAD_INTERVAL", default_value = "2s", value_parser = parse_duration)]
+    pub cert_reload_interval: Duration,
+    /// Time allowed to read a request once it started.
+    #[arg(long, env = "KRUISE_HEADER_READ_TIMEOUT", default_value = "10s", value_parser = parse_duration)]
+    pub header_read_timeout: Duration,
+    /// Time an idle keep-alive connection is kept (keep above the apiserver's 90s).
+    #[arg(long, env = "KRUISE_IDLE_TIMEOUT", default_value = "120s", value_parser = parse_duration)]
+    pub idle_timeout: Duration,
+    /// After SIGTERM: time to keep serving while /readyz is false.
+    #[arg(long, env = "KRUISE_SHUTDOWN_DELAY", default_value = "5s", value_parser = parse_duration)]
+    pub shutdown_delay: Duration,
+    /// After the delay: time in-flight requests get to finish.
+    #[arg(long, env = "KRUISE_SHUTDOWN_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
+    pub shutdown_timeout: Duration,
+}
+
+/// `kruise certs`.
+#[derive(Debug, Args)]
+pub struct CertsArgs {
+    /// Output directory.
+    #[arg(long, default_value = "certs")]
+    pub out: PathBuf,
+    /// Service name of the webhook.
+    #[arg(long, default_value = "kruise-webhook-service")]
+    pub service: String,
+    /// Namespace of the service.
+    #[arg(long, default_value = "kruise-system")]
+    pub namespace: String,
+    /// Extra DNS name or IP address for the certificate (repeatable).
+    #[arg(long = "host")]
+    pub hosts: Vec<String>,
+}
+
+/// `kruise manifests`.
+#[derive(Debug, Args)]
+pub struct ManifestsArgs {
+    /// Repository root to write into.
+    #[arg(long, default_value = ".")]
+    pub root: PathBuf,
+    /// Do not write: fail when a committed file is stale.
+    #[arg(long)]
+    pub check: bool,
+}
+
+fn parse_gates(s: &str) -> Result<FeatureGates, String> {
+    FeatureGates::parse(s).map_err(|e| e.to_string())
+}
+
+/// Parses `500ms`, `2s`, `1m` or a bare number of seconds.
+pub fn parse_duration(s: &str) -> Result<Duration, String> {
+    let s = s.trim();
+    let (number, unit) = match s.find(|c: char| c.is_ascii_alphabetic()) {
+        Some(i) => s.split_at(i),
+        None => (s, "s"),
+    };
+    let value: f64 = number.trim().parse().map_err(|_| format!("invalid duration {s:?}: use e.g. 500ms, 2s or 1m"))?;
+    let seconds = match unit {
+        "ms" => value / 1000.0,
+        "s" => value,
+        "m" => value * 60.0,
+        _ => return Err(format!("invalid duration unit in {s:?}: use ms, s or m")),
+    };
+    if !seconds.is_finite() || seconds < 0.0 {
+        return Err(format!("invalid duration {s:?}: must be a non-negative number"));
+    }
+    Ok(Duration::from_secs_f64(seconds))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn durations() {
+        assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
+        assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
+        assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
+        assert!(parse_duration("abc").is_err());
+        assert!(parse_duration("-1s").is_err());
+        assert!(parse_duration("1h").is_err());
+    }
+
+    #[test]
+    fn cli_parses_and_checks_flags() {
+        use clap::CommandFactory;
+        Cli::command().debug_assert();
+        let cli = Cli::try_parse_from(["kruise", "serve", "--standalone", "--objects-dir", "examples", "--feature-gates", "TemplateNoDefaults=true"]).unwrap();
+        let Command::Serve(args) = cli.command else { panic!("serve") };
+        assert!(args.standalone);
+        assert!(args.feature_gates.enabled(crate::core::features::Gate::TemplateNoDefaults));
+        assert!(Cli::try_parse_from(["kruise", "serve", "--objects-dir", "x"]).is_err(), "objects-dir needs standalone");
+        assert!(Cli::try_parse_from(["kruise", "serve", "--feature-gates", "Bogus=true"]).is_err());
+    }
+}

@@ -1,0 +1,108 @@
+//! CloneSet defaults, exactly kruise's `SetDefaultsCloneSet` (spec §1.1.3).
+
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+
+use super::pod::{QuantityError, default_pod_spec, default_volume_claim_template};
+use crate::apis::cloneset::{CloneSetSpec, DEFAULT_MAX_UNAVAILABLE, IN_PLACE_IF_POSSIBLE, IN_PLACE_ONLY, RECREATE};
+use crate::apis::common::InPlaceUpdateStrategy;
+use crate::core::features::FeatureGates;
+
+/// Defaults a CloneSet spec. Template and volume claim template defaults are applied only when
+/// `inject_template_defaults` (see [`should_inject_template_defaults`]).
+pub fn default_cloneset(
+    spec: &mut CloneSetSpec,
+    inject_template_defaults: bool,
+    gates: &FeatureGates,
+) -> Result<(), QuantityError> {
+    spec.replicas.get_or_insert(1);
+    spec.revision_history_limit.get_or_insert(10);
+    if inject_template_defaults {
+        if let Some(pod_spec) = spec.template.spec.as_mut() {
+            default_pod_spec(pod_spec, gates, "spec.template.spec")?;
+        }
+        for (i, vct) in spec.volume_claim_templates.iter_mut().enumerate() {
+            default_volume_claim_template(vct, &format!("spec.volumeClaimTemplates[{i}]"))?;
+        }
+    }
+    let strategy = &mut spec.update_strategy;
+    match strategy.type_.as_str() {
+        "" => strategy.type_ = RECREATE.to_string(),
+        IN_PLACE_IF_POSSIBLE | IN_PLACE_ONLY => {
+            strategy.in_place_update_strategy.get_or_insert_with(InPlaceUpdateStrategy::default);
+        }
+        _ => {}
+    }
+    strategy.partition.get_or_insert(IntOrString::Int(0));
+    strategy.max_unavailable.get_or_insert_with(|| IntOrString::String(DEFAULT_MAX_UNAVAILABLE.to_string()));
+    strategy.max_surge.get_or_insert(IntOrString::Int(0));
+    Ok(())
+}
+
+/// Template defaults are injected on CREATE, and on UPDATE only when the template changed, never
+/// with gate `TemplateNoDefaults` (spec §1.1.3 item 3). `old_template_equal` is `None` on CREATE.
+pub fn should_inject_template_defaults(old_template_equal: Option<bool>, gates: &FeatureGates) -> bool {
+    if gates.enabled(crate::core::features::Gate::TemplateNoDefaults) {
+        return false;
+    }
+    match old_template_equal {
+        None => true,
+        Some(equal) => !equal,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::core::features::Gate;
+
+    #[test]
+    fn inject_rule() {
+        let g = FeatureGates::default();
+        assert!(should_inject_template_defaults(None, &g));
+        assert!(should_inject_template_defaults(Some(false), &g));
+        assert!(!should_inject_template_defaults(Some(true), &g));
+        let g = g.with(Gate::TemplateNoDefaults, true);
+        assert!(!should_inject_template_defaults(None, &g));
+    }
+
+    #[test]
+    fn strategy_defaults() {
+        let g = FeatureGates::default();
+        let cases = [
+            ("", RECREATE, false),
+            (IN_PLACE_IF_POSSIBLE, IN_PLACE_IF_POSSIBLE, true),
+            (IN_PLACE_ONLY, IN_PLACE_ONLY, true),
+            ("Bogus", "Bogus", false),
+        ];
+        for (given, want, in_place) in cases {
+            let mut spec = CloneSetSpec::default();
+            spec.update_strategy.type_ = given.into();
+            default_cloneset(&mut spec, false, &g).unwrap();
+            assert_eq!(spec.update_strategy.type_, want);
+            assert_eq!(spec.update_strategy.in_place_update_strategy.is_some(), in_place, "{given}");
+            assert_eq!(spec.replicas, Some(1));
+            assert_eq!(spec.revision_history_limit, Some(10));
+            assert_eq!(spec.update_strategy.partition, Some(IntOrString::Int(0)));
+            assert_eq!(spec.update_strategy.max_unavailable, Some(IntOrString::String("20%".into())));
+            assert_eq!(spec.update_strategy.max_surge, Some(IntOrString::Int(0)));
+        }
+    }
+
+    #[test]
+    fn set_values_are_kept() {
+        let mut spec = CloneSetSpec {
+            replicas: Some(0),
+            revision_history_limit: Some(3),
+            ..Default::default()
+        };
+        spec.update_strategy.partition = Some(IntOrString::String("50%".into()));
+        spec.update_strategy.max_unavailable = Some(IntOrString::Int(2));
+        spec.update_strategy.max_surge = Some(IntOrString::String("10%".into()));
+        default_cloneset(&mut spec, true, &FeatureGates::default()).unwrap();
+        assert_eq!(spec.replicas, Some(0));
+        assert_eq!(spec.revision_history_limit, Some(3));
+        assert_eq!(spec.update_strategy.partition, Some(IntOrString::String("50%".into())));
+        assert_eq!(spec.update_strategy.max_unavailable, Some(IntOrString::Int(2)));
+        assert_eq!(spec.update_strategy.max_surge, Some(IntOrString::String("10%".into())));
+    }
+}

@@ -1,0 +1,19 @@
+//! Process entry: install the rustls provider, parse the command line, run, exit.
+
+use clap::Parser;
+
+fn main() {
+    // ring, not aws-lc-rs: it builds without cmake. Ignored if already installed.
+    let _ = rustls::crypto::ring::default_provider().install_default();
+    let cli = kruise::cli::Cli::parse();
+    kruise::init_tracing(cli.log_format, &cli.log);
+    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt,
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            std::process::exit(1);
+        }
+    };
+    let code = runtime.block_on(kruise::run(cli));
+    std::process::exit(code);
+}

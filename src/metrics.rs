@@ -1,0 +1,112 @@
+//! Prometheus metrics with bounded labels (webhook path, HTTP code, allowed; never object names),
+//! named as controller-runtime names them so kruise dashboards keep working (ADMISSION.md).
+
+use std::sync::Arc;
+
+use prometheus_client::encoding::EncodeLabelSet;
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::family::Family;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
+use prometheus_client::registry::Registry;
+
+/// Labels of a finished review.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct RequestLabels {
+    /// Route path.
+    pub webhook: String,
+    /// HTTP status code of the webhook call.
+    pub code: String,
+    /// "true", "false", or "none" when no verdict was reached.
+    pub allowed: String,
+}
+
+/// Labels naming a route.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WebhookLabels {
+    /// Route path.
+    pub webhook: String,
+}
+
+/// Labels of a certificate reload attempt.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ResultLabels {
+    /// "success" or "error".
+    pub result: String,
+}
+
+/// Every metric of the process.
+#[derive(Clone)]
+pub struct Metrics {
+    registry: Arc<Registry>,
+    /// Reviews answered.
+    pub requests: Family<RequestLabels, Counter>,
+    /// Review latency in seconds.
+    pub latency: Family<WebhookLabels, Histogram>,
+    /// Reviews being processed.
+    pub in_flight: Family<WebhookLabels, Gauge>,
+    /// Handler panics caught (each answered 500).
+    pub panics: Counter,
+    /// Certificate reloads.
+    pub cert_reloads: Family<ResultLabels, Counter>,
+}
+
+/// Latency buckets in seconds, from 50 µs: most reviews take well under a millisecond.
+const LATENCY_BUCKETS: [f64; 14] =
+    [0.00005, 0.0001, 0.00025, 0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1.0, 5.0];
+
+impl Default for Metrics {
+    fn default() -> Self {
+        Self::new()
+    }
+}
+
+impl Metrics {
+    /// Registers every metric in a fresh registry.
+    pub fn new() -> Self {
+        let mut registry = Registry::default();
+        let requests = Family::<RequestLabels, Counter>::default();
+        let latency: Family<WebhookLabels, Histogram> =
+            Family::new_with_constructor(|| Histogram::new(LATENCY_BUCKETS));
+        let in_flight = Family::<WebhookLabels, Gauge>::default();
+        let panics = Counter::default();
+        let cert_reloads = Family::<ResultLabels, Counter>::default();
+        registry.register(
+            "controller_runtime_webhook_requests",
+            "Admission reviews answered, by webhook path, HTTP code and verdict",
+            requests.clone(),
+        );
+        registry.register(
+            "controller_runtime_webhook_latency_seconds",
+            "Time to answer an admission review",
+            latency.clone(),
+        );
+        registry.register(
+            "controller_runtime_webhook_requests_in_flight",
+            "Admission reviews being answered",
+            in_flight.clone(),
+        );
+        registry.register("kruise_webhook_panics", "Handler panics caught and answered with HTTP 500", panics.clone());
+        registry.register(
+            "kruise_webhook_certificate_reloads",
+            "Serving certificate reloads from disk, by result",
+            cert_reloads.clone(),
+        );
+        Metrics { registry: Arc::new(registry), requests, latency, in_flight, panics, cert_reloads }
+    }
+
+    /// Prometheus text exposition.
+    pub fn encode(&self) -> String {
+        let mut out = String::new();
+        if prometheus_client::encoding::text::encode(&mut out, &self.registry).is_err() {
+            out.clear();
+        }
+        out
+    }
+
+    /// Counts a reload attempt.
+    pub fn cert_reload(&self, ok: bool) {
+        let result = if ok { "success" } else { "error" };
+        self.cert_reloads.get_or_create(&ResultLabels { result: result.into() }).inc();
+    }
+}

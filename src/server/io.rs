@@ -1,0 +1,141 @@
+//! Connection timeouts for HTTP/1.1, which hyper cannot express on its own: hyper's header-read
+//! timer also runs while a keep-alive connection is idle, but the apiserver keeps pooled
+//! connections idle for up to 90 s and closing them earlier races its next request. So a
+//! connection may stay idle for `idle` (default 120 s), while a request, once its first byte
+//! arrived, must be read within `request` (default 10 s: the header-read timeout, which also
+//! bounds slow bodies).
+
+use std::io;
+use std::pin::Pin;
+use std::task::{Context, Poll};
+use std::time::Duration;
+
+use tokio::io::{AsyncRead, AsyncWrite, ReadBuf};
+use tokio::time::{Instant, Sleep};
+
+/// Idle or reading a request.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Phase {
+    Idle,
+    Reading,
+}
+
+/// An IO object that fails pending reads once the current phase's deadline passed.
+pub struct TimedIo<T> {
+    inner: T,
+    phase: Phase,
+    deadline: Pin<Box<Sleep>>,
+    idle: Duration,
+    request: Duration,
+}
+
+impl<T> TimedIo<T> {
+    /// Wraps `inner`; the connection starts idle.
+    pub fn new(inner: T, idle: Duration, request: Duration) -> Self {
+        TimedIo { inner, phase: Phase::Idle, deadline: Box::pin(tokio::time::sleep(idle)), idle, request }
+    }
+
+    fn enter(&mut self, phase: Phase) {
+        self.phase = phase;
+        let after = if phase == Phase::Idle { self.idle } else { self.request };
+        self.deadline.as_mut().reset(Instant::now() + after);
+    }
+}
+
+impl<T: AsyncRead + Unpin> AsyncRead for TimedIo<T> {
+    fn poll_read(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &mut ReadBuf<'_>) -> Poll<io::Result<()>> {
+        let before = buf.filled().len();
+        match Pin::new(&mut self.inner).poll_read(cx, buf) {
+            Poll::Ready(Ok(())) => {
+                if buf.filled().len() > before && self.phase == Phase::Idle {
+                    self.enter(Phase::Reading);
+                }
+                Poll::Ready(Ok(()))
+            }
+            Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
+            Poll::Pending => {
+                if self.deadline.as_mut().poll(cx).is_ready() {
+                    let what = if self.phase == Phase::Idle { "idle" } else { "request read" };
+                    return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, format!("{what} timeout"))));
+                }
+                Poll::Pending
+            }
+        }
+    }
+}
+
+impl<T: AsyncWrite + Unpin> AsyncWrite for TimedIo<T> {
+    fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write(cx, buf);
+        if let Poll::Ready(Ok(n)) = result {
+            if n > 0 {
+                // A response is going out: the request was read; idle time starts (again).
+                self.enter(Phase::Idle);
+            }
+        }
+        result
+    }
+
+    fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_flush(cx)
+    }
+
+    fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
+        Pin::new(&mut self.inner).poll_shutdown(cx)
+    }
+
+    fn poll_write_vectored(
+        mut self: Pin<&mut Self>,
+        cx: &mut Context<'_>,
+        bufs: &[io::IoSlice<'_>],
+    ) -> Poll<io::Result<usize>> {
+        let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
+        if let Poll::Ready(Ok(n)) = result {
+            if n > 0 {
+                self.enter(Phase::Idle);
+            }
+        }
+        result
+    }
+
+    fn is_write_vectored(&self) -> bool {
+        self.inner.is_write_vectored()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+
+    #[tokio::test(start_paused = true)]
+    async fn idle_connections_live_long_and_slow_requests_do_not() {
+        let (client, server) = tokio::io::duplex(64);
+        let mut io = TimedIo::new(server, Duration::from_secs(120), Duration::from_secs(10));
+        let mut client = client;
+        let mut buf = [0u8; 8];
+
+        // Idle for 100 s: still alive; then a byte arrives.
+        let read = tokio::spawn(async move {
+            let n = io.read(&mut buf).await.unwrap();
+            (io, n)
+        });
+        tokio::time::sleep(Duration::from_secs(100)).await;
+        client.write_all(b"G").await.unwrap();
+        let (mut io, n) = read.await.unwrap();
+        assert_eq!(n, 1);
+
+        // Mid-request, the rest never comes: the read fails after 10 s.
+        let started = Instant::now();
+        let err = io.read(&mut buf).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        assert!(started.elapsed() >= Duration::from_secs(10) && started.elapsed() < Duration::from_secs(11));
+
+        // Writing a response returns the connection to idle.
+        io.write_all(b"HTTP/1.1 200 OK\r\n").await.unwrap();
+        let started = Instant::now();
+        let err = io.read(&mut buf).await.unwrap_err();
+        assert!(err.to_string().contains("idle"));
+        assert!(started.elapsed() >= Duration::from_secs(120));
+    }
+}

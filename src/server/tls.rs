@@ -1,0 +1,145 @@
+//! The serving certificate: loaded from `tls.crt`/`tls.key` before the listener binds, handed to
+//! every new TLS handshake through a resolver, and re-read when the files change on disk (polled,
+//! so a Kubernetes Secret-volume `..data` symlink swap is seen too). A half-written or mismatched
+//! pair is refused and the previous certificate keeps serving (ADMISSION.md, "certificate reload").
+
+use std::path::{Path, PathBuf};
+use std::sync::{Arc, Mutex};
+
+use arc_swap::ArcSwap;
+use rustls::ServerConfig;
+use rustls::crypto::CryptoProvider;
+use rustls::server::{ClientHello, ResolvesServerCert};
+use rustls::sign::CertifiedKey;
+use rustls_pki_types::pem::PemObject;
+use rustls_pki_types::{CertificateDer, PrivateKeyDer};
+
+/// Why a certificate pair could not be used.
+#[derive(Debug, thiserror::Error)]
+pub enum TlsError {
+    /// A file cannot be read.
+    #[error("cannot read {path}: {source}")]
+    Read {
+        /// The file.
+        path: PathBuf,
+        /// The cause.
+        #[source]
+        source: std::io::Error,
+    },
+    /// `tls.crt` holds no PEM certificate.
+    #[error("{path} holds no PEM certificate")]
+    NoCertificate {
+        /// The file.
+        path: PathBuf,
+    },
+    /// `tls.key` holds no usable private key.
+    #[error("{path} holds no usable private key: {reason}")]
+    BadKey {
+        /// The file.
+        path: PathBuf,
+        /// Why.
+        reason: String,
+    },
+    /// The key does not belong to the certificate.
+    #[error("the private key does not match the certificate: {0}")]
+    Mismatch(String),
+    /// rustls refused the configuration.
+    #[error("TLS configuration error: {0}")]
+    Config(#[from] rustls::Error),
+}
+
+/// The crypto provider: ring (aws-lc-rs needs cmake and doubles build times).
+pub fn provider() -> Arc<CryptoProvider> {
+    Arc::new(rustls::crypto::ring::default_provider())
+}
+
+/// Parses a PEM certificate chain and private key (RSA, ECDSA or Ed25519) into a checked pair.
+pub fn certified_key(cert_pem: &[u8], key_pem: &[u8], cert_path: &Path, key_path: &Path) -> Result<CertifiedKey, TlsError> {
+    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem).filter_map(Result::ok).collect();
+    if chain.is_empty() {
+        return Err(TlsError::NoCertificate { path: cert_path.to_path_buf() });
+    }
+    let key = PrivateKeyDer::from_pem_slice(key_pem)
+        .map_err(|e| TlsError::BadKey { path: key_path.to_path_buf(), reason: e.to_string() })?;
+    let signing_key = provider()
+        .key_provider
+        .load_private_key(key)
+        .map_err(|e| TlsError::BadKey { path: key_path.to_path_buf(), reason: e.to_string() })?;
+    let certified = CertifiedKey::new(chain, signing_key);
+    certified.keys_match().map_err(|e| TlsError::Mismatch(e.to_string()))?;
+    Ok(certified)
+}
+
+/// The certificate currently served, and where it comes from.
+pub struct CertStore {
+    cert_path: PathBuf,
+    key_path: PathBuf,
+    current: ArcSwap<CertifiedKey>,
+    last_bytes: Mutex<(Vec<u8>, Vec<u8>)>,
+}
+
+impl std::fmt::Debug for CertStore {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("CertStore").field("cert_path", &self.cert_path).finish_non_exhaustive()
+    }
+}
+
+impl CertStore {
+    /// Loads `tls.crt` and `tls.key` from `dir`; fails when they are missing or unusable.
+    pub fn load(dir: &Path) -> Result<Self, TlsError> {
+        let cert_path = dir.join("tls.crt");
+        let key_path = dir.join("tls.key");
+        let (cert, key) = read_pair(&cert_path, &key_path)?;
+        let certified = certified_key(&cert, &key, &cert_path, &key_path)?;
+        Ok(CertStore {
+            cert_path,
+            key_path,
+            current: ArcSwap::from_pointee(certified),
+            last_bytes: Mutex::new((cert, key)),
+        })
+    }
+
+    /// Re-reads the files; swaps the certificate when they changed and are valid. Returns
+    /// `Ok(true)` when a new certificate is now served, `Ok(false)` when nothing changed.
+    pub fn reload_if_changed(&self) -> Result<bool, TlsError> {
+        let (cert, key) = read_pair(&self.cert_path, &self.key_path)?;
+        {
+            let last = self.last_bytes.lock().map_err(|_| TlsError::Mismatch("poisoned lock".into()))?;
+            if last.0 == cert && last.1 == key {
+                return Ok(false);
+            }
+        }
+        let certified = certified_key(&cert, &key, &self.cert_path, &self.key_path)?;
+        self.current.store(Arc::new(certified));
+        if let Ok(mut last) = self.last_bytes.lock() {
+            *last = (cert, key);
+        }
+        Ok(true)
+    }
+
+    /// The DER leaf certificate currently served.
+    pub fn leaf(&self) -> Option<CertificateDer<'static>> {
+        self.current.load().cert.first().cloned()
+    }
+}
+
+fn read_pair(cert_path: &Path, key_path: &Path) -> Result<(Vec<u8>, Vec<u8>), TlsError> {
+    let read = |p: &Path| std::fs::read(p).map_err(|source| TlsError::Read { path: p.to_path_buf(), source });
+    Ok((read(cert_path)?, read(key_path)?))
+}
+
+impl ResolvesServerCert for CertStore {
+    fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
+        Some(self.current.load_full())
+    }
+}
+
+/// A rustls server configuration: TLS 1.2 and 1.3, ALPN `http/1.1` (plus `h2` when enabled).
+pub fn server_config(store: Arc<CertStore>, http2: bool) -> Result<Arc<ServerConfig>, TlsError> {
+    let mut config = ServerConfig::builder_with_provider(provider())
+        .with_protocol_versions(&[&rustls::version::TLS13, &rustls::version::TLS12])?
+        .with_no_client_auth()
+        .with_cert_resolver(store);
+    config.alpn_protocols = if http2 { vec![b"h2".to_vec(), b"http/1.1".to_vec()] } else { vec![b"http/1.1".to_vec()] };
+    Ok(Arc::new(config))
+}

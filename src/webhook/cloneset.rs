@@ -1,0 +1,43 @@
+//! CloneSet mutating handler `mcloneset.kb.io` (spec §1.1.3): defaults the object; template
+//! defaults only on CREATE or when the template changed; no patch when nothing changed.
+
+use kube::core::admission::Operation;
+
+use super::review::{Review, Verdict};
+use super::{Context, decode_object, writes_object};
+use crate::apis::CloneSet;
+use crate::core::defaults::cloneset::{default_cloneset, should_inject_template_defaults};
+use crate::core::patch::Overlay;
+
+/// Answers a CloneSet CREATE or UPDATE with its defaults.
+pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
+    let req = &review.request;
+    if !writes_object(&req.operation) {
+        return Verdict::allow();
+    }
+    if req.resource.version != "v1alpha1" {
+        return Verdict::errored(400, format!("unsupported version: {}", req.resource.version));
+    }
+    let mut cloneset: CloneSet = match decode_object(review.object.as_ref(), "CloneSet") {
+        Ok(c) => c,
+        Err(v) => return v,
+    };
+    let template_equal = if req.operation == Operation::Update {
+        let old: CloneSet = match decode_object(review.old_object.as_ref(), "old CloneSet") {
+            Ok(c) => c,
+            Err(v) => return v,
+        };
+        Some(old.spec.template == cloneset.spec.template)
+    } else {
+        None
+    };
+    let inject = should_inject_template_defaults(template_equal, &ctx.gates);
+    if let Err(e) = default_cloneset(&mut cloneset.spec, inject, &ctx.gates) {
+        return Verdict::errored(400, e.to_string());
+    }
+    let Some(raw) = review.object.as_ref() else { return Verdict::allow() };
+    match serde_json::to_value(&cloneset) {
+        Ok(typed) => Verdict::patched(Overlay::new(raw, &typed).patch()),
+        Err(e) => Verdict::errored(500, format!("cannot encode CloneSet: {e}")),
+    }
+}

@@ -1,0 +1,161 @@
+//! The HTTP face of the handlers: one axum [`router`] built from the path table, with the
+//! transport rules of issue 2 and ADMISSION.md: JSON only (415 otherwise), bodies up to 7 MiB
+//! (413 above), a body that is not an AdmissionReview gets 400 with a JSON `Status`, a path whose
+//! handler does not exist yet gets 404, a panic is caught and answered 500. One log line and one
+//! set of metric updates per review.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use axum::Router;
+use axum::body::{Body, Bytes};
+use axum::extract::State;
+use axum::http::{HeaderMap, StatusCode, header};
+use axum::response::{IntoResponse, Response};
+use axum::routing::post;
+use serde_json::json;
+use tower_http::catch_panic::CatchPanicLayer;
+
+use super::paths::{self, Handler};
+use super::review::{self, Verdict};
+use super::{Context, handle};
+use crate::metrics::{Metrics, RequestLabels, WebhookLabels};
+
+/// Largest accepted body: two objects of up to 3 MiB plus slack (controller-runtime's limit).
+pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
+
+/// Shared state of the webhook routes.
+pub struct AppState {
+    /// What handlers read.
+    pub ctx: Context,
+    /// Where reviews are counted.
+    pub metrics: Metrics,
+}
+
+/// The router serving every path of the webhook table.
+pub fn router(state: Arc<AppState>) -> Router {
+    let mut router = Router::new();
+    for path in paths::routed_paths() {
+        router = router.route(path, post(move |s: State<Arc<AppState>>, h: HeaderMap, b: Body| serve(s, path, h, b)));
+    }
+    router
+        .route("/healthz", axum::routing::get(|| async { "ok" }))
+        .fallback(|| async { error(StatusCode::NOT_FOUND, "NotFound", "no webhook is served on this path") })
+        .with_state(Arc::clone(&state))
+        .layer(panic_layer(state.metrics.clone()))
+}
+
+/// Answers a panic with a 500 JSON `Status` and counts it.
+pub(crate) fn panic_layer(
+    metrics: Metrics,
+) -> CatchPanicLayer<impl Fn(Box<dyn std::any::Any + Send + 'static>) -> Response + Clone> {
+    CatchPanicLayer::custom(move |_panic: Box<dyn std::any::Any + Send + 'static>| {
+        metrics.panics.inc();
+        tracing::error!("handler panicked; answered 500");
+        error(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", "internal error while handling the review")
+    })
+}
+
+/// A Kubernetes `Status` JSON error with an HTTP code.
+pub fn error(code: StatusCode, reason: &str, message: &str) -> Response {
+    let body = json!({
+        "kind": "Status", "apiVersion": "v1", "metadata": {}, "status": "Failure",
+        "message": message, "reason": reason, "code": code.as_u16(),
+    });
+    (code, axum::Json(body)).into_response()
+}
+
+/// Decrements the in-flight gauge when a review ends, however it ends.
+struct InFlight(prometheus_client::metrics::gauge::Gauge);
+
+impl Drop for InFlight {
+    fn drop(&mut self) {
+        self.0.dec();
+    }
+}
+
+async fn serve(State(state): State<Arc<AppState>>, path: &'static str, headers: HeaderMap, body: Body) -> Response {
+    let started = Instant::now();
+    let labels = WebhookLabels { webhook: path.to_string() };
+    let gauge = state.metrics.in_flight.get_or_create(&labels).clone();
+    gauge.inc();
+    let _in_flight = InFlight(gauge);
+
+    let (response, allowed) = answer(&state, path, &headers, body).await;
+    let code = response.status().as_u16().to_string();
+    let allowed = match allowed {
+        Some(true) => "true",
+        Some(false) => "false",
+        None => "none",
+    };
+    state
+        .metrics
+        .requests
+        .get_or_create(&RequestLabels { webhook: path.to_string(), code, allowed: allowed.into() })
+        .inc();
+    state.metrics.latency.get_or_create(&labels).observe(started.elapsed().as_secs_f64());
+    response
+}
+
+/// The response and, when a verdict was reached, whether it allowed.
+async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body: Body) -> (Response, Option<bool>) {
+    if !is_json(headers) {
+        let msg = "Content-Type must be application/json";
+        return (error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", msg), None);
+    }
+    let too_large = headers
+        .get(header::CONTENT_LENGTH)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.parse::<usize>().ok())
+        .is_some_and(|len| len > MAX_BODY_BYTES);
+    let bytes: Bytes = match (too_large, axum::body::to_bytes(body, MAX_BODY_BYTES).await) {
+        (false, Ok(b)) => b,
+        _ => {
+            let msg = format!("request body is larger than {MAX_BODY_BYTES} bytes");
+            return (error(StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge", &msg), None);
+        }
+    };
+    let review = match review::decode(&bytes) {
+        Ok(r) => r,
+        Err(e) => {
+            tracing::warn!(webhook = path, error = %e, "bad admission request");
+            return (error(StatusCode::BAD_REQUEST, "BadRequest", &e.to_string()), None);
+        }
+    };
+    let handler = paths::handler_for(path).unwrap_or(Handler::Missing);
+    let started = Instant::now();
+    let Some(verdict) = handle(&state.ctx, handler, &review) else {
+        let msg = format!("the webhook on {path} is not implemented by this server yet");
+        return (error(StatusCode::NOT_FOUND, "NotFound", &msg), None);
+    };
+    log_review(path, &review, &verdict, started);
+    let allowed = verdict.allowed;
+    (axum::Json(review::respond(&review.request, verdict)).into_response(), Some(allowed))
+}
+
+fn is_json(headers: &HeaderMap) -> bool {
+    headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .and_then(|v| v.split(';').next())
+        .is_some_and(|mime| mime.trim().eq_ignore_ascii_case("application/json"))
+}
+
+fn log_review(path: &str, review: &review::Review, verdict: &Verdict, started: Instant) {
+    let req = &review.request;
+    tracing::info!(
+        webhook = path,
+        uid = %req.uid,
+        kind = %req.kind.kind,
+        namespace = req.namespace.as_deref().unwrap_or(""),
+        name = %req.name,
+        operation = ?req.operation,
+        dry_run = req.dry_run,
+        allowed = verdict.allowed,
+        code = verdict.code,
+        patched = verdict.is_patched(),
+        duration_us = started.elapsed().as_micros() as u64,
+        message = %verdict.message,
+        "admission review"
+    );
+}

@@ -1,0 +1,381 @@
+//! Every webhook of spec §8.2: its name, its paths (HEAD and kruise v1.8 spellings), its rules and
+//! which handler serves it. The router and the generated `webhook-config/` are both built from
+//! this one table, so they cannot disagree. A webhook whose handler does not exist yet is routed
+//! (it answers 404) but left out of the generated configuration, as kruise drops configuration
+//! entries without a registered handler (spec §8.4 item 4).
+
+/// Which handler serves a webhook.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum Handler {
+    /// CloneSet defaults (spec §1.1.3).
+    MutateCloneSet,
+    /// Advanced StatefulSet defaults (spec §1.2.3).
+    MutateStatefulSet,
+    /// Not implemented yet: the path answers 404.
+    Missing,
+}
+
+/// Mutating or validating.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    /// MutatingWebhookConfiguration entry.
+    Mutating,
+    /// ValidatingWebhookConfiguration entry.
+    Validating,
+}
+
+/// One rule of a webhook (admissionregistration.k8s.io/v1 `RuleWithOperations`).
+#[derive(Clone, Copy, Debug)]
+pub struct Rule {
+    /// API groups.
+    pub groups: &'static [&'static str],
+    /// API versions.
+    pub versions: &'static [&'static str],
+    /// Resources (`pods/eviction` for subresources).
+    pub resources: &'static [&'static str],
+    /// CREATE, UPDATE, DELETE.
+    pub operations: &'static [&'static str],
+}
+
+/// One webhook.
+#[derive(Clone, Copy, Debug)]
+pub struct Webhook {
+    /// Webhook name as in kruise (`mcloneset.kb.io`).
+    pub name: &'static str,
+    /// Mutating or validating.
+    pub kind: Kind,
+    /// Path of kruise HEAD; the one written into the generated configuration.
+    pub path: &'static str,
+    /// Path of the kruise v1.8 chart, when it differs.
+    pub legacy_path: Option<&'static str>,
+    /// What it intercepts.
+    pub rules: &'static [Rule],
+    /// Pod webhooks exclude kruise's own namespace and kube-system (bootstrap deadlock, spec §8.2).
+    pub excludes_system_namespaces: bool,
+    /// Re-invoked when a later mutating webhook changed the object (idempotent mutations only).
+    pub reinvocation_if_needed: bool,
+    /// Who answers.
+    pub handler: Handler,
+}
+
+impl Webhook {
+    /// Every path this webhook answers on.
+    pub fn paths(&self) -> impl Iterator<Item = &'static str> {
+        std::iter::once(self.path).chain(self.legacy_path)
+    }
+
+    /// Whether a handler exists (and so whether it goes into `webhook-config/`).
+    pub fn implemented(&self) -> bool {
+        self.handler != Handler::Missing
+    }
+}
+
+const KRUISE: &[&str] = &["apps.kruise.io"];
+const CREATE_UPDATE: &[&str] = &["CREATE", "UPDATE"];
+const CREATE_UPDATE_DELETE: &[&str] = &["CREATE", "UPDATE", "DELETE"];
+const DELETE: &[&str] = &["DELETE"];
+
+/// Path of the pod mutating webhook.
+pub const MUTATE_POD: &str = "/mutate-pod";
+/// Path of the pod validating webhook (pods and pods/eviction).
+pub const VALIDATE_POD: &str = "/validate-pod";
+/// CloneSet mutating path.
+pub const MUTATE_CLONESET: &str = "/mutate-apps-kruise-io-cloneset";
+/// CloneSet validating path.
+pub const VALIDATE_CLONESET: &str = "/validate-apps-kruise-io-cloneset";
+/// Advanced StatefulSet mutating path (both versions).
+pub const MUTATE_STATEFULSET: &str = "/mutate-apps-kruise-io-statefulset";
+/// Advanced StatefulSet validating path (both versions).
+pub const VALIDATE_STATEFULSET: &str = "/validate-apps-kruise-io-statefulset";
+/// SidecarSet mutating path.
+pub const MUTATE_SIDECARSET: &str = "/mutate-apps-kruise-io-sidecarset";
+/// SidecarSet validating path.
+pub const VALIDATE_SIDECARSET: &str = "/validate-apps-kruise-io-sidecarset";
+
+/// The webhooks of spec §8.2.
+pub const WEBHOOKS: &[Webhook] = &[
+    Webhook {
+        name: "mpod.kb.io",
+        kind: Kind::Mutating,
+        path: MUTATE_POD,
+        legacy_path: None,
+        rules: &[Rule { groups: &[""], versions: &["v1"], resources: &["pods"], operations: &["CREATE"] }],
+        excludes_system_namespaces: true,
+        reinvocation_if_needed: true,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "vpod.kb.io",
+        kind: Kind::Validating,
+        path: VALIDATE_POD,
+        legacy_path: None,
+        rules: &[Rule { groups: &[""], versions: &["v1"], resources: &["pods"], operations: &["UPDATE", "DELETE"] }],
+        excludes_system_namespaces: true,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "vpodeviction.kb.io",
+        kind: Kind::Validating,
+        path: VALIDATE_POD,
+        legacy_path: None,
+        rules: &[Rule { groups: &[""], versions: &["v1"], resources: &["pods/eviction"], operations: &["CREATE"] }],
+        excludes_system_namespaces: true,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "mcloneset.kb.io",
+        kind: Kind::Mutating,
+        path: MUTATE_CLONESET,
+        legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-cloneset"),
+        rules: &[Rule { groups: KRUISE, versions: &["v1alpha1"], resources: &["clonesets"], operations: CREATE_UPDATE }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::MutateCloneSet,
+    },
+    Webhook {
+        name: "vcloneset.kb.io",
+        kind: Kind::Validating,
+        path: VALIDATE_CLONESET,
+        legacy_path: Some("/validate-apps-kruise-io-v1alpha1-cloneset"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1"],
+            resources: &["clonesets"],
+            operations: CREATE_UPDATE_DELETE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "mstatefulset.kb.io",
+        kind: Kind::Mutating,
+        path: MUTATE_STATEFULSET,
+        legacy_path: None,
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["statefulsets"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::MutateStatefulSet,
+    },
+    Webhook {
+        name: "vstatefulset.kb.io",
+        kind: Kind::Validating,
+        path: VALIDATE_STATEFULSET,
+        legacy_path: None,
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["statefulsets"],
+            operations: CREATE_UPDATE_DELETE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "msidecarset.kb.io",
+        kind: Kind::Mutating,
+        path: MUTATE_SIDECARSET,
+        legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-sidecarset"),
+        rules: &[Rule { groups: KRUISE, versions: &["v1alpha1"], resources: &["sidecarsets"], operations: CREATE_UPDATE }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "vsidecarset.kb.io",
+        kind: Kind::Validating,
+        path: VALIDATE_SIDECARSET,
+        legacy_path: Some("/validate-apps-kruise-io-v1alpha1-sidecarset"),
+        rules: &[Rule { groups: KRUISE, versions: &["v1alpha1"], resources: &["sidecarsets"], operations: CREATE_UPDATE }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "mdaemonset.kb.io",
+        kind: Kind::Mutating,
+        path: "/mutate-apps-kruise-io-daemonset",
+        legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-daemonset"),
+        rules: &[Rule { groups: KRUISE, versions: &["v1alpha1"], resources: &["daemonsets"], operations: CREATE_UPDATE }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "vdaemonset.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-apps-kruise-io-daemonset",
+        legacy_path: Some("/validate-apps-kruise-io-v1alpha1-daemonset"),
+        rules: &[Rule { groups: KRUISE, versions: &["v1alpha1"], resources: &["daemonsets"], operations: CREATE_UPDATE }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "mimagepulljob.kb.io",
+        kind: Kind::Mutating,
+        path: "/mutate-apps-kruise-io-imagepulljob",
+        legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-imagepulljob"),
+        rules: &[Rule { groups: KRUISE, versions: &["v1alpha1"], resources: &["imagepulljobs"], operations: CREATE_UPDATE }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "vimagepulljob.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-apps-kruise-io-imagepulljob",
+        legacy_path: Some("/validate-apps-kruise-io-v1alpha1-imagepulljob"),
+        rules: &[Rule { groups: KRUISE, versions: &["v1alpha1"], resources: &["imagepulljobs"], operations: CREATE_UPDATE }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "vpodunavailablebudget.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-policy-kruise-io-podunavailablebudget",
+        legacy_path: None,
+        rules: &[Rule {
+            groups: &["policy.kruise.io"],
+            versions: &["v1alpha1"],
+            resources: &["podunavailablebudgets"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "vbuiltindeployment.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-apps-deployment",
+        legacy_path: None,
+        rules: &[Rule { groups: &["apps"], versions: &["v1"], resources: &["deployments"], operations: DELETE }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "vbuiltinreplicaset.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-apps-replicaset",
+        legacy_path: None,
+        rules: &[Rule { groups: &["apps"], versions: &["v1"], resources: &["replicasets"], operations: DELETE }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "vbuiltinstatefulset.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-apps-statefulset",
+        legacy_path: None,
+        rules: &[Rule { groups: &["apps"], versions: &["v1"], resources: &["statefulsets"], operations: DELETE }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "vnamespace.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-namespace",
+        legacy_path: None,
+        rules: &[Rule { groups: &[""], versions: &["v1"], resources: &["namespaces"], operations: DELETE }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "vservice.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-service",
+        legacy_path: None,
+        rules: &[Rule { groups: &[""], versions: &["v1"], resources: &["services"], operations: DELETE }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "vingress.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-ingress",
+        legacy_path: None,
+        rules: &[Rule { groups: &["networking.k8s.io"], versions: &["v1"], resources: &["ingresses"], operations: DELETE }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+    Webhook {
+        name: "vcustomresourcedefinition.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-customresourcedefinition",
+        legacy_path: None,
+        rules: &[Rule {
+            groups: &["apiextensions.k8s.io"],
+            versions: &["v1"],
+            resources: &["customresourcedefinitions"],
+            operations: DELETE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::Missing,
+    },
+];
+
+/// The handler serving a path; `None` for a path no webhook has.
+pub fn handler_for(path: &str) -> Option<Handler> {
+    let mut found = None;
+    for w in WEBHOOKS {
+        if w.paths().any(|p| p == path) {
+            // Several webhooks may share a path (vpod and vpodeviction): any implemented one wins.
+            if found.is_none() || w.implemented() {
+                found = Some(w.handler);
+            }
+        }
+    }
+    found
+}
+
+/// Every distinct routed path.
+pub fn routed_paths() -> Vec<&'static str> {
+    let mut paths: Vec<&'static str> = WEBHOOKS.iter().flat_map(|w| w.paths()).collect();
+    paths.sort_unstable();
+    paths.dedup();
+    paths
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::HashSet;
+
+    #[test]
+    fn names_are_unique_and_every_path_is_absolute() {
+        let mut names = HashSet::new();
+        for w in WEBHOOKS {
+            assert!(names.insert(w.name), "duplicate {}", w.name);
+            for p in w.paths() {
+                assert!(p.starts_with('/'), "{p}");
+            }
+        }
+    }
+
+    #[test]
+    fn lookup() {
+        assert_eq!(handler_for(MUTATE_CLONESET), Some(Handler::MutateCloneSet));
+        assert_eq!(handler_for("/mutate-apps-kruise-io-v1alpha1-cloneset"), Some(Handler::MutateCloneSet));
+        assert_eq!(handler_for(MUTATE_STATEFULSET), Some(Handler::MutateStatefulSet));
+        assert_eq!(handler_for(MUTATE_POD), Some(Handler::Missing));
+        assert_eq!(handler_for("/nope"), None);
+        assert!(routed_paths().len() >= 20);
+    }
+}

@@ -1,0 +1,237 @@
+//! AdmissionReview in and out (spec §2.0, ADMISSION.md): decode the envelope with kube-core's
+//! types while keeping `object`/`oldObject` as the raw JSON the apiserver sent (patches are
+//! computed against it), and encode a [`Verdict`] in the request's own API version with the
+//! request's uid.
+
+use base64::Engine;
+use base64::engine::general_purpose::STANDARD as BASE64;
+use json_patch::Patch;
+use kube::core::DynamicObject;
+use kube::core::Status;
+use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use serde_json::Value;
+
+/// AdmissionReview versions the apiserver may send.
+pub const ADMISSION_V1: &str = "admission.k8s.io/v1";
+/// The deprecated version still sent by old apiservers.
+pub const ADMISSION_V1BETA1: &str = "admission.k8s.io/v1beta1";
+
+/// A decoded review request.
+#[derive(Debug, Clone)]
+pub struct Review {
+    /// The envelope: uid, kind, resource, operation, user... (`object`/`old_object` are `None`).
+    pub request: AdmissionRequest<DynamicObject>,
+    /// The raw `request.object` (`None` when absent or null).
+    pub object: Option<Value>,
+    /// The raw `request.oldObject` (`None` when absent or null).
+    pub old_object: Option<Value>,
+}
+
+/// Why a body is not an AdmissionReview we can answer: each becomes an HTTP 400.
+#[derive(Debug, thiserror::Error)]
+pub enum DecodeError {
+    /// The body is not JSON.
+    #[error("request body is not valid JSON: {0}")]
+    NotJson(#[source] serde_json::Error),
+    /// The body is JSON but not an AdmissionReview object.
+    #[error("request body is not an AdmissionReview: {0}")]
+    NotAdmissionReview(String),
+    /// No `request` field.
+    #[error("AdmissionReview has no request")]
+    MissingRequest,
+    /// The request envelope is malformed.
+    #[error("invalid AdmissionReview request: {0}")]
+    InvalidRequest(#[source] serde_json::Error),
+}
+
+/// Decodes an AdmissionReview body.
+pub fn decode(body: &[u8]) -> Result<Review, DecodeError> {
+    let mut value: Value = serde_json::from_slice(body).map_err(DecodeError::NotJson)?;
+    let Value::Object(map) = &mut value else {
+        return Err(DecodeError::NotAdmissionReview("the body is not a JSON object".into()));
+    };
+    let kind = map.get("kind").and_then(Value::as_str).unwrap_or_default();
+    let api_version = map.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
+    if kind != "AdmissionReview" || (api_version != ADMISSION_V1 && api_version != ADMISSION_V1BETA1) {
+        return Err(DecodeError::NotAdmissionReview(format!(
+            "expected kind AdmissionReview and apiVersion {ADMISSION_V1} or {ADMISSION_V1BETA1}, got kind {kind:?} apiVersion {api_version:?}"
+        )));
+    }
+    let Some(Value::Object(request)) = map.get_mut("request") else {
+        return Err(DecodeError::MissingRequest);
+    };
+    let object = take_object(request, "object");
+    let old_object = take_object(request, "oldObject");
+    let review: AdmissionReview<DynamicObject> = serde_json::from_value(value).map_err(DecodeError::InvalidRequest)?;
+    let request: AdmissionRequest<DynamicObject> = review.try_into().map_err(|_| DecodeError::MissingRequest)?;
+    Ok(Review { request, object, old_object })
+}
+
+fn take_object(request: &mut serde_json::Map<String, Value>, key: &str) -> Option<Value> {
+    match request.remove(key) {
+        None | Some(Value::Null) => None,
+        Some(v) => Some(v),
+    }
+}
+
+/// What a handler decided.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Verdict {
+    /// Admitted or not.
+    pub allowed: bool,
+    /// `status.code`: 200 when allowed.
+    pub code: u16,
+    /// `status.reason` (kruise's "Denied" answers carry `Forbidden`; "Errored" ones carry none).
+    pub reason: String,
+    /// `status.message`.
+    pub message: String,
+    /// RFC 6902 patch (mutating handlers only).
+    pub patch: Option<Patch>,
+    /// Warnings shown by kubectl, each at most 120 characters.
+    pub warnings: Vec<String>,
+}
+
+impl Verdict {
+    /// Admitted, unchanged.
+    pub fn allow() -> Self {
+        Verdict { allowed: true, code: 200, reason: String::new(), message: String::new(), patch: None, warnings: vec![] }
+    }
+
+    /// Admitted with a patch (or unchanged when `patch` is `None`).
+    pub fn patched(patch: Option<Patch>) -> Self {
+        Verdict { patch, ..Verdict::allow() }
+    }
+
+    /// Refused with a code and no reason (controller-runtime `Errored`): 400 undecodable object,
+    /// 422 invalid object, 403 policy.
+    pub fn errored(code: u16, message: impl Into<String>) -> Self {
+        Verdict { allowed: false, code, reason: String::new(), message: message.into(), patch: None, warnings: vec![] }
+    }
+
+    /// Refused by policy (controller-runtime `Denied`): 403 Forbidden.
+    pub fn forbidden(message: impl Into<String>) -> Self {
+        Verdict { reason: "Forbidden".into(), ..Verdict::errored(403, message) }
+    }
+
+    /// Adds a warning.
+    #[must_use]
+    pub fn warn(mut self, warning: impl Into<String>) -> Self {
+        self.warnings.push(warning.into());
+        self
+    }
+
+    /// Whether a patch is returned.
+    pub fn is_patched(&self) -> bool {
+        self.patch.is_some()
+    }
+}
+
+/// Builds the response review: same apiVersion and uid as the request, the patch base64-encoded
+/// as Go encodes `[]byte` (kube-core would write an array of numbers, four times larger).
+pub fn respond(request: &AdmissionRequest<DynamicObject>, verdict: Verdict) -> Value {
+    let review = response_review(request, verdict);
+    let mut value = serde_json::to_value(&review).unwrap_or(Value::Null);
+    if let Some(patch) = review.response.as_ref().and_then(|r| r.patch.as_ref()) {
+        value["response"]["patch"] = Value::String(BASE64.encode(patch));
+    }
+    value
+}
+
+fn response_review(request: &AdmissionRequest<DynamicObject>, verdict: Verdict) -> AdmissionReview<DynamicObject> {
+    let mut response = AdmissionResponse::from(request);
+    response.allowed = verdict.allowed;
+    response.result = if verdict.allowed {
+        Status::success().with_code(verdict.code)
+    } else {
+        Status::failure(&verdict.message, &verdict.reason).with_code(verdict.code)
+    };
+    if !verdict.warnings.is_empty() {
+        response.warnings = Some(verdict.warnings);
+    }
+    if let Some(patch) = verdict.patch {
+        response = match response.clone().with_patch(patch) {
+            Ok(r) => r,
+            // Serialising a json_patch::Patch cannot fail; if it ever did, refusing is the
+            // only answer that does not silently drop the mutation.
+            Err(e) => {
+                let mut r = response;
+                r.allowed = false;
+                r.result = Status::failure(&format!("internal error encoding patch: {e}"), "InternalError").with_code(500);
+                r
+            }
+        };
+    }
+    response.into_review()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    fn body(api_version: &str) -> Vec<u8> {
+        serde_json::to_vec(&json!({
+            "apiVersion": api_version, "kind": "AdmissionReview",
+            "request": {
+                "uid": "u-1",
+                "kind": {"group": "apps.kruise.io", "version": "v1alpha1", "kind": "CloneSet"},
+                "resource": {"group": "apps.kruise.io", "version": "v1alpha1", "resource": "clonesets"},
+                "namespace": "ns", "name": "c", "operation": "CREATE", "userInfo": {"username": "me"},
+                "object": {"metadata": {"name": "c", "creationTimestamp": null}, "x": 1},
+                "oldObject": null
+            }
+        }))
+        .unwrap()
+    }
+
+    #[test]
+    fn decodes_both_versions_and_keeps_raw_objects() {
+        for v in [ADMISSION_V1, ADMISSION_V1BETA1] {
+            let r = decode(&body(v)).unwrap();
+            assert_eq!(r.request.uid, "u-1");
+            assert_eq!(r.object, Some(json!({"metadata": {"name": "c", "creationTimestamp": null}, "x": 1})));
+            assert_eq!(r.old_object, None);
+            let out = respond(&r.request, Verdict::allow());
+            assert_eq!(out["apiVersion"], v);
+            assert_eq!(out["kind"], "AdmissionReview");
+            assert_eq!(out["response"]["uid"], "u-1");
+            assert_eq!(out["response"]["allowed"], true);
+            assert_eq!(out["response"]["status"]["code"], 200);
+        }
+    }
+
+    #[test]
+    fn rejects_what_is_not_a_review() {
+        let cases: &[(&[u8], &str)] = &[
+            (b"", "not valid JSON"),
+            (b"{\"kind\":", "not valid JSON"),
+            (b"[]", "not an AdmissionReview"),
+            (b"{\"kind\":\"Pod\",\"apiVersion\":\"v1\"}", "not an AdmissionReview"),
+            (b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\"}", "no request"),
+            (b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\",\"request\":{\"uid\":1}}", "invalid"),
+        ];
+        for (input, want) in cases {
+            let err = decode(input).unwrap_err().to_string();
+            assert!(err.contains(want), "{err} should contain {want}");
+        }
+    }
+
+    #[test]
+    fn denial_and_patch_encoding() {
+        let r = decode(&body(ADMISSION_V1)).unwrap();
+        let out = respond(&r.request, Verdict::errored(422, "bad").warn("w"));
+        assert_eq!(out["response"]["allowed"], false);
+        assert_eq!(out["response"]["status"]["code"], 422);
+        assert_eq!(out["response"]["status"]["message"], "bad");
+        assert_eq!(out["response"]["warnings"], json!(["w"]));
+        let out = respond(&r.request, Verdict::forbidden("no"));
+        assert_eq!(out["response"]["status"]["reason"], "Forbidden");
+        assert_eq!(out["response"]["status"]["code"], 403);
+
+        let patch: Patch = serde_json::from_value(json!([{"op": "add", "path": "/y", "value": 2}])).unwrap();
+        let out = respond(&r.request, Verdict::patched(Some(patch.clone())));
+        assert_eq!(out["response"]["patchType"], "JSONPatch");
+        let bytes = BASE64.decode(out["response"]["patch"].as_str().unwrap()).unwrap();
+        assert_eq!(serde_json::from_slice::<Patch>(&bytes).unwrap(), patch);
+    }
+}
