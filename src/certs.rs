@@ -103,21 +103,20 @@ pub fn ensure(req: &CertRequest) -> Result<Outcome, CertError> {
     }
     let later = SystemTime::now() + RENEW_BEFORE;
     let read = |f: &str| std::fs::read(req.out.join(f)).ok();
-    if let (Some(ca), Some(leaf), Some(_)) = (read("ca.crt"), read("tls.crt"), read("tls.key")) {
-        if verifies(&ca, &leaf, &names, later) {
-            return Ok(Outcome::Kept);
-        }
+    if let (Some(ca), Some(leaf), Some(_)) = (read("ca.crt"), read("tls.crt"), read("tls.key"))
+        && verifies(&ca, &leaf, &names, later)
+    {
+        return Ok(Outcome::Kept);
     }
     std::fs::create_dir_all(&req.out).map_err(|source| CertError::Write { path: req.out.clone(), source })?;
     // Re-issue from the existing CA when it outlives the new leaf.
-    if let (Some(ca_pem), Some(ca_key_pem)) = (read("ca.crt"), read("ca.key")) {
-        if let Some((leaf, key)) = issue_from_existing(&ca_pem, &ca_key_pem, &names) {
-            if verifies(&ca_pem, leaf.as_bytes(), &names, SystemTime::now() + LEAF_LIFETIME - Duration::from_secs(3600)) {
-                write(&req.out.join("tls.key"), key.as_bytes(), true)?;
-                write(&req.out.join("tls.crt"), leaf.as_bytes(), false)?;
-                return Ok(Outcome::RenewedLeaf);
-            }
-        }
+    if let (Some(ca_pem), Some(ca_key_pem)) = (read("ca.crt"), read("ca.key"))
+        && let Some((leaf, key)) = issue_from_existing(&ca_pem, &ca_key_pem, &names)
+        && verifies(&ca_pem, leaf.as_bytes(), &names, SystemTime::now() + LEAF_LIFETIME - Duration::from_secs(3600))
+    {
+        write(&req.out.join("tls.key"), key.as_bytes(), true)?;
+        write(&req.out.join("tls.crt"), leaf.as_bytes(), false)?;
+        return Ok(Outcome::RenewedLeaf);
     }
     let ca_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
     let ca_params = ca_params()?;
@@ -170,7 +169,8 @@ pub fn verifies(ca_pem: &[u8], leaf_pem: &[u8], names: &[String], at: SystemTime
     }
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(leaf_pem).filter_map(Result::ok).collect();
     let Some((leaf, intermediates)) = chain.split_first() else { return false };
-    let Ok(verifier) = WebPkiServerVerifier::builder_with_provider(Arc::new(roots), crate::server::tls::provider()).build()
+    let Ok(verifier) =
+        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), crate::server::tls::provider()).build()
     else {
         return false;
     };

@@ -157,11 +157,23 @@ mod tests {
     fn cli_parses_and_checks_flags() {
         use clap::CommandFactory;
         Cli::command().debug_assert();
-        let cli = Cli::try_parse_from(["kruise", "serve", "--standalone", "--objects-dir", "examples", "--feature-gates", "TemplateNoDefaults=true"]).unwrap();
+        let cli = Cli::try_parse_from([
+            "kruise",
+            "serve",
+            "--standalone",
+            "--objects-dir",
+            "examples",
+            "--feature-gates",
+            "TemplateNoDefaults=true",
+        ])
+        .unwrap();
         let Command::Serve(args) = cli.command else { panic!("serve") };
         assert!(args.standalone);
         assert!(args.feature_gates.enabled(crate::core::features::Gate::TemplateNoDefaults));
-        assert!(Cli::try_parse_from(["kruise", "serve", "--objects-dir", "x"]).is_err(), "objects-dir needs standalone");
+        assert!(
+            Cli::try_parse_from(["kruise", "serve", "--objects-dir", "x"]).is_err(),
+            "objects-dir needs standalone"
+        );
         assert!(Cli::try_parse_from(["kruise", "serve", "--feature-gates", "Bogus=true"]).is_err());
     }
 }

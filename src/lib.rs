@@ -21,7 +21,8 @@ use cluster::ClusterView;
 
 /// Installs the tracing subscriber.
 pub fn init_tracing(format: LogFormat, filter: &str) {
-    let filter = tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
+    let filter =
+        tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
@@ -40,7 +41,12 @@ pub async fn run(cli: Cli) -> i32 {
             }
         },
         Command::Certs(args) => {
-            let req = certs::CertRequest { out: args.out, service: args.service, namespace: args.namespace, hosts: args.hosts };
+            let req = certs::CertRequest {
+                out: args.out,
+                service: args.service,
+                namespace: args.namespace,
+                hosts: args.hosts,
+            };
             match certs::ensure(&req) {
                 Ok(outcome) => {
                     eprintln!("{}: {outcome:?} (SANs: {})", req.out.display(), req.names().join(", "));

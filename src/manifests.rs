@@ -50,8 +50,11 @@ pub enum ManifestError {
 
 /// Every generated file: path relative to the repository root, and content.
 pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
-    let sts = kube::core::crd::merge_crds(vec![statefulset::v1alpha1::StatefulSet::crd(), statefulset::v1beta1::StatefulSet::crd()], "v1beta1")
-        .map_err(|e| ManifestError::Merge(e.to_string()))?;
+    let sts = kube::core::crd::merge_crds(
+        vec![statefulset::v1alpha1::StatefulSet::crd(), statefulset::v1beta1::StatefulSet::crd()],
+        "v1beta1",
+    )
+    .map_err(|e| ManifestError::Merge(e.to_string()))?;
     let crds: Vec<(&str, CustomResourceDefinition)> = vec![
         ("apps.kruise.io_clonesets.yaml", CloneSet::crd()),
         ("apps.kruise.io_statefulsets.yaml", sts),
@@ -65,7 +68,10 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
         files.push((Path::new("deploy/crds").join(name), yaml(name, &crd)?));
     }
     files.push((PathBuf::from("webhook-config/mutating-webhook-configuration.yaml"), yaml("mutating", &mutating())?));
-    files.push((PathBuf::from("webhook-config/validating-webhook-configuration.yaml"), yaml("validating", &validating())?));
+    files.push((
+        PathBuf::from("webhook-config/validating-webhook-configuration.yaml"),
+        yaml("validating", &validating())?,
+    ));
     Ok(files)
 }
 
@@ -94,7 +100,8 @@ pub fn write_all(root: &Path) -> Result<Vec<PathBuf>, ManifestError> {
     for (rel, content) in render()? {
         let path = root.join(&rel);
         if let Some(parent) = path.parent() {
-            std::fs::create_dir_all(parent).map_err(|source| ManifestError::Io { path: parent.to_path_buf(), source })?;
+            std::fs::create_dir_all(parent)
+                .map_err(|source| ManifestError::Io { path: parent.to_path_buf(), source })?;
         }
         std::fs::write(&path, content).map_err(|source| ManifestError::Io { path: path.clone(), source })?;
         written.push(rel);
@@ -230,7 +237,13 @@ mod tests {
             .unwrap_or_default()
             .into_iter()
             .filter_map(|w| w.client_config.service.and_then(|s| s.path))
-            .chain(validating().webhooks.unwrap_or_default().into_iter().filter_map(|w| w.client_config.service.and_then(|s| s.path)))
+            .chain(
+                validating()
+                    .webhooks
+                    .unwrap_or_default()
+                    .into_iter()
+                    .filter_map(|w| w.client_config.service.and_then(|s| s.path)),
+            )
             .collect();
         let routed = crate::webhook::paths::routed_paths();
         let implemented: BTreeSet<String> = routed
@@ -256,7 +269,21 @@ mod tests {
         let scale = sub.scale.as_ref().unwrap();
         assert_eq!(scale.label_selector_path.as_deref(), Some(".status.labelSelector"));
         let cols: Vec<_> = v.additional_printer_columns.as_ref().unwrap().iter().map(|c| c.name.as_str()).collect();
-        assert_eq!(cols, ["DESIRED", "UPDATED", "UPDATED_READY", "UPDATED_AVAILABLE", "READY", "TOTAL", "AGE", "CONTAINERS", "IMAGES", "SELECTOR"]);
+        assert_eq!(
+            cols,
+            [
+                "DESIRED",
+                "UPDATED",
+                "UPDATED_READY",
+                "UPDATED_AVAILABLE",
+                "READY",
+                "TOTAL",
+                "AGE",
+                "CONTAINERS",
+                "IMAGES",
+                "SELECTOR"
+            ]
+        );
         let files = render().unwrap();
         let sts = &files.iter().find(|(p, _)| p.ends_with("apps.kruise.io_statefulsets.yaml")).unwrap().1;
         assert!(sts.contains("- asts") && sts.contains("name: v1beta1") && sts.contains("name: v1alpha1"));

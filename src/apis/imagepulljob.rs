@@ -8,7 +8,6 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 use std::collections::BTreeMap;
 
-
 /// Desired state of an ImagePullJob.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
@@ -20,12 +19,42 @@ use std::collections::BTreeMap;
     derive = "PartialEq",
     derive = "Default",
     doc = "ImagePullJob is the Schema for the imagepulljobs API",
-    printcolumn(name = "TOTAL", type_ = "integer", json_path = ".status.desired", description = "Number of all nodes matched by this job"),
-    printcolumn(name = "ACTIVE", type_ = "integer", json_path = ".status.active", description = "Number of image pull task active"),
-    printcolumn(name = "SUCCEED", type_ = "integer", json_path = ".status.succeeded", description = "Number of image pull task succeeded"),
-    printcolumn(name = "FAILED", type_ = "integer", json_path = ".status.failed", description = "Number of image pull tasks failed"),
-    printcolumn(name = "AGE", type_ = "date", json_path = ".metadata.creationTimestamp", description = "CreationTimestamp is a timestamp representing the server time when this object was created."),
-    printcolumn(name = "MESSAGE", type_ = "string", json_path = ".status.message", description = "Summary of status when job is failed")
+    printcolumn(
+        name = "TOTAL",
+        type_ = "integer",
+        json_path = ".status.desired",
+        description = "Number of all nodes matched by this job"
+    ),
+    printcolumn(
+        name = "ACTIVE",
+        type_ = "integer",
+        json_path = ".status.active",
+        description = "Number of image pull task active"
+    ),
+    printcolumn(
+        name = "SUCCEED",
+        type_ = "integer",
+        json_path = ".status.succeeded",
+        description = "Number of image pull task succeeded"
+    ),
+    printcolumn(
+        name = "FAILED",
+        type_ = "integer",
+        json_path = ".status.failed",
+        description = "Number of image pull tasks failed"
+    ),
+    printcolumn(
+        name = "AGE",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp",
+        description = "CreationTimestamp is a timestamp representing the server time when this object was created."
+    ),
+    printcolumn(
+        name = "MESSAGE",
+        type_ = "string",
+        json_path = ".status.message",
+        description = "Summary of status when job is failed"
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct ImagePullJobSpec {

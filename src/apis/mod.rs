@@ -5,6 +5,9 @@
 //! reaches validation instead of failing the decode). Pod templates and volume claim templates are
 //! schemaless in the CRDs, as in kruise, so the apiserver never prunes fields kruise does not know.
 
+// kube-derive's repeated `printcolumn(...)`/`shortname` arguments look like duplicated attributes.
+#![allow(clippy::duplicated_attributes)]
+
 pub mod cloneset;
 pub mod common;
 pub mod imagepulljob;

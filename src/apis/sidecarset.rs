@@ -22,10 +22,30 @@ use super::is_default;
     derive = "PartialEq",
     derive = "Default",
     doc = "SidecarSet is the Schema for the sidecarsets API",
-    printcolumn(name = "MATCHED", type_ = "integer", json_path = ".status.matchedPods", description = "The number of pods matched."),
-    printcolumn(name = "UPDATED", type_ = "integer", json_path = ".status.updatedPods", description = "The number of pods matched and updated."),
-    printcolumn(name = "READY", type_ = "integer", json_path = ".status.readyPods", description = "The number of pods matched and ready."),
-    printcolumn(name = "AGE", type_ = "date", json_path = ".metadata.creationTimestamp", description = "CreationTimestamp is a timestamp representing the server time when this object was created.")
+    printcolumn(
+        name = "MATCHED",
+        type_ = "integer",
+        json_path = ".status.matchedPods",
+        description = "The number of pods matched."
+    ),
+    printcolumn(
+        name = "UPDATED",
+        type_ = "integer",
+        json_path = ".status.updatedPods",
+        description = "The number of pods matched and updated."
+    ),
+    printcolumn(
+        name = "READY",
+        type_ = "integer",
+        json_path = ".status.readyPods",
+        description = "The number of pods matched and ready."
+    ),
+    printcolumn(
+        name = "AGE",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp",
+        description = "CreationTimestamp is a timestamp representing the server time when this object was created."
+    )
 )]
 #[serde(rename_all = "camelCase")]
 pub struct SidecarSetSpec {

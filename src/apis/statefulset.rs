@@ -120,13 +120,50 @@ pub mod v1beta1 {
             status_replicas_path = ".status.replicas",
             label_selector_path = ".status.labelSelector"
         ),
-        printcolumn(name = "DESIRED", type_ = "integer", json_path = ".spec.replicas", description = "The desired number of pods."),
-        printcolumn(name = "CURRENT", type_ = "integer", json_path = ".status.replicas", description = "The number of currently all pods."),
-        printcolumn(name = "UPDATED", type_ = "integer", json_path = ".status.updatedReplicas", description = "The number of pods updated."),
-        printcolumn(name = "READY", type_ = "integer", json_path = ".status.readyReplicas", description = "The number of pods ready."),
-        printcolumn(name = "AGE", type_ = "date", json_path = ".metadata.creationTimestamp", description = "CreationTimestamp is a timestamp representing the server time when this object was created."),
-        printcolumn(name = "CONTAINERS", type_ = "string", json_path = ".spec.template.spec.containers[*].name", description = "The containers of currently advanced statefulset.", priority = "1"),
-        printcolumn(name = "IMAGES", type_ = "string", json_path = ".spec.template.spec.containers[*].image", description = "The images of currently advanced statefulset.", priority = "1")
+        printcolumn(
+            name = "DESIRED",
+            type_ = "integer",
+            json_path = ".spec.replicas",
+            description = "The desired number of pods."
+        ),
+        printcolumn(
+            name = "CURRENT",
+            type_ = "integer",
+            json_path = ".status.replicas",
+            description = "The number of currently all pods."
+        ),
+        printcolumn(
+            name = "UPDATED",
+            type_ = "integer",
+            json_path = ".status.updatedReplicas",
+            description = "The number of pods updated."
+        ),
+        printcolumn(
+            name = "READY",
+            type_ = "integer",
+            json_path = ".status.readyReplicas",
+            description = "The number of pods ready."
+        ),
+        printcolumn(
+            name = "AGE",
+            type_ = "date",
+            json_path = ".metadata.creationTimestamp",
+            description = "CreationTimestamp is a timestamp representing the server time when this object was created."
+        ),
+        printcolumn(
+            name = "CONTAINERS",
+            type_ = "string",
+            json_path = ".spec.template.spec.containers[*].name",
+            description = "The containers of currently advanced statefulset.",
+            priority = "1"
+        ),
+        printcolumn(
+            name = "IMAGES",
+            type_ = "string",
+            json_path = ".spec.template.spec.containers[*].image",
+            description = "The images of currently advanced statefulset.",
+            priority = "1"
+        )
     )]
     #[serde(rename_all = "camelCase")]
     pub struct StatefulSetSpec {
@@ -286,13 +323,50 @@ pub mod v1alpha1 {
             status_replicas_path = ".status.replicas",
             label_selector_path = ".status.labelSelector"
         ),
-        printcolumn(name = "DESIRED", type_ = "integer", json_path = ".spec.replicas", description = "The desired number of pods."),
-        printcolumn(name = "CURRENT", type_ = "integer", json_path = ".status.replicas", description = "The number of currently all pods."),
-        printcolumn(name = "UPDATED", type_ = "integer", json_path = ".status.updatedReplicas", description = "The number of pods updated."),
-        printcolumn(name = "READY", type_ = "integer", json_path = ".status.readyReplicas", description = "The number of pods ready."),
-        printcolumn(name = "AGE", type_ = "date", json_path = ".metadata.creationTimestamp", description = "CreationTimestamp is a timestamp representing the server time when this object was created."),
-        printcolumn(name = "CONTAINERS", type_ = "string", json_path = ".spec.template.spec.containers[*].name", description = "The containers of currently advanced statefulset.", priority = "1"),
-        printcolumn(name = "IMAGES", type_ = "string", json_path = ".spec.template.spec.containers[*].image", description = "The images of currently advanced statefulset.", priority = "1")
+        printcolumn(
+            name = "DESIRED",
+            type_ = "integer",
+            json_path = ".spec.replicas",
+            description = "The desired number of pods."
+        ),
+        printcolumn(
+            name = "CURRENT",
+            type_ = "integer",
+            json_path = ".status.replicas",
+            description = "The number of currently all pods."
+        ),
+        printcolumn(
+            name = "UPDATED",
+            type_ = "integer",
+            json_path = ".status.updatedReplicas",
+            description = "The number of pods updated."
+        ),
+        printcolumn(
+            name = "READY",
+            type_ = "integer",
+            json_path = ".status.readyReplicas",
+            description = "The number of pods ready."
+        ),
+        printcolumn(
+            name = "AGE",
+            type_ = "date",
+            json_path = ".metadata.creationTimestamp",
+            description = "CreationTimestamp is a timestamp representing the server time when this object was created."
+        ),
+        printcolumn(
+            name = "CONTAINERS",
+            type_ = "string",
+            json_path = ".spec.template.spec.containers[*].name",
+            description = "The containers of currently advanced statefulset.",
+            priority = "1"
+        ),
+        printcolumn(
+            name = "IMAGES",
+            type_ = "string",
+            json_path = ".spec.template.spec.containers[*].image",
+            description = "The images of currently advanced statefulset.",
+            priority = "1"
+        )
     )]
     #[serde(rename_all = "camelCase")]
     pub struct StatefulSetSpec {

@@ -86,7 +86,10 @@ impl Snapshot {
 
     /// Number of objects held.
     pub fn len(&self) -> usize {
-        self.namespaces.len() + self.pods.len() + self.sidecarsets.len() + self.revisions.values().map(Vec::len).sum::<usize>()
+        self.namespaces.len()
+            + self.pods.len()
+            + self.sidecarsets.len()
+            + self.revisions.values().map(Vec::len).sum::<usize>()
     }
 
     /// Whether nothing is held.
@@ -302,8 +305,11 @@ metadata: {name: ignored}
         let dir = tempfile::tempdir().unwrap();
         std::fs::write(dir.path().join("a.yaml"), MANIFESTS).unwrap();
         std::fs::create_dir(dir.path().join("sub")).unwrap();
-        std::fs::write(dir.path().join("sub/ns.json"), r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"b"}}"#)
-            .unwrap();
+        std::fs::write(
+            dir.path().join("sub/ns.json"),
+            r#"{"apiVersion":"v1","kind":"Namespace","metadata":{"name":"b"}}"#,
+        )
+        .unwrap();
         std::fs::write(dir.path().join("notes.txt"), "not a manifest").unwrap();
         let (view, problems) = FileView::load(dir.path()).unwrap();
         assert!(problems.is_empty(), "{problems:?}");

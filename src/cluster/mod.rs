@@ -29,10 +29,7 @@ pub trait ClusterView: Send + Sync {
 /// The labels a namespace is matched with: its own, plus `kubernetes.io/metadata.name`, which
 /// Kubernetes always sets; a namespace the view does not hold has only that label (spec §4.2).
 pub fn namespace_labels(view: &dyn ClusterView, name: &str) -> BTreeMap<String, String> {
-    let mut labels = view
-        .namespace(name)
-        .and_then(|ns| ns.metadata.labels.clone())
-        .unwrap_or_default();
+    let mut labels = view.namespace(name).and_then(|ns| ns.metadata.labels.clone()).unwrap_or_default();
     labels.insert(crate::apis::keys::NAMESPACE_NAME_LABEL.to_string(), name.to_string());
     labels
 }

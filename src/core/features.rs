@@ -170,9 +170,7 @@ impl FeatureGates {
     pub fn parse(spec: &str) -> Result<Self, FeatureGateError> {
         let mut gates = FeatureGates { values: DEFAULTS.iter().copied().collect() };
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
-            let (name, value) = item
-                .split_once('=')
-                .ok_or_else(|| FeatureGateError::Malformed(item.to_string()))?;
+            let (name, value) = item.split_once('=').ok_or_else(|| FeatureGateError::Malformed(item.to_string()))?;
             let (name, value) = (name.trim(), value.trim());
             let key = DEFAULTS
                 .iter()

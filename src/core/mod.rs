@@ -4,6 +4,10 @@
 pub mod conversion;
 pub mod defaults;
 pub mod features;
+pub mod field;
 pub mod image;
+pub mod inplace;
+pub mod names;
 pub mod patch;
 pub mod quantity;
+pub mod selector;

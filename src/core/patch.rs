@@ -92,7 +92,11 @@ mod tests {
         let cases = [
             // (raw, typed, expected)
             (json!({"a": 1, "unknown": {"x": 1}}), json!({"a": 2}), json!({"a": 2, "unknown": {"x": 1}})),
-            (json!({"list": [{"n": "a", "new": 1}]}), json!({"list": [{"n": "a", "d": 1}]}), json!({"list": [{"n": "a", "new": 1, "d": 1}]})),
+            (
+                json!({"list": [{"n": "a", "new": 1}]}),
+                json!({"list": [{"n": "a", "d": 1}]}),
+                json!({"list": [{"n": "a", "new": 1, "d": 1}]}),
+            ),
             (json!({"list": [1, 2]}), json!({"list": [1]}), json!({"list": [1]})),
             (json!({"s": null}), json!({"s": {"t": "x"}}), json!({"s": {"t": "x"}})),
             (json!({"m": {"creationTimestamp": null}}), json!({"m": {}}), json!({"m": {"creationTimestamp": null}})),

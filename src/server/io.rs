@@ -67,11 +67,11 @@ impl<T: AsyncRead + Unpin> AsyncRead for TimedIo<T> {
 impl<T: AsyncWrite + Unpin> AsyncWrite for TimedIo<T> {
     fn poll_write(mut self: Pin<&mut Self>, cx: &mut Context<'_>, buf: &[u8]) -> Poll<io::Result<usize>> {
         let result = Pin::new(&mut self.inner).poll_write(cx, buf);
-        if let Poll::Ready(Ok(n)) = result {
-            if n > 0 {
-                // A response is going out: the request was read; idle time starts (again).
-                self.enter(Phase::Idle);
-            }
+        if let Poll::Ready(Ok(n)) = result
+            && n > 0
+        {
+            // A response is going out: the request was read; idle time starts (again).
+            self.enter(Phase::Idle);
         }
         result
     }
@@ -90,10 +90,10 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TimedIo<T> {
         bufs: &[io::IoSlice<'_>],
     ) -> Poll<io::Result<usize>> {
         let result = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
-        if let Poll::Ready(Ok(n)) = result {
-            if n > 0 {
-                self.enter(Phase::Idle);
-            }
+        if let Poll::Ready(Ok(n)) = result
+            && n > 0
+        {
+            self.enter(Phase::Idle);
         }
         result
     }

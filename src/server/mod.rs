@@ -166,7 +166,13 @@ async fn reload_loop(certs: Arc<CertStore>, metrics: Metrics, every: Duration) {
     }
 }
 
-async fn serve_tls(listener: TcpListener, acceptor: TlsAcceptor, app: Router, opts: ServeOptions, mut stop: watch::Receiver<bool>) {
+async fn serve_tls(
+    listener: TcpListener,
+    acceptor: TlsAcceptor,
+    app: Router,
+    opts: ServeOptions,
+    mut stop: watch::Receiver<bool>,
+) {
     let graceful = GracefulShutdown::new();
     let mut draining = false;
     let drain = tokio::time::sleep(Duration::MAX / 4);

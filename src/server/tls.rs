@@ -54,7 +54,12 @@ pub fn provider() -> Arc<CryptoProvider> {
 }
 
 /// Parses a PEM certificate chain and private key (RSA, ECDSA or Ed25519) into a checked pair.
-pub fn certified_key(cert_pem: &[u8], key_pem: &[u8], cert_path: &Path, key_path: &Path) -> Result<CertifiedKey, TlsError> {
+pub fn certified_key(
+    cert_pem: &[u8],
+    key_pem: &[u8],
+    cert_path: &Path,
+    key_path: &Path,
+) -> Result<CertifiedKey, TlsError> {
     let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(cert_pem).filter_map(Result::ok).collect();
     if chain.is_empty() {
         return Err(TlsError::NoCertificate { path: cert_path.to_path_buf() });

@@ -94,7 +94,14 @@ pub struct Verdict {
 impl Verdict {
     /// Admitted, unchanged.
     pub fn allow() -> Self {
-        Verdict { allowed: true, code: 200, reason: String::new(), message: String::new(), patch: None, warnings: vec![] }
+        Verdict {
+            allowed: true,
+            code: 200,
+            reason: String::new(),
+            message: String::new(),
+            patch: None,
+            warnings: vec![],
+        }
     }
 
     /// Admitted with a patch (or unchanged when `patch` is `None`).
@@ -156,7 +163,8 @@ fn response_review(request: &AdmissionRequest<DynamicObject>, verdict: Verdict) 
             Err(e) => {
                 let mut r = response;
                 r.allowed = false;
-                r.result = Status::failure(&format!("internal error encoding patch: {e}"), "InternalError").with_code(500);
+                r.result =
+                    Status::failure(&format!("internal error encoding patch: {e}"), "InternalError").with_code(500);
                 r
             }
         };
@@ -208,7 +216,10 @@ mod tests {
             (b"[]", "not an AdmissionReview"),
             (b"{\"kind\":\"Pod\",\"apiVersion\":\"v1\"}", "not an AdmissionReview"),
             (b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\"}", "no request"),
-            (b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\",\"request\":{\"uid\":1}}", "invalid"),
+            (
+                b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\",\"request\":{\"uid\":1}}",
+                "invalid",
+            ),
         ];
         for (input, want) in cases {
             let err = decode(input).unwrap_err().to_string();

@@ -48,7 +48,10 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
 }
 
 /// Decodes the new object and, on UPDATE, the old one, both as v1beta1.
-fn decode_both(review: &Review, version: &str) -> Result<(v1beta1::StatefulSet, Option<v1beta1::StatefulSet>), Verdict> {
+fn decode_both(
+    review: &Review,
+    version: &str,
+) -> Result<(v1beta1::StatefulSet, Option<v1beta1::StatefulSet>), Verdict> {
     let decode = |raw: Option<&Value>, what: &str| -> Result<v1beta1::StatefulSet, Verdict> {
         match version {
             "v1beta1" => decode_object(raw, what),

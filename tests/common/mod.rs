@@ -1,6 +1,6 @@
 //! Test helpers: an in-process server on 127.0.0.1:0 with fresh certificates, and a TLS client
 //! that verifies the CA and the service DNS name as the apiserver does.
-#![allow(dead_code)]
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
@@ -94,7 +94,12 @@ pub fn tls_config(ca_pem: &[u8], alpn: &[&[u8]]) -> Arc<rustls::ClientConfig> {
 }
 
 /// Opens a verified TLS connection.
-pub async fn connect(addr: SocketAddr, ca_pem: &[u8], server_name: &str, alpn: &[&[u8]]) -> std::io::Result<TlsStream<TcpStream>> {
+pub async fn connect(
+    addr: SocketAddr,
+    ca_pem: &[u8],
+    server_name: &str,
+    alpn: &[&[u8]],
+) -> std::io::Result<TlsStream<TcpStream>> {
     let tcp = TcpStream::connect(addr).await?;
     let name = ServerName::try_from(server_name.to_string()).map_err(std::io::Error::other)?;
     TlsConnector::from(tls_config(ca_pem, alpn)).connect(name, tcp).await
@@ -110,13 +115,19 @@ impl Conn {
     pub async fn open(addr: SocketAddr, ca_pem: &[u8]) -> std::io::Result<Conn> {
         let tls = connect(addr, ca_pem, SERVICE_DNS, &[b"http/1.1"]).await?;
         let peer_leaf = tls.get_ref().1.peer_certificates().and_then(|c| c.first()).map(|c| c.to_vec());
-        let (sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(std::io::Error::other)?;
+        let (sender, conn) =
+            hyper::client::conn::http1::handshake(TokioIo::new(tls)).await.map_err(std::io::Error::other)?;
         tokio::spawn(conn);
         Ok(Conn { sender, peer_leaf })
     }
 
     /// POSTs a body; returns status, headers and body.
-    pub async fn post(&mut self, path: &str, content_type: Option<&str>, body: Vec<u8>) -> Result<Response, hyper::Error> {
+    pub async fn post(
+        &mut self,
+        path: &str,
+        content_type: Option<&str>,
+        body: Vec<u8>,
+    ) -> Result<Response, hyper::Error> {
         let mut req = Request::post(path).header("host", SERVICE_DNS);
         if let Some(ct) = content_type {
             req = req.header("content-type", ct);
@@ -138,7 +149,8 @@ pub struct Response {
 
 impl Response {
     pub fn json(&self) -> Value {
-        serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
+        serde_json::from_slice(&self.body)
+            .unwrap_or_else(|e| panic!("not JSON ({e}): {}", String::from_utf8_lossy(&self.body)))
     }
 }
 

@@ -90,11 +90,7 @@ mod tests {
 
     #[test]
     fn set_values_are_kept() {
-        let mut spec = CloneSetSpec {
-            replicas: Some(0),
-            revision_history_limit: Some(3),
-            ..Default::default()
-        };
+        let mut spec = CloneSetSpec { replicas: Some(0), revision_history_limit: Some(3), ..Default::default() };
         spec.update_strategy.partition = Some(IntOrString::String("50%".into()));
         spec.update_strategy.max_unavailable = Some(IntOrString::Int(2));
         spec.update_strategy.max_surge = Some(IntOrString::String("10%".into()));

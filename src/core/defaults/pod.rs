@@ -23,7 +23,9 @@ pub const DEFAULT_MODE: i32 = 420;
 
 /// A template that cannot be defaulted because a quantity does not parse (Go fails to decode it).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
-#[error("{path}: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' (got {value:?})")]
+#[error(
+    "{path}: quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$' (got {value:?})"
+)]
 pub struct QuantityError {
     /// JSON path of the bad quantity.
     pub path: String,
@@ -228,10 +230,10 @@ pub fn default_volumes(volumes: &mut [Volume]) {
         if has_no_source(v) {
             v.empty_dir = Some(Default::default());
         }
-        if let Some(host_path) = v.host_path.as_mut() {
-            if host_path.type_.is_none() {
-                host_path.type_ = Some(String::new());
-            }
+        if let Some(host_path) = v.host_path.as_mut()
+            && host_path.type_.is_none()
+        {
+            host_path.type_ = Some(String::new());
         }
         if let Some(secret) = v.secret.as_mut() {
             secret.default_mode.get_or_insert(DEFAULT_MODE);

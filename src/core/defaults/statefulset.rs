@@ -83,10 +83,7 @@ mod tests {
     #[test]
     fn gates_and_on_delete() {
         let gates = FeatureGates::parse("StatefulSetAutoDeletePVC=false,StatefulSetAutoResizePVCGate=true").unwrap();
-        let mut spec = StatefulSetSpec {
-            pod_management_policy: PARALLEL.into(),
-            ..Default::default()
-        };
+        let mut spec = StatefulSetSpec { pod_management_policy: PARALLEL.into(), ..Default::default() };
         spec.update_strategy.type_ = ON_DELETE.into();
         default_statefulset(&mut spec, false, &gates).unwrap();
         assert_eq!(spec.pod_management_policy, PARALLEL);
