@@ -2,6 +2,7 @@
 //! defaults only on CREATE or when the template changed; no patch when nothing changed.
 
 use kube::core::admission::Operation;
+use serde_json::json;
 
 use super::review::{Review, Verdict};
 use super::{Context, decode_object, writes_object};
@@ -36,8 +37,9 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
         return Verdict::errored(400, e.to_string());
     }
     let Some(raw) = review.object.as_ref() else { return Verdict::allow() };
-    match serde_json::to_value(&cloneset) {
-        Ok(typed) => Verdict::patched(Overlay::new(raw, &typed).patch()),
+    // Defaults only touch `spec`: metadata and status are left exactly as sent.
+    match serde_json::to_value(&cloneset.spec) {
+        Ok(spec) => Verdict::patched(Overlay::new(raw, &json!({ "spec": spec })).patch()),
         Err(e) => Verdict::errored(500, format!("cannot encode CloneSet: {e}")),
     }
 }

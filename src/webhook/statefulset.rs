@@ -29,11 +29,13 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     if let Err(e) = default_statefulset(&mut sts.spec, inject, &ctx.gates) {
         return Verdict::errored(400, e.to_string());
     }
+    // Defaults only touch `spec` (and `status`, reset below): metadata is left exactly as sent.
     let typed = if version == "v1alpha1" {
-        serde_json::to_value(statefulset_to_v1alpha1(&sts))
+        serde_json::to_value(statefulset_to_v1alpha1(&sts).spec)
     } else {
-        serde_json::to_value(&sts)
-    };
+        serde_json::to_value(&sts.spec)
+    }
+    .map(|spec| json!({ "spec": spec }));
     let Some(raw) = review.object.as_ref() else { return Verdict::allow() };
     match typed {
         Ok(typed) => {
