@@ -42,6 +42,49 @@ pub enum Command {
     Certs(CertsArgs),
     /// Regenerate deploy/crds and webhook-config from the sources.
     Manifests(ManifestsArgs),
+    /// Run manifests through the webhooks offline (for CI): exit 0 admitted, 1 denied, 2 bad input, 3 internal error.
+    Check(CheckArgs),
+}
+
+/// `kruise check`.
+#[derive(Debug, Args)]
+pub struct CheckArgs {
+    /// Files or directories of manifests (`.yaml`, `.yml`, `.json`, recursively), or `-` for stdin.
+    #[arg(short = 'f', long = "filename", required = true, num_args = 1..)]
+    pub files: Vec<String>,
+    /// Previous versions: paths, or `git:REV` to read the same paths at a git revision. Objects found
+    /// there are checked as UPDATEs; objects only there as DELETEs.
+    #[arg(long, num_args = 1..)]
+    pub old: Vec<String>,
+    /// More manifests for the cluster view (SidecarSets, Namespaces, Pods, ControllerRevisions).
+    #[arg(long)]
+    pub objects_dir: Option<PathBuf>,
+    /// Namespace of namespaced objects that have none.
+    #[arg(short = 'n', long, default_value = "default")]
+    pub namespace: String,
+    /// Feature gates, as the server's.
+    #[arg(long, default_value = "", value_parser = parse_gates)]
+    pub feature_gates: FeatureGates,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = CheckOutput::Text)]
+    pub output: CheckOutput,
+    /// Write every admitted (mutated) object into this directory.
+    #[arg(long)]
+    pub mutated_out: Option<PathBuf>,
+    /// Exit with this code when there are warnings (and nothing worse).
+    #[arg(long)]
+    pub warn_exit_code: Option<i32>,
+}
+
+/// `kruise check` output format.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CheckOutput {
+    /// One line per object.
+    Text,
+    /// A JSON report.
+    Json,
+    /// JUnit XML, a test suite per file.
+    Junit,
 }
 
 /// `kruise serve`.

@@ -5,6 +5,7 @@
 
 pub mod apis;
 pub mod certs;
+pub mod check;
 pub mod cli;
 pub mod cluster;
 pub mod core;
@@ -59,7 +60,56 @@ pub async fn run(cli: Cli) -> i32 {
             }
         }
         Command::Manifests(args) => manifests_command(&args.root, args.check),
+        Command::Check(args) => check_command(args),
     }
+}
+
+fn check_command(args: cli::CheckArgs) -> i32 {
+    let fail = |e: &dyn std::fmt::Display| {
+        eprintln!("error: {e}");
+        check::exit::USAGE
+    };
+    let inputs = match check::input::read_paths(&args.files) {
+        Ok(i) => i,
+        Err(e) => return fail(&e),
+    };
+    let mut old = Vec::new();
+    for spec in &args.old {
+        let read = match spec.strip_prefix("git:") {
+            Some(rev) => check::input::read_git(rev, &args.files),
+            None => check::input::read_paths(std::slice::from_ref(spec)),
+        };
+        match read {
+            Ok(o) => old.extend(o),
+            Err(e) => return fail(&e),
+        }
+    }
+    let extra = match &args.objects_dir {
+        Some(dir) => match cluster::files::load_dir(dir) {
+            Ok((snapshot, problems)) => {
+                if let Some(p) = problems.first() {
+                    return fail(&format!("{}: {}", p.path.display(), p.message));
+                }
+                snapshot
+            }
+            Err(e) => return fail(&e),
+        },
+        None => cluster::files::Snapshot::default(),
+    };
+    let settings = check::Settings { namespace: args.namespace, gates: args.feature_gates };
+    let outcomes = check::check(&inputs, &old, &extra, &settings);
+    match args.output {
+        cli::CheckOutput::Text => print!("{}", check::report::text(&outcomes)),
+        cli::CheckOutput::Json => println!("{:#}", check::report::json(&outcomes)),
+        cli::CheckOutput::Junit => print!("{}", check::report::junit(&outcomes)),
+    }
+    if let Some(dir) = &args.mutated_out
+        && let Err(e) = check::report::write_mutated(dir, &outcomes)
+    {
+        eprintln!("error: cannot write {}: {e}", dir.display());
+        return check::exit::INTERNAL;
+    }
+    check::exit_code(&outcomes, args.warn_exit_code)
 }
 
 fn manifests_command(root: &std::path::Path, check: bool) -> i32 {

@@ -70,7 +70,11 @@ fn cloneset_defaults(template: Value) -> Value {
 #[test]
 fn cloneset_create_gets_every_default() {
     let obj = cloneset(json!({"selector": {"matchLabels": {"app": "x"}}, "template": template()}));
-    let (v, out) = run(Handler::MutateCloneSet, FeatureGates::default(), &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None));
+    let (v, out) = run(
+        Handler::MutateCloneSet,
+        FeatureGates::default(),
+        &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None),
+    );
     assert!(v.allowed && v.patch.is_some());
     assert_eq!(out["spec"], cloneset_defaults(defaulted_template()));
     assert_eq!(out["metadata"], obj["metadata"], "metadata untouched (no noise ops)");
@@ -80,16 +84,28 @@ fn cloneset_create_gets_every_default() {
 fn cloneset_strategy_defaults_table() {
     // (given updateStrategy, expected updateStrategy)
     let cases = [
-        (json!({"type": "InPlaceIfPossible"}),
-         json!({"type": "InPlaceIfPossible", "partition": 0, "maxUnavailable": "20%", "maxSurge": 0, "inPlaceUpdateStrategy": {}})),
-        (json!({"type": "InPlaceOnly", "inPlaceUpdateStrategy": {"gracePeriodSeconds": 10}}),
-         json!({"type": "InPlaceOnly", "partition": 0, "maxUnavailable": "20%", "maxSurge": 0, "inPlaceUpdateStrategy": {"gracePeriodSeconds": 10}})),
-        (json!({"partition": "30%", "maxUnavailable": 3, "maxSurge": "10%", "paused": true}),
-         json!({"type": "ReCreate", "partition": "30%", "maxUnavailable": 3, "maxSurge": "10%", "paused": true})),
+        (
+            json!({"type": "InPlaceIfPossible"}),
+            json!({"type": "InPlaceIfPossible", "partition": 0, "maxUnavailable": "20%", "maxSurge": 0, "inPlaceUpdateStrategy": {}}),
+        ),
+        (
+            json!({"type": "InPlaceOnly", "inPlaceUpdateStrategy": {"gracePeriodSeconds": 10}}),
+            json!({"type": "InPlaceOnly", "partition": 0, "maxUnavailable": "20%", "maxSurge": 0, "inPlaceUpdateStrategy": {"gracePeriodSeconds": 10}}),
+        ),
+        (
+            json!({"partition": "30%", "maxUnavailable": 3, "maxSurge": "10%", "paused": true}),
+            json!({"type": "ReCreate", "partition": "30%", "maxUnavailable": 3, "maxSurge": "10%", "paused": true}),
+        ),
     ];
     for (given, want) in cases {
-        let obj = cloneset(json!({"replicas": 2, "selector": {"matchLabels": {"app": "x"}}, "template": template(), "updateStrategy": given}));
-        let (_, out) = run(Handler::MutateCloneSet, FeatureGates::default(), &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None));
+        let obj = cloneset(
+            json!({"replicas": 2, "selector": {"matchLabels": {"app": "x"}}, "template": template(), "updateStrategy": given}),
+        );
+        let (_, out) = run(
+            Handler::MutateCloneSet,
+            FeatureGates::default(),
+            &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None),
+        );
         assert_eq!(out["spec"]["updateStrategy"], want);
         assert_eq!(out["spec"]["replicas"], 2);
     }
@@ -101,14 +117,22 @@ fn cloneset_update_defaults_the_template_only_when_it_changed() {
     // Unchanged template (without defaults): only non-template defaults are applied.
     let mut new = old.clone();
     new["spec"]["updateStrategy"] = json!({});
-    let (_, out) = run(Handler::MutateCloneSet, FeatureGates::default(), &review("clonesets", "v1alpha1", "CloneSet", "UPDATE", &new, Some(&old)));
+    let (_, out) = run(
+        Handler::MutateCloneSet,
+        FeatureGates::default(),
+        &review("clonesets", "v1alpha1", "CloneSet", "UPDATE", &new, Some(&old)),
+    );
     assert_eq!(out["spec"]["template"], template(), "template left alone");
     assert_eq!(out["spec"]["updateStrategy"]["maxUnavailable"], "20%");
 
     // Changed template: defaulted.
     let mut new = old.clone();
     new["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:1.28");
-    let (_, out) = run(Handler::MutateCloneSet, FeatureGates::default(), &review("clonesets", "v1alpha1", "CloneSet", "UPDATE", &new, Some(&old)));
+    let (_, out) = run(
+        Handler::MutateCloneSet,
+        FeatureGates::default(),
+        &review("clonesets", "v1alpha1", "CloneSet", "UPDATE", &new, Some(&old)),
+    );
     let mut want = defaulted_template();
     want["spec"]["containers"][0]["image"] = json!("nginx:1.28");
     assert_eq!(out["spec"]["template"], want);
@@ -116,14 +140,19 @@ fn cloneset_update_defaults_the_template_only_when_it_changed() {
     // TemplateNoDefaults: never.
     let gates = FeatureGates::default().with(Gate::TemplateNoDefaults, true);
     let obj = cloneset(json!({"selector": {"matchLabels": {"app": "x"}}, "template": template()}));
-    let (_, out) = run(Handler::MutateCloneSet, gates, &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None));
+    let (_, out) =
+        run(Handler::MutateCloneSet, gates, &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None));
     assert_eq!(out["spec"]["template"], template());
 }
 
 #[test]
 fn already_defaulted_object_gets_no_patch() {
     let obj = cloneset(cloneset_defaults(defaulted_template()));
-    let (v, out) = run(Handler::MutateCloneSet, FeatureGates::default(), &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None));
+    let (v, out) = run(
+        Handler::MutateCloneSet,
+        FeatureGates::default(),
+        &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None),
+    );
     assert!(v.allowed);
     assert!(v.patch.is_none(), "{:?}", v.patch);
     assert_eq!(out, obj);
@@ -131,12 +160,18 @@ fn already_defaulted_object_gets_no_patch() {
 
 #[test]
 fn unknown_fields_and_odd_keys_survive_the_patch() {
-    let mut obj = cloneset(json!({"selector": {"matchLabels": {"app": "x"}}, "template": template(), "futureField": {"a": 1}}));
-    obj["metadata"]["annotations"] = json!({"example.com/a~b": "1", "kubectl.kubernetes.io/last-applied-configuration": "{}"});
+    let mut obj =
+        cloneset(json!({"selector": {"matchLabels": {"app": "x"}}, "template": template(), "futureField": {"a": 1}}));
+    obj["metadata"]["annotations"] =
+        json!({"example.com/a~b": "1", "kubectl.kubernetes.io/last-applied-configuration": "{}"});
     obj["spec"]["template"]["spec"]["containers"][0]["futureContainerField"] = json!(true);
     obj["spec"]["template"]["spec"]["futurePodField"] = json!("x");
     obj["status"] = json!({"replicas": 3, "futureStatus": 1});
-    let (_, out) = run(Handler::MutateCloneSet, FeatureGates::default(), &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None));
+    let (_, out) = run(
+        Handler::MutateCloneSet,
+        FeatureGates::default(),
+        &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None),
+    );
     assert_eq!(out["spec"]["futureField"], json!({"a": 1}));
     assert_eq!(out["spec"]["template"]["spec"]["containers"][0]["futureContainerField"], true);
     assert_eq!(out["spec"]["template"]["spec"]["containers"][0]["imagePullPolicy"], "Always");
@@ -173,7 +208,11 @@ fn pod_template_defaults_table() {
     });
     let tpl = json!({"metadata": {"labels": {"app": "x"}}, "spec": spec});
     let obj = cloneset(json!({"selector": {"matchLabels": {"app": "x"}}, "template": tpl}));
-    let (_, out) = run(Handler::MutateCloneSet, FeatureGates::default(), &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None));
+    let (_, out) = run(
+        Handler::MutateCloneSet,
+        FeatureGates::default(),
+        &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None),
+    );
     let s = &out["spec"]["template"]["spec"];
     let cases: &[(&str, Value)] = &[
         ("/containers/0/imagePullPolicy", json!("Always")),
@@ -183,8 +222,11 @@ fn pod_template_defaults_table() {
         ("/containers/0/resources/requests/memory", json!("1536Mi")),
         ("/containers/0/resources/limits/cpu", json!("1")),
         ("/containers/0/resources/limits/memory", json!("1e3")),
-        ("/containers/0/livenessProbe", json!({"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"},
-            "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3})),
+        (
+            "/containers/0/livenessProbe",
+            json!({"httpGet": {"port": 80, "path": "/", "scheme": "HTTP"},
+            "timeoutSeconds": 1, "periodSeconds": 10, "successThreshold": 1, "failureThreshold": 3}),
+        ),
         ("/containers/0/readinessProbe/periodSeconds", json!(5)),
         ("/containers/0/lifecycle/preStop/httpGet", json!({"port": 8080, "path": "/", "scheme": "HTTP"})),
         ("/initContainers/0/imagePullPolicy", json!("Always")),
@@ -226,8 +268,14 @@ fn host_network_ports_only_with_the_gate() {
 #[test]
 fn volume_claim_templates_get_pending_phase_and_normalised_quantities() {
     let vct = json!([{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1.5Gi"}}}}]);
-    let obj = cloneset(json!({"selector": {"matchLabels": {"app": "x"}}, "template": template(), "volumeClaimTemplates": vct}));
-    let (_, out) = run(Handler::MutateCloneSet, FeatureGates::default(), &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None));
+    let obj = cloneset(
+        json!({"selector": {"matchLabels": {"app": "x"}}, "template": template(), "volumeClaimTemplates": vct}),
+    );
+    let (_, out) = run(
+        Handler::MutateCloneSet,
+        FeatureGates::default(),
+        &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None),
+    );
     let v = &out["spec"]["volumeClaimTemplates"][0];
     assert_eq!(v["status"]["phase"], "Pending");
     assert_eq!(v["spec"]["resources"]["requests"]["storage"], "1536Mi");
@@ -239,10 +287,23 @@ fn bad_requests_are_refused_with_400() {
         review("clonesets", "v1alpha1", "CloneSet", "CREATE", &cloneset(json!({"replicas": "3"})), None),
         review("clonesets", "v1beta1", "CloneSet", "CREATE", &cloneset(json!({})), None),
         review("clonesets", "v1alpha1", "CloneSet", "CREATE", &Value::Null, None),
-        review("clonesets", "v1alpha1", "CloneSet", "CREATE",
-               &cloneset(json!({"template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "lots"}}}]}}})), None),
+        review(
+            "clonesets",
+            "v1alpha1",
+            "CloneSet",
+            "CREATE",
+            &cloneset(
+                json!({"template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "lots"}}}]}}}),
+            ),
+            None,
+        ),
     ];
-    let wants = ["cannot decode CloneSet", "unsupported version: v1beta1", "there is no content to decode", "spec.template.spec.containers[0].resources.limits.cpu: quantities must match"];
+    let wants = [
+        "cannot decode CloneSet",
+        "unsupported version: v1beta1",
+        "there is no content to decode",
+        "spec.template.spec.containers[0].resources.limits.cpu: quantities must match",
+    ];
     for (body, want) in cases.iter().zip(wants) {
         let (v, _) = run(Handler::MutateCloneSet, FeatureGates::default(), body);
         assert!(!v.allowed);
@@ -250,7 +311,11 @@ fn bad_requests_are_refused_with_400() {
         assert!(v.message.contains(want), "{} should contain {want}", v.message);
     }
     // DELETE reaches no mutation.
-    let (v, _) = run(Handler::MutateCloneSet, FeatureGates::default(), &review("clonesets", "v1alpha1", "CloneSet", "DELETE", &Value::Null, Some(&cloneset(json!({})))));
+    let (v, _) = run(
+        Handler::MutateCloneSet,
+        FeatureGates::default(),
+        &review("clonesets", "v1alpha1", "CloneSet", "DELETE", &Value::Null, Some(&cloneset(json!({})))),
+    );
     assert!(v.allowed && v.patch.is_none());
 }
 
@@ -265,36 +330,65 @@ fn sts(version: &str, spec: Value, status: Option<Value>) -> Value {
 
 #[test]
 fn statefulset_v1beta1_create_gets_every_default_and_status_is_reset() {
-    let obj = sts("v1beta1", json!({"selector": {"matchLabels": {"app": "x"}}, "template": template(), "serviceName": "svc"}),
-                  Some(json!({"replicas": 5, "readyReplicas": 2})));
-    let (v, out) = run(Handler::MutateStatefulSet, FeatureGates::default(), &review("statefulsets", "v1beta1", "StatefulSet", "CREATE", &obj, None));
+    let obj = sts(
+        "v1beta1",
+        json!({"selector": {"matchLabels": {"app": "x"}}, "template": template(), "serviceName": "svc"}),
+        Some(json!({"replicas": 5, "readyReplicas": 2})),
+    );
+    let (v, out) = run(
+        Handler::MutateStatefulSet,
+        FeatureGates::default(),
+        &review("statefulsets", "v1beta1", "StatefulSet", "CREATE", &obj, None),
+    );
     assert!(v.allowed);
-    assert_eq!(out["spec"], json!({
-        "replicas": 1, "revisionHistoryLimit": 10, "serviceName": "svc", "podManagementPolicy": "OrderedReady",
-        "selector": {"matchLabels": {"app": "x"}}, "template": defaulted_template(),
-        "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0, "maxUnavailable": 1, "podUpdatePolicy": "ReCreate", "minReadySeconds": 0}},
-        "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"}
-    }));
-    assert_eq!(out["status"], json!({"replicas": 0, "readyReplicas": 0, "availableReplicas": 0, "currentReplicas": 0, "updatedReplicas": 0}));
+    assert_eq!(
+        out["spec"],
+        json!({
+            "replicas": 1, "revisionHistoryLimit": 10, "serviceName": "svc", "podManagementPolicy": "OrderedReady",
+            "selector": {"matchLabels": {"app": "x"}}, "template": defaulted_template(),
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0, "maxUnavailable": 1, "podUpdatePolicy": "ReCreate", "minReadySeconds": 0}},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"}
+        })
+    );
+    assert_eq!(
+        out["status"],
+        json!({"replicas": 0, "readyReplicas": 0, "availableReplicas": 0, "currentReplicas": 0, "updatedReplicas": 0})
+    );
 }
 
 #[test]
 fn statefulset_v1alpha1_is_answered_against_the_v1alpha1_object() {
-    let obj = sts("v1alpha1", json!({"selector": {"matchLabels": {"app": "x"}}, "template": template(),
-                                     "updateStrategy": {"rollingUpdate": {"maxUnavailable": "50%"}}}), None);
-    let (_, out) = run(Handler::MutateStatefulSet, FeatureGates::default(), &review("statefulsets", "v1alpha1", "StatefulSet", "CREATE", &obj, None));
+    let obj = sts(
+        "v1alpha1",
+        json!({"selector": {"matchLabels": {"app": "x"}}, "template": template(),
+                                     "updateStrategy": {"rollingUpdate": {"maxUnavailable": "50%"}}}),
+        None,
+    );
+    let (_, out) = run(
+        Handler::MutateStatefulSet,
+        FeatureGates::default(),
+        &review("statefulsets", "v1alpha1", "StatefulSet", "CREATE", &obj, None),
+    );
     assert_eq!(out["apiVersion"], "apps.kruise.io/v1alpha1");
-    assert_eq!(out["spec"]["updateStrategy"], json!({"type": "RollingUpdate", "rollingUpdate": {
-        "partition": 0, "maxUnavailable": "50%", "podUpdatePolicy": "ReCreate", "minReadySeconds": 0}}));
+    assert_eq!(
+        out["spec"]["updateStrategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {
+        "partition": 0, "maxUnavailable": "50%", "podUpdatePolicy": "ReCreate", "minReadySeconds": 0}})
+    );
     assert!(out["spec"].get("persistentVolumeClaimRetentionPolicy").is_none(), "v1alpha1 has no such field");
     assert!(out.get("status").is_none(), "no status added");
 }
 
 #[test]
 fn statefulset_gates_and_on_delete() {
-    let obj = sts("v1beta1", json!({"selector": {"matchLabels": {"app": "x"}}, "template": template(), "updateStrategy": {"type": "OnDelete"}}), None);
+    let obj = sts(
+        "v1beta1",
+        json!({"selector": {"matchLabels": {"app": "x"}}, "template": template(), "updateStrategy": {"type": "OnDelete"}}),
+        None,
+    );
     let gates = FeatureGates::parse("StatefulSetAutoDeletePVC=false,StatefulSetAutoResizePVCGate=true").unwrap();
-    let (_, out) = run(Handler::MutateStatefulSet, gates, &review("statefulsets", "v1beta1", "StatefulSet", "CREATE", &obj, None));
+    let (_, out) =
+        run(Handler::MutateStatefulSet, gates, &review("statefulsets", "v1beta1", "StatefulSet", "CREATE", &obj, None));
     assert_eq!(out["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
     assert!(out["spec"].get("persistentVolumeClaimRetentionPolicy").is_none());
     assert_eq!(out["spec"]["volumeClaimUpdateStrategy"], json!({"type": "OnDelete"}));
@@ -310,6 +404,10 @@ fn statefulset_update_with_unchanged_template_and_no_changes_gets_no_patch() {
     });
     let old = sts("v1beta1", spec.clone(), None);
     let new = sts("v1beta1", spec, None);
-    let (v, _) = run(Handler::MutateStatefulSet, FeatureGates::default(), &review("statefulsets", "v1beta1", "StatefulSet", "UPDATE", &new, Some(&old)));
+    let (v, _) = run(
+        Handler::MutateStatefulSet,
+        FeatureGates::default(),
+        &review("statefulsets", "v1beta1", "StatefulSet", "UPDATE", &new, Some(&old)),
+    );
     assert!(v.allowed && v.patch.is_none(), "{:?}", v.patch);
 }

@@ -1,0 +1,153 @@
+//! `kruise check` end to end: the built binary on fixture directories, its exit codes, and its
+//! text, JSON and JUnit outputs parsed back.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Output};
+
+use serde_json::Value;
+
+fn fixtures() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/check")
+}
+
+fn kruise(args: &[&str], dir: Option<&Path>) -> Output {
+    let mut cmd = Command::new(env!("CARGO_BIN_EXE_kruise"));
+    cmd.args(args);
+    if let Some(d) = dir {
+        cmd.current_dir(d);
+    }
+    cmd.output().unwrap()
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).to_string()
+}
+
+#[test]
+fn clean_set_is_admitted_and_unhandled_kinds_are_reported_as_skipped() {
+    let dir = fixtures().join("clean");
+    let out = kruise(&["check", "-f", dir.to_str().unwrap()], None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("CloneSet default/web (CREATE): mutated"), "{text}");
+    assert!(text.contains("StatefulSet data/db (CREATE): mutated"), "{text}");
+    assert!(text.contains("ConfigMap default/settings (CREATE): skipped"), "{text}");
+    assert!(text.contains("3 objects: 2 admitted (2 mutated), 0 denied, 1 skipped, 0 errors"), "{text}");
+}
+
+#[test]
+fn json_report_and_mutated_objects() {
+    let dir = fixtures().join("clean");
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = kruise(
+        &["check", "-f", dir.to_str().unwrap(), "-o", "json", "--mutated-out", out_dir.path().to_str().unwrap()],
+        None,
+    );
+    assert_eq!(out.status.code(), Some(0));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let results = report["results"].as_array().unwrap();
+    assert_eq!(results.len(), 3);
+    let web = &results[0];
+    assert_eq!(web["object"]["name"], "web");
+    assert_eq!(web["operation"], "CREATE");
+    assert_eq!(web["allowed"], true);
+    assert_eq!(web["result"], "mutated");
+    assert_eq!(web["code"], 200);
+    assert!(web["line"].as_u64().unwrap() >= 1);
+    // The patch turns the input into the mutated object written out.
+    let mut input: Value = serde_yaml_ng::from_str(
+        std::fs::read_to_string(dir.join("workloads.yaml")).unwrap().split("---").next().unwrap(),
+    )
+    .unwrap();
+    input["metadata"]["namespace"] = "default".into();
+    let patch: json_patch::Patch = serde_json::from_value(web["patch"].clone()).unwrap();
+    json_patch::patch(&mut input, &patch).unwrap();
+    let written: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(out_dir.path().join("cloneset-default-web.yaml")).unwrap())
+            .unwrap();
+    assert_eq!(input, written);
+    assert_eq!(written["spec"]["updateStrategy"]["maxUnavailable"], "20%");
+    assert_eq!(results[2]["result"], "skipped");
+}
+
+#[test]
+fn junit_report_has_a_suite_per_file() {
+    let dir = fixtures().join("clean");
+    let out = kruise(&["check", "-f", dir.to_str().unwrap(), "-o", "junit"], None);
+    assert_eq!(out.status.code(), Some(0));
+    let xml = stdout(&out);
+    assert!(xml.starts_with("<?xml"));
+    assert_eq!(xml.matches("<testsuite ").count(), 1);
+    assert!(xml.contains("tests=\"3\" failures=\"0\" errors=\"0\" skipped=\"1\""), "{xml}");
+    assert_eq!(xml.matches("<testcase ").count(), 3);
+    assert!(xml.contains("<skipped message="));
+}
+
+#[test]
+fn unreadable_yaml_exits_2_naming_file_and_line() {
+    let dir = fixtures().join("bad-yaml");
+    let out = kruise(&["check", "-f", dir.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(2));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("broken.yaml:"), "{err}");
+    let line: usize =
+        err.split("broken.yaml:").nth(1).unwrap().split(':').next().unwrap().trim().parse().expect("a line number");
+    assert!((9..=11).contains(&line), "line {line} in {err}");
+    let out = kruise(&["check", "-f", "/nonexistent/path.yaml"], None);
+    assert_eq!(out.status.code(), Some(2));
+    let out = kruise(&["check"], None);
+    assert_eq!(out.status.code(), Some(2), "usage error");
+}
+
+#[test]
+fn stdin_and_undecodable_objects_are_denied() {
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kruise"))
+        .args(["check", "-f", "-"])
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    use std::io::Write;
+    child
+        .stdin
+        .take()
+        .unwrap()
+        .write_all(
+            b"apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata: {name: x}\nspec: {replicas: \"three\"}\n",
+        )
+        .unwrap();
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let text = stdout(&out);
+    assert!(text.contains("-:1: CloneSet default/x (CREATE): denied: admission webhook \"mcloneset.kb.io\" denied the request: cannot decode CloneSet"), "{text}");
+}
+
+fn git(dir: &Path, args: &[&str]) {
+    let st = Command::new("git").args(args).current_dir(dir).status().unwrap();
+    assert!(st.success(), "git {args:?}");
+}
+
+#[test]
+fn old_versions_from_git_turn_creates_into_updates_and_deletes() {
+    let repo = tempfile::tempdir().unwrap();
+    let d = repo.path();
+    git(d, &["init", "-q"]);
+    git(d, &["config", "user.email", "ci@example.com"]);
+    git(d, &["config", "user.name", "ci"]);
+    std::fs::create_dir(d.join("deploy")).unwrap();
+    let workloads = std::fs::read_to_string(fixtures().join("clean/workloads.yaml")).unwrap();
+    std::fs::write(d.join("deploy/app.yaml"), &workloads).unwrap();
+    git(d, &["add", "."]);
+    git(d, &["commit", "-qm", "base"]);
+    // Change: the StatefulSet is removed, the CloneSet gets a new image.
+    let web = workloads.split("---").next().unwrap().replace("nginx:1.27", "nginx:1.28");
+    std::fs::write(d.join("deploy/app.yaml"), &web).unwrap();
+    let out = kruise(&["check", "-f", "deploy", "--old", "git:HEAD"], Some(d));
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("CloneSet default/web (UPDATE)"), "{text}");
+    assert!(text.contains("StatefulSet data/db (DELETE)"), "{text}");
+    let out = kruise(&["check", "-f", "deploy", "--old", "git:no-such-rev"], Some(d));
+    assert_eq!(out.status.code(), Some(2));
+}
