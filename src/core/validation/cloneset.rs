@@ -14,14 +14,14 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
 use super::intstr::{go_string_opt, kruise_scaled_value, to_value, validate_nonnegative};
 use super::meta::{validate_object_meta, validate_object_meta_update};
 use super::normalize::semantic_eq;
-use super::podtemplate::validate_pod_template_spec;
+use super::podtemplate::{selector_matches_template, validate_pod_template_spec};
 use super::template_update::{in_place_only_violation, normalized_template};
 use super::update_order::{validate_priority, validate_scatter};
 use crate::apis::CloneSet;
@@ -144,36 +144,12 @@ fn validate_selector_and_template(spec: &CloneSetSpec, gates: &FeatureGates) -> 
             errs.extend(selector_matches_template(&sel, &spec.template));
             let claims: Vec<String> =
                 spec.volume_claim_templates.iter().map(|c| c.metadata.name.clone().unwrap_or_default()).collect();
-            let template = defaulted_for_validation(&spec.template, gates);
+            // kruise validates the template after `SetDefaultPodSpec` (`ConvertPodTemplateSpec`).
+            let template = normalized_template(&spec.template, gates);
             errs.extend(validate_pod_template_spec(&template, &claims, "spec.template"));
         }
     }
     errs
-}
-
-/// kruise validates the template after `SetDefaultPodSpec` (`ConvertPodTemplateSpec`); only the
-/// defaults, not the `omitempty` shape, matter here.
-fn defaulted_for_validation(template: &PodTemplateSpec, gates: &FeatureGates) -> PodTemplateSpec {
-    let mut t = template.clone();
-    let spec = t.spec.get_or_insert_with(Default::default);
-    match crate::core::defaults::pod::default_pod_spec(spec, gates, "spec.template.spec") {
-        Ok(()) => t,
-        Err(_) => template.clone(),
-    }
-}
-
-/// A non-empty selector must match the template labels (shared with the StatefulSet rules).
-pub(crate) fn selector_matches_template(sel: &Selector, template: &PodTemplateSpec) -> Vec<FieldError> {
-    let labels = template.metadata.as_ref().and_then(|m| m.labels.clone());
-    if !sel.is_empty() && !sel.matches(&labels.clone().unwrap_or_default()) {
-        let value = labels.map_or(Value::Null, |l| json(&l));
-        return vec![FieldError::invalid(
-            "spec.template.metadata.labels",
-            value,
-            "`selector` does not match template `labels`",
-        )];
-    }
-    Vec::new()
 }
 
 /// `util.CheckDuplicate`: every repeated occurrence, in order.

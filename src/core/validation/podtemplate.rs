@@ -24,6 +24,7 @@ use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, Volume};
 
 use crate::core::field::{FieldError, child, index};
 use crate::core::names::{is_dns1123_label, validate_annotations, validate_labels};
+use crate::core::selector::Selector;
 
 /// Volume sources in the order Kubernetes' `validateVolumeSource` checks them (JSON names).
 const VOLUME_SOURCES: &[&str] = &[
@@ -72,6 +73,22 @@ pub fn validate_template_metadata(template: &PodTemplateSpec, path: &str) -> Vec
         }
     }
     errs
+}
+
+/// A non-empty selector must match the template labels (`spec.template.metadata.labels`, as
+/// kruise and Kubernetes' StatefulSet validation report it). A nil selector selects nothing, so
+/// it never matches, as in Go.
+pub fn selector_matches_template(sel: &Selector, template: &PodTemplateSpec) -> Vec<FieldError> {
+    let labels = template.metadata.as_ref().and_then(|m| m.labels.clone());
+    if !sel.is_empty() && !sel.matches(&labels.clone().unwrap_or_default()) {
+        let value = labels.map_or(serde_json::Value::Null, |l| serde_json::to_value(l).unwrap_or_default());
+        return vec![FieldError::invalid(
+            "spec.template.metadata.labels",
+            value,
+            "`selector` does not match template `labels`",
+        )];
+    }
+    Vec::new()
 }
 
 /// `ValidatePodTemplateSpec(template, path)` on a defaulted template; `claim_volumes` are the

@@ -15,19 +15,20 @@
 //! would dereference nil) are not errors, a nil `replicas` is Required; the StorageClass check of
 //! item 18 is not made, because the cluster view holds no StorageClasses — a storage change is
 //! accepted as kruise does when no default StorageClass exists; the guard (item 19) is the
-//! anchored one and reports in the field-error format like every other rule (§11.1, §11.2).
+//! anchored one and reports in the field-error format like every other rule (§11.1, §11.2); and
+//! all UPDATE errors are reported together, where kruise answered the volumeClaimTemplate and
+//! guard problems only once everything else was valid.
 
 use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
-use super::cloneset::selector_matches_template;
 use super::intstr::{
     go_atoi, k8s_value_from_int_or_percent, to_value, validate_nonnegative, validate_positive_int_or_percent,
 };
 use super::meta::{validate_object_meta, validate_object_meta_update};
 use super::normalize::semantic_eq;
-use super::podtemplate::validate_template_metadata;
+use super::podtemplate::{selector_matches_template, validate_template_metadata};
 use super::template_update::{in_place_only_violation, normalized_template};
 use super::update_order::priority_problem;
 use crate::apis::keys::IN_PLACE_UPDATE_READY;
