@@ -11,3 +11,4 @@ pub mod names;
 pub mod patch;
 pub mod quantity;
 pub mod selector;
+pub mod validation;

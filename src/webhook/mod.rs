@@ -6,6 +6,8 @@ pub mod http;
 pub mod paths;
 pub mod review;
 pub mod statefulset;
+pub mod validate_cloneset;
+pub mod validate_statefulset;
 
 use std::sync::Arc;
 
@@ -32,6 +34,8 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
     match handler {
         Handler::MutateCloneSet => Some(cloneset::mutate(ctx, review)),
         Handler::MutateStatefulSet => Some(statefulset::mutate(ctx, review)),
+        Handler::ValidateCloneSet => Some(validate_cloneset::validate(ctx, review)),
+        Handler::ValidateStatefulSet => Some(validate_statefulset::validate(ctx, review)),
         Handler::Missing => None,
     }
 }

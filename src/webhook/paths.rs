@@ -11,6 +11,10 @@ pub enum Handler {
     MutateCloneSet,
     /// Advanced StatefulSet defaults (spec §1.2.3).
     MutateStatefulSet,
+    /// CloneSet validation (spec §2.1).
+    ValidateCloneSet,
+    /// Advanced StatefulSet validation (spec §2.2).
+    ValidateStatefulSet,
     /// Not implemented yet: the path answers 404.
     Missing,
 }
@@ -152,7 +156,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidateCloneSet,
     },
     Webhook {
         name: "mstatefulset.kb.io",
@@ -182,7 +186,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidateStatefulSet,
     },
     Webhook {
         name: "msidecarset.kb.io",

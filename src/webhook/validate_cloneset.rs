@@ -1,0 +1,86 @@
+//! CloneSet validating handler `vcloneset.kb.io` (spec §2.1, decisions §11): decodes the review,
+//! reads the `podsToDelete` pods from the cluster view, and answers with the decisions of
+//! `core::validation::cloneset`: 422 with the aggregated field errors for an invalid object, 403
+//! for deletion protection, 400 for an object that cannot be decoded (or a version not served),
+//! and, under InPlaceIfPossible, a warning when the template change will recreate pods.
+
+use kube::core::admission::Operation;
+
+use super::review::{Review, Verdict};
+use super::{Context, decode_object};
+use crate::apis::CloneSet;
+use crate::apis::cloneset::IN_PLACE_IF_POSSIBLE;
+use crate::core::field::aggregate;
+use crate::core::validation::cloneset::{PodsByName, pods_to_look_up, validate_create, validate_update};
+use crate::core::validation::normalize::semantic_eq;
+use crate::core::validation::protection::check_workload_deletion;
+use crate::core::validation::template_update::recreate_warning;
+
+/// Answers a CloneSet CREATE, UPDATE or DELETE.
+pub fn validate(ctx: &Context, review: &Review) -> Verdict {
+    let req = &review.request;
+    if req.resource.version != "v1alpha1" {
+        return Verdict::errored(400, format!("unsupported version: {}", req.resource.version));
+    }
+    match req.operation {
+        Operation::Create => {
+            let new: CloneSet = match decode_object(review.object.as_ref(), "CloneSet") {
+                Ok(c) => c,
+                Err(v) => return v,
+            };
+            let pods = lookup(ctx, &new, None);
+            verdict(validate_create(&new, &pods, &ctx.gates))
+        }
+        Operation::Update => {
+            let (new, old): (CloneSet, CloneSet) = match (
+                decode_object(review.object.as_ref(), "CloneSet"),
+                decode_object(review.old_object.as_ref(), "old CloneSet"),
+            ) {
+                (Ok(n), Ok(o)) => (n, o),
+                (Err(v), _) | (_, Err(v)) => return v,
+            };
+            let pods = lookup(ctx, &new, Some(&old));
+            let answer = verdict(validate_update(&new, &old, &pods, &ctx.gates));
+            if !answer.allowed || new.spec.update_strategy.type_ != IN_PLACE_IF_POSSIBLE {
+                return answer;
+            }
+            let claims_changed = !semantic_eq(
+                &serde_json::to_value(&old.spec.volume_claim_templates).unwrap_or_default(),
+                &serde_json::to_value(&new.spec.volume_claim_templates).unwrap_or_default(),
+            );
+            match recreate_warning(&old.spec.template, &new.spec.template, &ctx.gates, claims_changed) {
+                Some(w) => answer.warn(w),
+                None => answer,
+            }
+        }
+        Operation::Delete => {
+            // Kubernetes < 1.16 sends no oldObject on DELETE: nothing to check.
+            if review.old_object.is_none() {
+                return Verdict::allow();
+            }
+            let old: CloneSet = match decode_object(review.old_object.as_ref(), "old CloneSet") {
+                Ok(c) => c,
+                Err(v) => return v,
+            };
+            match check_workload_deletion(&old.metadata, old.spec.replicas, &ctx.gates) {
+                Ok(()) => Verdict::allow(),
+                Err(msg) => Verdict::errored(403, msg),
+            }
+        }
+        Operation::Connect => Verdict::allow(),
+    }
+}
+
+/// The pods of `podsToDelete` that the rules need, from the CloneSet's namespace.
+fn lookup(ctx: &Context, new: &CloneSet, old: Option<&CloneSet>) -> PodsByName {
+    let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
+    pods_to_look_up(&new.spec, old.map(|o| &o.spec))
+        .into_iter()
+        .filter_map(|name| ctx.cluster.pod(namespace, &name).map(|pod| (name, pod)))
+        .collect()
+}
+
+/// 422 with the aggregated errors, or allowed.
+pub(crate) fn verdict(errors: Vec<crate::core::field::FieldError>) -> Verdict {
+    if errors.is_empty() { Verdict::allow() } else { Verdict::errored(422, aggregate(&errors)) }
+}
