@@ -151,3 +151,51 @@ fn old_versions_from_git_turn_creates_into_updates_and_deletes() {
     let out = kruise(&["check", "-f", "deploy", "--old", "git:no-such-rev"], Some(d));
     assert_eq!(out.status.code(), Some(2));
 }
+
+#[test]
+fn denied_cloneset_exits_1_with_the_message() {
+    let dir = fixtures().join("denied");
+    let out = kruise(&["check", "-f", dir.to_str().unwrap(), "-o", "json"], None);
+    assert_eq!(out.status.code(), Some(1));
+    let report: Value = serde_json::from_slice(&out.stdout).unwrap();
+    let r = &report["results"][0];
+    assert_eq!(r["allowed"], false);
+    assert_eq!(r["code"], 422);
+    let msg = r["message"].as_str().unwrap();
+    assert!(msg.starts_with("admission webhook \"vcloneset.kb.io\" denied the request: "), "{msg}");
+    assert!(msg.contains("`selector` does not match template `labels`"), "{msg}");
+    let out = kruise(&["check", "-f", dir.to_str().unwrap(), "-o", "junit"], None);
+    assert!(stdout(&out).contains("failures=\"1\""));
+}
+
+#[test]
+fn in_place_only_env_change_is_caught_through_old() {
+    let (old, new) = (fixtures().join("inplace-old"), fixtures().join("inplace-new"));
+    let out = kruise(&["check", "-f", new.to_str().unwrap(), "--old", old.to_str().unwrap()], None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(text.contains("CloneSet prod/web (UPDATE): denied"), "{text}");
+    assert!(text.contains("/containers/0/env/0/value"), "{text}");
+    assert!(text.contains("InPlaceIfPossible"), "the message says how to proceed: {text}");
+    // Without --old it is a valid CREATE.
+    let out = kruise(&["check", "-f", new.to_str().unwrap()], None);
+    assert_eq!(out.status.code(), Some(0), "{}", stdout(&out));
+}
+
+#[test]
+fn in_place_only_violation_in_a_git_revision_comparison() {
+    let repo = tempfile::tempdir().unwrap();
+    let d = repo.path();
+    git(d, &["init", "-q"]);
+    git(d, &["config", "user.email", "ci@example.com"]);
+    git(d, &["config", "user.name", "ci"]);
+    std::fs::create_dir(d.join("deploy")).unwrap();
+    std::fs::copy(fixtures().join("inplace-old/cloneset.yaml"), d.join("deploy/web.yaml")).unwrap();
+    git(d, &["add", "."]);
+    git(d, &["commit", "-qm", "base"]);
+    std::fs::copy(fixtures().join("inplace-new/cloneset.yaml"), d.join("deploy/web.yaml")).unwrap();
+    let out = kruise(&["check", "-f", "deploy/", "--old", "git:HEAD", "-o", "junit"], Some(d));
+    assert_eq!(out.status.code(), Some(1));
+    let xml = stdout(&out);
+    assert!(xml.contains("failures=\"1\"") && xml.contains("/containers/0/env/0/value"), "{xml}");
+}

@@ -16,6 +16,8 @@ fn fixtures(handler: Handler) -> Vec<&'static str> {
     match handler {
         Handler::MutateCloneSet => vec!["cloneset-create.json"],
         Handler::MutateStatefulSet => vec!["statefulset-create.json"],
+        Handler::ValidateCloneSet => vec!["cloneset-create.json", "cloneset-update-inplaceonly-env.json"],
+        Handler::ValidateStatefulSet => vec!["statefulset-create.json"],
         Handler::Missing => vec![],
     }
 }
