@@ -16,12 +16,12 @@ use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
-use serde_json::Value;
 
 use super::intstr::{go_string_opt, kruise_scaled_value, to_value, validate_nonnegative};
+use super::json;
 use super::meta::{validate_object_meta, validate_object_meta_update};
 use super::normalize::semantic_eq;
-use super::podtemplate::{selector_matches_template, validate_pod_template_spec};
+use super::podtemplate::{validate_pod_template_spec, validate_workload_selector};
 use super::template_update::{in_place_only_violation, normalized_template};
 use super::update_order::{validate_priority, validate_scatter};
 use crate::apis::CloneSet;
@@ -30,7 +30,6 @@ use crate::apis::cloneset::{
 };
 use crate::core::features::FeatureGates;
 use crate::core::field::FieldError;
-use crate::core::selector::{self, Selector};
 
 /// Pods named in `podsToDelete`, by name, as found in the CloneSet's namespace (absent = not
 /// found).
@@ -84,10 +83,6 @@ pub fn validate_update(new: &CloneSet, old: &CloneSet, pods: &PodsByName, gates:
     errs
 }
 
-fn json<T: serde::Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
-}
-
 fn validate_cloneset(
     cs: &CloneSet,
     old: Option<&CloneSetSpec>,
@@ -128,26 +123,13 @@ fn validate_cloneset(
 /// template (defaulted, with one PVC volume per volumeClaimTemplate). As in kruise, a selector
 /// that cannot be converted skips the template checks.
 fn validate_selector_and_template(spec: &CloneSetSpec, gates: &FeatureGates) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    match &spec.selector {
-        None => errs.push(FieldError::required("spec.selector", "")),
-        Some(sel) => {
-            errs.extend(selector::validate_label_selector(sel, "spec.selector"));
-            if selector::is_empty(sel) {
-                errs.push(FieldError::invalid("spec.selector", json(sel), "empty selector is invalid for cloneset"));
-            }
-        }
-    }
-    match Selector::from_optional(spec.selector.as_ref()) {
-        Err(_) => errs.push(FieldError::invalid("spec.selector", json(&spec.selector), "")),
-        Ok(sel) => {
-            errs.extend(selector_matches_template(&sel, &spec.template));
-            let claims: Vec<String> =
-                spec.volume_claim_templates.iter().map(|c| c.metadata.name.clone().unwrap_or_default()).collect();
-            // kruise validates the template after `SetDefaultPodSpec` (`ConvertPodTemplateSpec`).
-            let template = normalized_template(&spec.template, gates);
-            errs.extend(validate_pod_template_spec(&template, &claims, "spec.template"));
-        }
+    let (mut errs, converted) = validate_workload_selector(spec.selector.as_ref(), &spec.template, "cloneset");
+    if converted {
+        let claims: Vec<String> =
+            spec.volume_claim_templates.iter().map(|c| c.metadata.name.clone().unwrap_or_default()).collect();
+        // kruise validates the template after `SetDefaultPodSpec` (`ConvertPodTemplateSpec`).
+        let template = normalized_template(&spec.template, gates);
+        errs.extend(validate_pod_template_spec(&template, &claims, "spec.template"));
     }
     errs
 }
@@ -251,6 +233,7 @@ fn validate_update_strategy(strategy: &CloneSetUpdateStrategy, replicas: i64) ->
 mod tests {
     use super::*;
     use crate::core::field::aggregate;
+    use serde_json::Value;
     use serde_json::json;
 
     /// A CloneSet as the validating webhook sees it: defaulted by the mutating webhook.

@@ -6,6 +6,7 @@
 //! ownerReferences, finalizer names, managedFields, and the update rules on resourceVersion and
 //! generation (the apiserver fills both before calling validating webhooks).
 
+use super::json;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
@@ -91,10 +92,6 @@ fn labels_and_annotations(meta: &ObjectMeta, path: &str) -> Vec<FieldError> {
         errs.extend(validate_annotations(annotations, &child(path, "annotations")));
     }
     errs
-}
-
-fn json<T: serde::Serialize>(v: &Option<T>) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]

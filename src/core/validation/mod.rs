@@ -12,3 +12,8 @@ pub mod protection;
 pub mod statefulset;
 pub mod template_update;
 pub mod update_order;
+
+/// A value as JSON for a field error (`null` if it cannot be serialised).
+pub(crate) fn json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Value {
+    serde_json::to_value(v).unwrap_or(serde_json::Value::Null)
+}

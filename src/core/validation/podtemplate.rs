@@ -75,6 +75,38 @@ pub fn validate_template_metadata(template: &PodTemplateSpec, path: &str) -> Vec
     errs
 }
 
+/// `spec.selector` of a workload: required, valid and non-empty (`kind` names the workload in the
+/// message, e.g. "empty selector is invalid for cloneset"), then matching the template labels.
+/// Returns the errors and whether the selector converted (kruise skips the template checks when
+/// it does not).
+pub fn validate_workload_selector(
+    selector: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+    template: &PodTemplateSpec,
+    kind: &str,
+) -> (Vec<FieldError>, bool) {
+    let mut errs = Vec::new();
+    match selector {
+        None => errs.push(FieldError::required("spec.selector", "")),
+        Some(sel) => {
+            errs.extend(crate::core::selector::validate_label_selector(sel, "spec.selector"));
+            if crate::core::selector::is_empty(sel) {
+                let detail = format!("empty selector is invalid for {kind}");
+                errs.push(FieldError::invalid("spec.selector", super::json(sel), &detail));
+            }
+        }
+    }
+    match Selector::from_optional(selector) {
+        Err(_) => {
+            errs.push(FieldError::invalid("spec.selector", super::json(&selector), ""));
+            (errs, false)
+        }
+        Ok(sel) => {
+            errs.extend(selector_matches_template(&sel, template));
+            (errs, true)
+        }
+    }
+}
+
 /// A non-empty selector must match the template labels (`spec.template.metadata.labels`, as
 /// kruise and Kubernetes' StatefulSet validation report it). A nil selector selects nothing, so
 /// it never matches, as in Go.

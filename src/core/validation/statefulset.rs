@@ -26,9 +26,10 @@ use serde_json::Value;
 use super::intstr::{
     go_atoi, k8s_value_from_int_or_percent, to_value, validate_nonnegative, validate_positive_int_or_percent,
 };
+use super::json;
 use super::meta::{validate_object_meta, validate_object_meta_update};
 use super::normalize::semantic_eq;
-use super::podtemplate::{selector_matches_template, validate_template_metadata};
+use super::podtemplate::{validate_template_metadata, validate_workload_selector};
 use super::template_update::{in_place_only_violation, normalized_template};
 use super::update_order::priority_problem;
 use crate::apis::keys::IN_PLACE_UPDATE_READY;
@@ -40,7 +41,6 @@ use crate::apis::statefulset::{
 use crate::core::features::{FeatureGates, Gate};
 use crate::core::field::FieldError;
 use crate::core::quantity::Quantity;
-use crate::core::selector::{self, Selector};
 
 /// The field that selects InPlaceOnly, named in the guard's message.
 pub const STRATEGY_FIELD: &str = "spec.updateStrategy.rollingUpdate.podUpdatePolicy";
@@ -50,10 +50,6 @@ const IMMUTABLE_MSG: &str = "updates to statefulset spec for fields other than '
      `volumeClaimTemplates`, `VolumeClaimUpdateStrategy` and 'updateStrategy' are forbidden";
 
 const ROLLING: &str = "spec.updateStrategy.rollingUpdate";
-
-fn json<T: serde::Serialize>(v: &T) -> Value {
-    serde_json::to_value(v).unwrap_or(Value::Null)
-}
 
 /// CREATE: items 1–15.
 pub fn validate_create(sts: &StatefulSet, gates: &FeatureGates) -> Vec<FieldError> {
@@ -288,22 +284,9 @@ fn validate_pod_update_policy(spec: &StatefulSetSpec, policy: &str) -> Vec<Field
 
 /// Item 14 (`ValidatePodTemplateSpecForStatefulSet`).
 fn validate_selector_and_template(spec: &StatefulSetSpec) -> Vec<FieldError> {
-    let mut errs = Vec::new();
-    match &spec.selector {
-        None => errs.push(FieldError::required("spec.selector", "")),
-        Some(sel) => {
-            errs.extend(selector::validate_label_selector(sel, "spec.selector"));
-            if selector::is_empty(sel) {
-                errs.push(FieldError::invalid("spec.selector", json(sel), "empty selector is invalid for statefulset"));
-            }
-        }
-    }
-    match Selector::from_optional(spec.selector.as_ref()) {
-        Err(_) => errs.push(FieldError::invalid("spec.selector", json(&spec.selector), "")),
-        Ok(sel) => {
-            errs.extend(selector_matches_template(&sel, &spec.template));
-            errs.extend(validate_template_metadata(&spec.template, "spec.template"));
-        }
+    let (mut errs, converted) = validate_workload_selector(spec.selector.as_ref(), &spec.template, "statefulset");
+    if converted {
+        errs.extend(validate_template_metadata(&spec.template, "spec.template"));
     }
     errs
 }
