@@ -3,8 +3,10 @@
 
 pub mod cloneset;
 pub mod http;
+pub mod mutate_pod;
 pub mod paths;
 pub mod review;
+pub mod sidecarset;
 pub mod statefulset;
 
 use std::sync::Arc;
@@ -32,6 +34,9 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
     match handler {
         Handler::MutateCloneSet => Some(cloneset::mutate(ctx, review)),
         Handler::MutateStatefulSet => Some(statefulset::mutate(ctx, review)),
+        Handler::MutatePod => Some(mutate_pod::mutate(ctx, review)),
+        Handler::MutateSidecarSet => Some(sidecarset::mutate(ctx, review)),
+        Handler::ValidateSidecarSet => Some(sidecarset::validate(ctx, review)),
         Handler::Missing => None,
     }
 }
