@@ -146,6 +146,7 @@ impl InjectionPlan {
         }
         // kruise rebuilds the list (deduplicated) whenever it injects.
         let mut seen = BTreeSet::new();
+        let had_list = spec.image_pull_secrets.is_some();
         let secrets: Vec<LocalObjectReference> = spec
             .image_pull_secrets
             .take()
@@ -154,7 +155,7 @@ impl InjectionPlan {
             .chain(self.image_pull_secrets.iter().cloned())
             .filter(|s| seen.insert(s.name.clone()))
             .collect();
-        spec.image_pull_secrets = if secrets.is_empty() { None } else { Some(secrets) };
+        spec.image_pull_secrets = if secrets.is_empty() && !had_list { None } else { Some(secrets) };
     }
 }
 
