@@ -148,45 +148,86 @@ fn entry_conditions_4_1() {
         })
     };
     let cases = vec![
-        case("decode failure is 400", vec![], json!({"metadata": {"name": 1}, "spec": "x"}), |_| Want::Code(400, "cannot decode Pod")),
+        case("decode failure is 400", vec![], json!({"metadata": {"name": 1}, "spec": "x"}), |_| {
+            Want::Code(400, "cannot decode Pod")
+        }),
         case("no SidecarSet: no patch", vec![], web.clone(), |_| Want::Same),
         case("matched set injects", vec![set.clone()], web.clone(), {
             let web = web.clone();
             move |ctx| Want::Pod(injected_web(ctx, &web))
         }),
-        case("empty pod namespace is matched in the request namespace and never patched", vec![set.clone()],
-            with(&web, |p| { p["metadata"].as_object_mut().unwrap().remove("namespace"); }), {
-            let web = web.clone();
-            move |ctx| Want::Pod(with(&injected_web(ctx, &web), |p| { p["metadata"].as_object_mut().unwrap().remove("namespace"); }))
-        }),
+        case(
+            "empty pod namespace is matched in the request namespace and never patched",
+            vec![set.clone()],
+            with(&web, |p| {
+                p["metadata"].as_object_mut().unwrap().remove("namespace");
+            }),
+            {
+                let web = web.clone();
+                move |ctx| {
+                    Want::Pod(with(&injected_web(ctx, &web), |p| {
+                        p["metadata"].as_object_mut().unwrap().remove("namespace");
+                    }))
+                }
+            },
+        ),
         case("subresource: no injection", vec![set.clone()], web.clone(), |_| Want::Same),
-        case("succeeded pod: no injection", vec![set.clone()], with(&web, |p| p["status"] = json!({"phase": "Succeeded"})), |_| Want::Same),
-        case("failed pod: no injection", vec![set.clone()], with(&web, |p| p["status"] = json!({"phase": "Failed"})), |_| Want::Same),
-        case("deleting pod: no injection", vec![set.clone()],
-            with(&web, |p| p["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z")), |_| Want::Same),
+        case(
+            "succeeded pod: no injection",
+            vec![set.clone()],
+            with(&web, |p| p["status"] = json!({"phase": "Succeeded"})),
+            |_| Want::Same,
+        ),
+        case(
+            "failed pod: no injection",
+            vec![set.clone()],
+            with(&web, |p| p["status"] = json!({"phase": "Failed"})),
+            |_| Want::Same,
+        ),
+        case(
+            "deleting pod: no injection",
+            vec![set.clone()],
+            with(&web, |p| p["metadata"]["deletionTimestamp"] = json!("2024-01-01T00:00:00Z")),
+            |_| Want::Same,
+        ),
         case("kruise-owned pod gets the KruisePodReady gate", vec![], owned.clone(), {
             let owned = owned.clone();
-            move |_| Want::Pod(with(&owned, |p| p["spec"]["readinessGates"] = json!([{"conditionType": "KruisePodReady"}])))
+            move |_| {
+                Want::Pod(with(&owned, |p| p["spec"]["readinessGates"] = json!([{"conditionType": "KruisePodReady"}])))
+            }
         }),
-        case("the gate is not added twice", vec![],
-            with(&owned, |p| p["spec"]["readinessGates"] = json!([{"conditionType": "KruisePodReady"}])), |_| Want::Same),
-        case("a mutator error is 500", vec![set.clone()],
+        case(
+            "the gate is not added twice",
+            vec![],
+            with(&owned, |p| p["spec"]["readinessGates"] = json!([{"conditionType": "KruisePodReady"}])),
+            |_| Want::Same,
+        ),
+        case(
+            "a mutator error is 500",
+            vec![set.clone()],
             with(&web, |p| add_annotations(p, json!({"kruise.io/sidecarset-hash": "{not json"}))),
-            |_| Want::Code(500, "pod(default/test-pod) invalid annotations[kruise.io/sidecarset-hash]")),
-        case("launch priority: Ordered", vec![],
+            |_| Want::Code(500, "pod(default/test-pod) invalid annotations[kruise.io/sidecarset-hash]"),
+        ),
+        case(
+            "launch priority: Ordered",
+            vec![],
             with(&web, |p| {
                 p["spec"]["containers"] = json!([app(), {"name": "b", "image": "b:1"}]);
                 add_annotations(p, json!({"apps.kruise.io/container-launch-priority": "Ordered"}));
-            }), {
-            let web = web.clone();
-            move |_| Want::Pod(with(&web, |p| {
-                let barrier = |k: &str| json!([{"name": "KRUISE_CONTAINER_BARRIER", "valueFrom": {"configMapKeyRef": {"name": "test-pod-barrier", "key": k}}}]);
-                p["spec"]["containers"] = json!([
+            }),
+            {
+                let web = web.clone();
+                move |_| {
+                    Want::Pod(with(&web, |p| {
+                        let barrier = |k: &str| json!([{"name": "KRUISE_CONTAINER_BARRIER", "valueFrom": {"configMapKeyRef": {"name": "test-pod-barrier", "key": k}}}]);
+                        p["spec"]["containers"] = json!([
                     with(&app(), |c| c["env"] = barrier("p_0")),
                     {"name": "b", "image": "b:1", "env": barrier("p_-1")}]);
-                add_annotations(p, json!({"apps.kruise.io/container-launch-priority": "Ordered"}));
-            }))
-        }),
+                        add_annotations(p, json!({"apps.kruise.io/container-launch-priority": "Ordered"}));
+                    }))
+                }
+            },
+        ),
     ];
     // The subresource row needs another request shape: run it by hand.
     let mut table = Vec::new();
@@ -248,26 +289,94 @@ fn which_sets_apply_4_2() {
     };
     let cases = vec![
         case("selector matches", vec![set("a", json!({}))], web.clone(), inject(&["a"])),
-        case("selector does not match", vec![set("a", json!({"selector": {"matchLabels": {"app": "db"}}}))], web.clone(), |_| Want::Same),
+        case(
+            "selector does not match",
+            vec![set("a", json!({"selector": {"matchLabels": {"app": "db"}}}))],
+            web.clone(),
+            |_| Want::Same,
+        ),
         case("empty selector never matches", vec![set("a", json!({"selector": {}}))], web.clone(), |_| Want::Same),
-        case("missing selector never matches", vec![with(&set("a", json!({})), |s| { s["spec"].as_object_mut().unwrap().remove("selector"); })], web.clone(), |_| Want::Same),
-        case("matchExpressions", vec![set("a", json!({"selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front"]}]}}))], web.clone(), inject(&["a"])),
-        case("spec.namespace is the pod's", vec![set("a", json!({"namespace": "default"}))], web.clone(), inject(&["a"])),
+        case(
+            "missing selector never matches",
+            vec![with(&set("a", json!({})), |s| {
+                s["spec"].as_object_mut().unwrap().remove("selector");
+            })],
+            web.clone(),
+            |_| Want::Same,
+        ),
+        case(
+            "matchExpressions",
+            vec![set(
+                "a",
+                json!({"selector": {"matchExpressions": [{"key": "tier", "operator": "In", "values": ["front"]}]}}),
+            )],
+            web.clone(),
+            inject(&["a"]),
+        ),
+        case(
+            "spec.namespace is the pod's",
+            vec![set("a", json!({"namespace": "default"}))],
+            web.clone(),
+            inject(&["a"]),
+        ),
         case("spec.namespace is another", vec![set("a", json!({"namespace": "other"}))], web.clone(), |_| Want::Same),
-        case("namespaceSelector over the Namespace's labels", vec![namespace("default", json!({"env": "prod"})),
-            set("a", json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}}))], web.clone(), inject(&["a"])),
-        case("namespaceSelector not matching", vec![namespace("default", json!({"env": "dev"})),
-            set("a", json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}}))], web.clone(), |_| Want::Same),
-        case("unknown namespace has only its name label", vec![set("a", json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "default"}}})),
-            set("b", json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}}))], web.clone(), inject(&["a"])),
-        case("injection paused", vec![set("a", json!({"injectionStrategy": {"paused": true}})), set("b", json!({}))], web.clone(), inject(&["b"])),
-        case("two sets in candidate order", vec![set("zz", json!({})), set("aa", json!({"namespace": "default"}))], web.clone(), inject(&["aa", "zz"])),
-        case("a bad selector operator is 500", vec![set("a", json!({"selector": {"matchExpressions": [{"key": "app", "operator": "Near"}]}}))],
-            web.clone(), |_| Want::Code(500, "\"Near\" is not a valid pod selector operator")),
-        case("a canary set drops its base", vec![set("base", json!({})),
-            with(&set("canary", json!({"updateStrategy": {"type": "NotUpdate"}})), |s| s["metadata"]["annotations"] =
-                json!({"apps.kruise.io/sidecarset-canary": "true", "apps.kruise.io/sidecarset-base": "base"}))],
-            web.clone(), inject(&["canary"])),
+        case(
+            "namespaceSelector over the Namespace's labels",
+            vec![
+                namespace("default", json!({"env": "prod"})),
+                set("a", json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}})),
+            ],
+            web.clone(),
+            inject(&["a"]),
+        ),
+        case(
+            "namespaceSelector not matching",
+            vec![
+                namespace("default", json!({"env": "dev"})),
+                set("a", json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}})),
+            ],
+            web.clone(),
+            |_| Want::Same,
+        ),
+        case(
+            "unknown namespace has only its name label",
+            vec![
+                set("a", json!({"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "default"}}})),
+                set("b", json!({"namespaceSelector": {"matchLabels": {"env": "prod"}}})),
+            ],
+            web.clone(),
+            inject(&["a"]),
+        ),
+        case(
+            "injection paused",
+            vec![set("a", json!({"injectionStrategy": {"paused": true}})), set("b", json!({}))],
+            web.clone(),
+            inject(&["b"]),
+        ),
+        case(
+            "two sets in candidate order",
+            vec![set("zz", json!({})), set("aa", json!({"namespace": "default"}))],
+            web.clone(),
+            inject(&["aa", "zz"]),
+        ),
+        case(
+            "a bad selector operator is 500",
+            vec![set("a", json!({"selector": {"matchExpressions": [{"key": "app", "operator": "Near"}]}}))],
+            web.clone(),
+            |_| Want::Code(500, "\"Near\" is not a valid pod selector operator"),
+        ),
+        case(
+            "a canary set drops its base",
+            vec![
+                set("base", json!({})),
+                with(&set("canary", json!({"updateStrategy": {"type": "NotUpdate"}})), |s| {
+                    s["metadata"]["annotations"] =
+                        json!({"apps.kruise.io/sidecarset-canary": "true", "apps.kruise.io/sidecarset-base": "base"})
+                }),
+            ],
+            web.clone(),
+            inject(&["canary"]),
+        ),
     ];
     run_cases(cases);
 }
@@ -292,13 +401,23 @@ fn revision(name: &str, set: &str, revision: i64, custom: Option<&str>, image: &
 fn historical_versions_4_2() {
     let web = pod(json!({"app": "web", "canary": "no"}), json!([app()]));
     let set = |strategy: Value, update: Value| {
-        let mut s = sidecarset("s", json!({"selector": {"matchLabels": {"app": "web"}},
-            "containers": [{"name": "side", "image": "side:2"}], "injectionStrategy": {"revision": strategy}, "updateStrategy": update}));
+        let mut s = sidecarset(
+            "s",
+            json!({"selector": {"matchLabels": {"app": "web"}},
+            "containers": [{"name": "side", "image": "side:2"}], "injectionStrategy": {"revision": strategy}, "updateStrategy": update}),
+        );
         s["status"] = json!({"latestRevision": "s-live", "matchedPods": 0, "updatedPods": 0, "readyPods": 0});
         s
     };
     let revs = vec![
-        revision("s-old", "s", 1, Some("v1"), "side:1", json!({"kruise.io/sidecarset-hash": "oldhash", "kruise.io/sidecarset-hash-without-image": "oldhash-wi"})),
+        revision(
+            "s-old",
+            "s",
+            1,
+            Some("v1"),
+            "side:1",
+            json!({"kruise.io/sidecarset-hash": "oldhash", "kruise.io/sidecarset-hash-without-image": "oldhash-wi"}),
+        ),
         revision("s-older", "s", 0, Some("v1"), "side:0", json!({})),
     ];
     let expect = |image: &'static str, history: Option<&'static str>| {
@@ -309,11 +428,13 @@ fn historical_versions_4_2() {
                 let (h, hw, rev) = match history {
                     Some("s-old") => ("oldhash".to_string(), "oldhash-wi".to_string(), "s-old"),
                     Some(other) => {
-                        let spec: kruise::apis::sidecarset::SidecarSetSpec = serde_json::from_value(json!({"containers": [
+                        let spec: kruise::apis::sidecarset::SidecarSetSpec =
+                            serde_json::from_value(json!({"containers": [
                             {"name": "side", "image": "side:0", "imagePullPolicy": "IfNotPresent",
                              "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
                              "podInjectPolicy": "BeforeAppContainer", "upgradeStrategy": {"upgradeType": "ColdUpgrade"},
-                             "shareVolumePolicy": {"type": "disabled"}}]})).unwrap();
+                             "shareVolumePolicy": {"type": "disabled"}}]}))
+                            .unwrap();
                         let (h, hw) = kruise::core::sidecar::hash::hashes(&spec);
                         (h, hw, other)
                     }
@@ -322,10 +443,13 @@ fn historical_versions_4_2() {
                         (h, hw, "s-live")
                     }
                 };
-                add_annotations(p, json!({
+                add_annotations(
+                    p,
+                    json!({
                     "kruise.io/sidecarset-hash": hash_map(&[hash_entry("s", &h, &["side"], Some(rev))]),
                     "kruise.io/sidecarset-hash-without-image": hash_map(&[hash_entry("s", &hw, &["side"], None)]),
-                    "kruise.io/sidecarset-injected-list": "s"}));
+                    "kruise.io/sidecarset-injected-list": "s"}),
+                );
             }))
         }
     };
@@ -335,20 +459,78 @@ fn historical_versions_4_2() {
         o
     };
     let cases = vec![
-        case("revisionName (policy Always)", objects(set(json!({"revisionName": "s-old"}), json!({}))), web.clone(), expect("side:1", Some("s-old"))),
-        case("customVersion: the newest revision", objects(set(json!({"customVersion": "v1"}), json!({}))), web.clone(), expect("side:1", Some("s-old"))),
-        case("hash computed when the revision has none", objects(set(json!({"revisionName": "s-older"}), json!({}))), web.clone(), expect("side:0", Some("s-older"))),
-        case("revision not found: the live set", objects(set(json!({"revisionName": "gone"}), json!({}))), web.clone(), expect("side:2", None)),
-        case("neither name nor version: the live set", objects(set(json!({"policy": "Always"}), json!({}))), web.clone(), expect("side:2", None)),
-        case("paused update: the revision even under Partial", objects(set(json!({"revisionName": "s-old", "policy": "Partial"}), json!({"paused": true}))), web.clone(), expect("side:1", Some("s-old"))),
-        case("Partial, pod outside updateStrategy.selector: the revision", objects(set(json!({"revisionName": "s-old", "policy": "Partial"}),
-            json!({"selector": {"matchLabels": {"canary": "yes"}}}))), web.clone(), expect("side:1", Some("s-old"))),
-        case("Partial, pod inside the selector, integer partition: the live set", objects(set(json!({"revisionName": "s-old", "policy": "Partial"}),
-            json!({"selector": {"matchLabels": {"canary": "no"}}, "partition": 3}))), web.clone(), expect("side:2", None)),
-        case("Partial, partition 100%: the revision", objects(set(json!({"revisionName": "s-old", "policy": "Partial"}), json!({"partition": "100%"}))), web.clone(), expect("side:1", Some("s-old"))),
-        case("Partial, partition -1%: the live set", objects(set(json!({"revisionName": "s-old", "policy": "Partial"}), json!({"partition": "-1%"}))), web.clone(), expect("side:2", None)),
-        case("Partial, partition not a percentage: 500", objects(set(json!({"revisionName": "s-old", "policy": "Partial"}), json!({"partition": "x%"}))), web.clone(),
-            |_| Want::Code(500, "strconv.ParseFloat")),
+        case(
+            "revisionName (policy Always)",
+            objects(set(json!({"revisionName": "s-old"}), json!({}))),
+            web.clone(),
+            expect("side:1", Some("s-old")),
+        ),
+        case(
+            "customVersion: the newest revision",
+            objects(set(json!({"customVersion": "v1"}), json!({}))),
+            web.clone(),
+            expect("side:1", Some("s-old")),
+        ),
+        case(
+            "hash computed when the revision has none",
+            objects(set(json!({"revisionName": "s-older"}), json!({}))),
+            web.clone(),
+            expect("side:0", Some("s-older")),
+        ),
+        case(
+            "revision not found: the live set",
+            objects(set(json!({"revisionName": "gone"}), json!({}))),
+            web.clone(),
+            expect("side:2", None),
+        ),
+        case(
+            "neither name nor version: the live set",
+            objects(set(json!({"policy": "Always"}), json!({}))),
+            web.clone(),
+            expect("side:2", None),
+        ),
+        case(
+            "paused update: the revision even under Partial",
+            objects(set(json!({"revisionName": "s-old", "policy": "Partial"}), json!({"paused": true}))),
+            web.clone(),
+            expect("side:1", Some("s-old")),
+        ),
+        case(
+            "Partial, pod outside updateStrategy.selector: the revision",
+            objects(set(
+                json!({"revisionName": "s-old", "policy": "Partial"}),
+                json!({"selector": {"matchLabels": {"canary": "yes"}}}),
+            )),
+            web.clone(),
+            expect("side:1", Some("s-old")),
+        ),
+        case(
+            "Partial, pod inside the selector, integer partition: the live set",
+            objects(set(
+                json!({"revisionName": "s-old", "policy": "Partial"}),
+                json!({"selector": {"matchLabels": {"canary": "no"}}, "partition": 3}),
+            )),
+            web.clone(),
+            expect("side:2", None),
+        ),
+        case(
+            "Partial, partition 100%: the revision",
+            objects(set(json!({"revisionName": "s-old", "policy": "Partial"}), json!({"partition": "100%"}))),
+            web.clone(),
+            expect("side:1", Some("s-old")),
+        ),
+        case(
+            "Partial, partition -1%: the live set",
+            objects(set(json!({"revisionName": "s-old", "policy": "Partial"}), json!({"partition": "-1%"}))),
+            web.clone(),
+            expect("side:2", None),
+        ),
+        case(
+            "Partial, partition not a percentage: 500",
+            objects(set(json!({"revisionName": "s-old", "policy": "Partial"}), json!({"partition": "x%"}))),
+            web.clone(),
+            |_| Want::Code(500, "strconv.ParseFloat"),
+        ),
     ];
     run_cases(cases);
 }
@@ -361,23 +543,30 @@ fn building_sidecars_4_3_to_4_5() {
         move |ctx: &Context| {
             Want::Pod(with(&p, |p| {
                 let nginx = p["spec"]["containers"][0].clone();
-                p["spec"]["containers"] = json!([injected("dns-f", "dns:1.0", json!([is_injected()])), nginx,
-                    injected("log-agent", "log:1.0", json!([is_injected()]))]);
+                p["spec"]["containers"] = json!([
+                    injected("dns-f", "dns:1.0", json!([is_injected()])),
+                    nginx,
+                    injected("log-agent", "log:1.0", json!([is_injected()]))
+                ]);
                 p["spec"]["initContainers"] = json!([{"name": "init-0", "image": "busybox"},
                     injected("init-1", "busybox:1.36", json!([is_injected()])), injected("init-2", "busybox:1.36", json!([is_injected()]))]);
                 add_annotations(p, bookkeeping(ctx, &[("sidecarset1", &["dns-f", "log-agent"], None)], "sidecarset1"));
             }))
         }
     };
-    let web = pod(json!({"app": "web", "owner": "nginx"}),
+    let web = pod(
+        json!({"app": "web", "owner": "nginx"}),
         json!([{"name": "nginx", "image": "nginx:1", "env": [{"name": "A", "value": "a"}, {"name": "B", "value": "b"},
                  {"name": "POD", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}],
                 "volumeMounts": [{"name": "data", "mountPath": "/data", "subPathExpr": "$(POD)/x"}, {"name": "logs", "mountPath": "/logs"}],
                 "volumeDevices": [{"name": "blk", "devicePath": "/dev/b"}]},
                {"name": "other", "image": "o:1", "env": [{"name": "A", "value": "other-a"}],
-                "volumeMounts": [{"name": "logs", "mountPath": "/other-logs"}]}]));
-    let with_volumes = with(&web, |p| p["spec"]["volumes"] = json!([{"name": "data", "emptyDir": {}}, {"name": "logs", "emptyDir": {}},
-        {"name": "blk", "persistentVolumeClaim": {"claimName": "c"}}]));
+                "volumeMounts": [{"name": "logs", "mountPath": "/other-logs"}]}]),
+    );
+    let with_volumes = with(&web, |p| {
+        p["spec"]["volumes"] = json!([{"name": "data", "emptyDir": {}}, {"name": "logs", "emptyDir": {}},
+        {"name": "blk", "persistentVolumeClaim": {"claimName": "c"}}])
+    });
     let one = |sidecar: Value, extra: Value| {
         let mut spec = json!({"selector": {"matchLabels": {"app": "web"}}, "containers": [sidecar]});
         for (k, v) in extra.as_object().unwrap() {
@@ -399,89 +588,194 @@ fn building_sidecars_4_3_to_4_5() {
         }
     };
     let cases = vec![
-        case("kruise's example: init sorted after the pod's, Before first, After last, IS_INJECTED everywhere", vec![example_set], example_pod, example_want),
-        case("shareVolumePolicy: app mounts (own path wins), subPathExpr env, devices", vec![one(
-            json!({"name": "side", "image": "side:1", "shareVolumePolicy": {"type": "enabled"},
+        case(
+            "kruise's example: init sorted after the pod's, Before first, After last, IS_INJECTED everywhere",
+            vec![example_set],
+            example_pod,
+            example_want,
+        ),
+        case(
+            "shareVolumePolicy: app mounts (own path wins), subPathExpr env, devices",
+            vec![one(
+                json!({"name": "side", "image": "side:1", "shareVolumePolicy": {"type": "enabled"},
                    "shareVolumeDevicePolicy": {"type": "enabled"}, "volumeMounts": [{"name": "own", "mountPath": "/logs"}]}),
-            json!({"volumes": [{"name": "own", "emptyDir": {}}]}))], with_volumes.clone(),
-            expect_one(&with_volumes, json!({"name": "side", "image": "side:1", "imagePullPolicy": "IfNotPresent",
+                json!({"volumes": [{"name": "own", "emptyDir": {}}]}),
+            )],
+            with_volumes.clone(),
+            expect_one(
+                &with_volumes,
+                json!({"name": "side", "image": "side:1", "imagePullPolicy": "IfNotPresent",
                 "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File",
                 "env": [is_injected(), {"name": "POD", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}],
                 "volumeMounts": [{"name": "own", "mountPath": "/logs"}, {"name": "data", "mountPath": "/data", "subPathExpr": "$(POD)/x"},
                                  {"name": "logs", "mountPath": "/other-logs"}],
-                "volumeDevices": [{"name": "blk", "devicePath": "/dev/b"}]}), &["side"],
-                |p| { p["spec"]["volumes"].as_array_mut().unwrap().push(json!({"name": "own", "emptyDir": {}})); })),
-        case("transferEnv: by name, by label, envNames sorted, missing skipped, own env wins", vec![one(
-            json!({"name": "side", "image": "side:1", "env": [{"name": "B", "value": "mine"}], "transferEnv": [
+                "volumeDevices": [{"name": "blk", "devicePath": "/dev/b"}]}),
+                &["side"],
+                |p| {
+                    p["spec"]["volumes"].as_array_mut().unwrap().push(json!({"name": "own", "emptyDir": {}}));
+                },
+            ),
+        ),
+        case(
+            "transferEnv: by name, by label, envNames sorted, missing skipped, own env wins",
+            vec![one(
+                json!({"name": "side", "image": "side:1", "env": [{"name": "B", "value": "mine"}], "transferEnv": [
                 {"sourceContainerName": "nginx", "envNames": ["B", "A", "MISSING"]},
                 {"sourceContainerNameFrom": {"fieldRef": {"fieldPath": "metadata.labels['owner']"}}, "envName": "POD"},
                 {"sourceContainerName": "other", "envName": "A"},
-                {"sourceContainerNameFrom": {"fieldRef": {"fieldPath": "metadata.name"}}, "envName": "A"}]}), json!({}))],
-            web.clone(), expect_one(&web, injected("side", "side:1", json!([{"name": "B", "value": "mine"}, is_injected(),
-                {"name": "A", "value": "a"}, {"name": "POD", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}])),
-                &["side"], |_| {})),
-        case("set volumes only when referenced, pod volumes win", vec![one(
-            json!({"name": "side", "image": "side:1", "volumeMounts": [{"name": "data", "mountPath": "/d"}, {"name": "cfg", "mountPath": "/c"}]}),
-            json!({"volumes": [{"name": "data", "hostPath": {"path": "/x"}}, {"name": "cfg", "configMap": {"name": "c"}}, {"name": "unused", "emptyDir": {}}]}))],
-            with_volumes.clone(), expect_one(&with_volumes, json!({"name": "side", "image": "side:1", "imagePullPolicy": "IfNotPresent",
+                {"sourceContainerNameFrom": {"fieldRef": {"fieldPath": "metadata.name"}}, "envName": "A"}]}),
+                json!({}),
+            )],
+            web.clone(),
+            expect_one(
+                &web,
+                injected(
+                    "side",
+                    "side:1",
+                    json!([{"name": "B", "value": "mine"}, is_injected(),
+                {"name": "A", "value": "a"}, {"name": "POD", "valueFrom": {"fieldRef": {"apiVersion": "v1", "fieldPath": "metadata.name"}}}]),
+                ),
+                &["side"],
+                |_| {},
+            ),
+        ),
+        case(
+            "set volumes only when referenced, pod volumes win",
+            vec![one(
+                json!({"name": "side", "image": "side:1", "volumeMounts": [{"name": "data", "mountPath": "/d"}, {"name": "cfg", "mountPath": "/c"}]}),
+                json!({"volumes": [{"name": "data", "hostPath": {"path": "/x"}}, {"name": "cfg", "configMap": {"name": "c"}}, {"name": "unused", "emptyDir": {}}]}),
+            )],
+            with_volumes.clone(),
+            expect_one(
+                &with_volumes,
+                json!({"name": "side", "image": "side:1", "imagePullPolicy": "IfNotPresent",
                 "terminationMessagePath": "/dev/termination-log", "terminationMessagePolicy": "File", "env": [is_injected()],
-                "volumeMounts": [{"name": "data", "mountPath": "/d"}, {"name": "cfg", "mountPath": "/c"}]}), &["side"],
-                |p| { p["spec"]["volumes"].as_array_mut().unwrap().push(json!({"name": "cfg", "configMap": {"name": "c", "defaultMode": 420}})); })),
-        case("imagePullSecrets: pod's deduplicated, then the set's", vec![one(json!({"name": "side", "image": "side:1"}),
-            json!({"imagePullSecrets": [{"name": "b"}, {"name": "c"}]}))],
+                "volumeMounts": [{"name": "data", "mountPath": "/d"}, {"name": "cfg", "mountPath": "/c"}]}),
+                &["side"],
+                |p| {
+                    p["spec"]["volumes"]
+                        .as_array_mut()
+                        .unwrap()
+                        .push(json!({"name": "cfg", "configMap": {"name": "c", "defaultMode": 420}}));
+                },
+            ),
+        ),
+        case(
+            "imagePullSecrets: pod's deduplicated, then the set's",
+            vec![one(
+                json!({"name": "side", "image": "side:1"}),
+                json!({"imagePullSecrets": [{"name": "b"}, {"name": "c"}]}),
+            )],
             with(&web, |p| p["spec"]["imagePullSecrets"] = json!([{"name": "a"}, {"name": "b"}, {"name": "a"}])),
-            expect_one(&with(&web, |p| p["spec"]["imagePullSecrets"] = json!([{"name": "a"}, {"name": "b"}, {"name": "c"}])),
-                injected("side", "side:1", json!([is_injected()])), &["side"], |_| {})),
-        case("native sidecar init container: in the sidecar list, before app init containers", vec![sidecarset("s", json!({
+            expect_one(
+                &with(&web, |p| p["spec"]["imagePullSecrets"] = json!([{"name": "a"}, {"name": "b"}, {"name": "c"}])),
+                injected("side", "side:1", json!([is_injected()])),
+                &["side"],
+                |_| {},
+            ),
+        ),
+        case(
+            "native sidecar init container: in the sidecar list, before app init containers",
+            vec![sidecarset(
+                "s",
+                json!({
             "selector": {"matchLabels": {"app": "web"}}, "updateStrategy": {"type": "NotUpdate"},
             "initContainers": [{"name": "native", "image": "n:1", "restartPolicy": "Always", "podInjectPolicy": "BeforeAppContainer"},
-                               {"name": "plain", "image": "p:1"}]}))],
-            with(&web, |p| p["spec"]["initContainers"] = json!([{"name": "setup", "image": "s:1"}])), {
-            let web = web.clone();
-            move |ctx: &Context| Want::Pod(with(&web, |p| {
-                p["spec"]["initContainers"] = json!([
+                               {"name": "plain", "image": "p:1"}]}),
+            )],
+            with(&web, |p| p["spec"]["initContainers"] = json!([{"name": "setup", "image": "s:1"}])),
+            {
+                let web = web.clone();
+                move |ctx: &Context| {
+                    Want::Pod(with(&web, |p| {
+                        p["spec"]["initContainers"] = json!([
                     with(&injected("native", "n:1", json!([is_injected()])), |c| c["restartPolicy"] = json!("Always")),
                     {"name": "setup", "image": "s:1"}, injected("plain", "p:1", json!([is_injected()]))]);
-                add_annotations(p, bookkeeping(ctx, &[("s", &["native"], None)], "s"));
-            }))
-        }),
-        case("existing entries are merged; the old map format is converted", vec![one(json!({"name": "side", "image": "side:1"}), json!({}))],
-            with(&web, |p| add_annotations(p, json!({"kruise.io/sidecarset-hash": "{\"legacy\":\"h0\"}",
-                "kruise.io/sidecarset-injected-list": "legacy"}))), {
-            let web = web.clone();
-            move |ctx: &Context| Want::Pod(with(&web, |p| {
-                let cs = p["spec"]["containers"].as_array().unwrap().clone();
-                let mut all = vec![injected("side", "side:1", json!([is_injected()]))];
-                all.extend(cs);
-                p["spec"]["containers"] = Value::Array(all);
-                let (h, hw) = stored_hashes(ctx, "s");
-                add_annotations(p, json!({
+                        add_annotations(p, bookkeeping(ctx, &[("s", &["native"], None)], "s"));
+                    }))
+                }
+            },
+        ),
+        case(
+            "existing entries are merged; the old map format is converted",
+            vec![one(json!({"name": "side", "image": "side:1"}), json!({}))],
+            with(&web, |p| {
+                add_annotations(
+                    p,
+                    json!({"kruise.io/sidecarset-hash": "{\"legacy\":\"h0\"}",
+                "kruise.io/sidecarset-injected-list": "legacy"}),
+                )
+            }),
+            {
+                let web = web.clone();
+                move |ctx: &Context| {
+                    Want::Pod(with(&web, |p| {
+                        let cs = p["spec"]["containers"].as_array().unwrap().clone();
+                        let mut all = vec![injected("side", "side:1", json!([is_injected()]))];
+                        all.extend(cs);
+                        p["spec"]["containers"] = Value::Array(all);
+                        let (h, hw) = stored_hashes(ctx, "s");
+                        add_annotations(
+                            p,
+                            json!({
                     "kruise.io/sidecarset-hash": format!("{{\"legacy\":{{\"updateTimestamp\":null,\"hash\":\"h0\",\"sidecarSetName\":\"legacy\",\"sidecarList\":null}},{}}}",
                         hash_entry("s", &h, &["side"], None)),
                     "kruise.io/sidecarset-hash-without-image": hash_map(&[hash_entry("s", &hw, &["side"], None)]),
-                    "kruise.io/sidecarset-injected-list": "legacy,s"}));
-            }))
-        }),
-        case("patchPodMetadata: Retain, Overwrite, MergePatchJson, before containers", vec![one(json!({"name": "side", "image": "side:1"}),
-            json!({"patchPodMetadata": [{"annotations": {"keep": "set", "new": "set"}, "patchPolicy": "Retain"},
+                    "kruise.io/sidecarset-injected-list": "legacy,s"}),
+                        );
+                    }))
+                }
+            },
+        ),
+        case(
+            "patchPodMetadata: Retain, Overwrite, MergePatchJson, before containers",
+            vec![one(
+                json!({"name": "side", "image": "side:1"}),
+                json!({"patchPodMetadata": [{"annotations": {"keep": "set", "new": "set"}, "patchPolicy": "Retain"},
                                         {"annotations": {"over": "set"}, "patchPolicy": "Overwrite"},
-                                        {"annotations": {"merged": "{\"b\":2}", "fresh": "{\"c\": 3}"}, "patchPolicy": "MergePatchJson"}]}))],
+                                        {"annotations": {"merged": "{\"b\":2}", "fresh": "{\"c\": 3}"}, "patchPolicy": "MergePatchJson"}]}),
+            )],
             with(&web, |p| add_annotations(p, json!({"keep": "pod", "over": "pod", "merged": "{\"a\":1}"}))),
-            expect_one(&with(&web, |p| add_annotations(p, json!({"keep": "pod", "new": "set", "over": "set", "merged": "{\"a\":1,\"b\":2}",
-                "fresh": "{\"c\": 3}"}))), injected("side", "side:1", json!([is_injected()])), &["side"], |_| {})),
-        case("bad MergePatchJson document is 500", vec![one(json!({"name": "side", "image": "side:1"}),
-            json!({"patchPodMetadata": [{"annotations": {"m": "{}"}, "patchPolicy": "MergePatchJson"}]}))],
-            with(&web, |p| add_annotations(p, json!({"m": "not json"}))), |_| Want::Code(500, "Invalid JSON Document")),
+            expect_one(
+                &with(&web, |p| {
+                    add_annotations(
+                        p,
+                        json!({"keep": "pod", "new": "set", "over": "set", "merged": "{\"a\":1,\"b\":2}",
+                "fresh": "{\"c\": 3}"}),
+                    )
+                }),
+                injected("side", "side:1", json!([is_injected()])),
+                &["side"],
+                |_| {},
+            ),
+        ),
+        case(
+            "bad MergePatchJson document is 500",
+            vec![one(
+                json!({"name": "side", "image": "side:1"}),
+                json!({"patchPodMetadata": [{"annotations": {"m": "{}"}, "patchPolicy": "MergePatchJson"}]}),
+            )],
+            with(&web, |p| add_annotations(p, json!({"m": "not json"}))),
+            |_| Want::Code(500, "Invalid JSON Document"),
+        ),
     ];
     run_cases(cases);
 }
 
 #[test]
 fn placement_4_6() {
-    let base = pod(json!({"app": "web"}), json!([{"name": "a", "image": "a:1"}, {"name": "same", "image": "old:1", "command": ["x"]}, {"name": "z", "image": "z:1"}]));
-    let set = |name: &str, containers: Value| sidecarset(name, json!({"selector": {"matchLabels": {"app": "web"}}, "containers": containers}));
+    let base = pod(
+        json!({"app": "web"}),
+        json!([{"name": "a", "image": "a:1"}, {"name": "same", "image": "old:1", "command": ["x"]}, {"name": "z", "image": "z:1"}]),
+    );
+    let set = |name: &str, containers: Value| {
+        sidecarset(name, json!({"selector": {"matchLabels": {"app": "web"}}, "containers": containers}))
+    };
     let objects = vec![
-        set("s1", json!([{"name": "b2", "image": "b:1"}, {"name": "after1", "image": "x:1", "podInjectPolicy": "AfterAppContainer"}])),
+        set(
+            "s1",
+            json!([{"name": "b2", "image": "b:1"}, {"name": "after1", "image": "x:1", "podInjectPolicy": "AfterAppContainer"}]),
+        ),
         set("s2", json!([{"name": "b1", "image": "b:1"}, {"name": "same", "image": "new:1"}])),
     ];
     let i = |n: &str, img: &str| injected(n, img, json!([is_injected()]));
@@ -489,44 +783,78 @@ fn placement_4_6() {
         let base = base.clone();
         move |ctx: &Context| {
             Want::Pod(with(&base, |p| {
-                let before = if sorted { vec![i("b1", "b:1"), i("b2", "b:1")] } else { vec![i("b2", "b:1"), i("b1", "b:1")] };
+                let before =
+                    if sorted { vec![i("b1", "b:1"), i("b2", "b:1")] } else { vec![i("b2", "b:1"), i("b1", "b:1")] };
                 let mut cs = before;
-                cs.extend([json!({"name": "a", "image": "a:1"}), i("same", "new:1"), json!({"name": "z", "image": "z:1"}), i("after1", "x:1")]);
+                cs.extend([
+                    json!({"name": "a", "image": "a:1"}),
+                    i("same", "new:1"),
+                    json!({"name": "z", "image": "z:1"}),
+                    i("after1", "x:1"),
+                ]);
                 p["spec"]["containers"] = Value::Array(cs);
-                add_annotations(p, bookkeeping(ctx, &[("s1", &["after1", "b2"], None), ("s2", &["b1", "same"], None)], "s1,s2"));
+                add_annotations(
+                    p,
+                    bookkeeping(ctx, &[("s1", &["after1", "b2"], None), ("s2", &["b1", "same"], None)], "s1,s2"),
+                );
             }))
         }
     };
     let mut sorted = case("EnableSortSidecarContainerByName", objects.clone(), base.clone(), want(true));
     sorted.gates = "EnableSortSidecarContainerByName=true";
-    run_cases(vec![case("Before prepended in injection order, After appended, same name replaced in place", objects, base.clone(), want(false)), sorted]);
+    run_cases(vec![
+        case(
+            "Before prepended in injection order, After appended, same name replaced in place",
+            objects,
+            base.clone(),
+            want(false),
+        ),
+        sorted,
+    ]);
 }
 
 #[test]
 fn hot_upgrade_4_7() {
     let web = pod(json!({"app": "web"}), json!([app()]));
-    let set = sidecarset("hot", json!({"selector": {"matchLabels": {"app": "web"}}, "containers": [{"name": "mesh", "image": "mesh:1",
-        "upgradeStrategy": {"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "empty:1"}}]}));
-    let version = |c: &str| json!([is_injected(),
+    let set = sidecarset(
+        "hot",
+        json!({"selector": {"matchLabels": {"app": "web"}}, "containers": [{"name": "mesh", "image": "mesh:1",
+        "upgradeStrategy": {"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "empty:1"}}]}),
+    );
+    let version = |c: &str| {
+        json!([is_injected(),
         {"name": "SIDECARSET_VERSION", "valueFrom": {"fieldRef": {"fieldPath": format!("metadata.annotations['version.sidecarset.kruise.io/{c}']")}}},
-        {"name": "SIDECARSET_VERSION_ALT", "valueFrom": {"fieldRef": {"fieldPath": format!("metadata.annotations['versionalt.sidecarset.kruise.io/{c}']")}}}]);
+        {"name": "SIDECARSET_VERSION_ALT", "valueFrom": {"fieldRef": {"fieldPath": format!("metadata.annotations['versionalt.sidecarset.kruise.io/{c}']")}}}])
+    };
     let want = {
         let web = web.clone();
         move |ctx: &Context| {
             Want::Pod(with(&web, |p| {
-                p["spec"]["containers"] = json!([injected("mesh-1", "mesh:1", version("mesh-1")),
-                    with(&injected("mesh-2", "empty:1", version("mesh-2")), |c| c["imagePullPolicy"] = json!("IfNotPresent")), app()]);
+                p["spec"]["containers"] = json!([
+                    injected("mesh-1", "mesh:1", version("mesh-1")),
+                    with(&injected("mesh-2", "empty:1", version("mesh-2")), |c| c["imagePullPolicy"] =
+                        json!("IfNotPresent")),
+                    app()
+                ]);
                 add_annotations(p, bookkeeping(ctx, &[("hot", &["mesh"], None)], "hot"));
-                add_annotations(p, json!({
+                add_annotations(
+                    p,
+                    json!({
                     "version.sidecarset.kruise.io/mesh-1": "1", "versionalt.sidecarset.kruise.io/mesh-1": "0",
                     "version.sidecarset.kruise.io/mesh-2": "0", "versionalt.sidecarset.kruise.io/mesh-2": "1",
-                    "kruise.io/sidecarset-working-hotupgrade-container": "{\"envoy\":\"envoy-2\",\"mesh\":\"mesh-1\"}"}));
+                    "kruise.io/sidecarset-working-hotupgrade-container": "{\"envoy\":\"envoy-2\",\"mesh\":\"mesh-1\"}"}),
+                );
             }))
         }
     };
-    run_cases(vec![case("two containers, version env and annotations, working map merged", vec![set],
-        with(&web, |p| add_annotations(p, json!({"kruise.io/sidecarset-working-hotupgrade-container": "{\"envoy\":\"envoy-2\"}"}))),
-        want)]);
+    run_cases(vec![case(
+        "two containers, version env and annotations, working map merged",
+        vec![set],
+        with(&web, |p| {
+            add_annotations(p, json!({"kruise.io/sidecarset-working-hotupgrade-container": "{\"envoy\":\"envoy-2\"}"}))
+        }),
+        want,
+    )]);
 }
 
 /// The example pod review of `examples/` through the handler with a view of `examples/`.
@@ -540,7 +868,8 @@ fn standalone_example() {
     let verdict = run(&ctx, kruise::webhook::Handler::MutatePod, &review);
     assert!(verdict.allowed, "{}", verdict.message);
     let pod = apply(&review["request"]["object"], &verdict);
-    let names: Vec<&str> = pod["spec"]["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    let names: Vec<&str> =
+        pod["spec"]["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["log-agent", "web"]);
     assert_eq!(pod["metadata"]["annotations"]["kruise.io/sidecarset-injected-list"], "sample");
 }

@@ -65,7 +65,13 @@ fn app_shape() -> impl Strategy<Value = AppShape> {
 
 fn pod_shape() -> impl Strategy<Value = PodShape> {
     (0u8..2, prop::collection::vec(app_shape(), 1..4), 0u8..3, prop::collection::vec(0u8..3, 0..3), any::<bool>())
-        .prop_map(|(label, apps, init, secrets, merge_annotation)| PodShape { label, apps, init, secrets, merge_annotation })
+        .prop_map(|(label, apps, init, secrets, merge_annotation)| PodShape {
+            label,
+            apps,
+            init,
+            secrets,
+            merge_annotation,
+        })
 }
 
 fn side_shape() -> impl Strategy<Value = SideShape> {
@@ -123,7 +129,8 @@ fn build_pod(shape: &PodShape) -> Value {
         .enumerate()
         .map(|(i, a)| {
             let envs: BTreeSet<u8> = a.envs.iter().copied().collect();
-            let env: Vec<Value> = envs.iter().map(|e| json!({"name": env_name(*e), "value": format!("app{i}-{e}")})).collect();
+            let env: Vec<Value> =
+                envs.iter().map(|e| json!({"name": env_name(*e), "value": format!("app{i}-{e}")})).collect();
             let mut paths = BTreeSet::new();
             let mounts: Vec<Value> = a
                 .mounts
@@ -227,8 +234,13 @@ fn build_set(i: usize, shape: &SetShape) -> Value {
     }
     match shape.patch {
         1 => spec["patchPodMetadata"] = json!([{"annotations": {format!("set-{i}"): "r"}, "patchPolicy": "Retain"}]),
-        2 => spec["patchPodMetadata"] = json!([{"annotations": {"shared": format!("{i}")}, "patchPolicy": "Overwrite"}]),
-        3 => spec["patchPodMetadata"] = json!([{"annotations": {"merge": format!("{{\"s{i}\":1}}")}, "patchPolicy": "MergePatchJson"}]),
+        2 => {
+            spec["patchPodMetadata"] = json!([{"annotations": {"shared": format!("{i}")}, "patchPolicy": "Overwrite"}])
+        }
+        3 => {
+            spec["patchPodMetadata"] =
+                json!([{"annotations": {"merge": format!("{{\"s{i}\":1}}")}, "patchPolicy": "MergePatchJson"}])
+        }
         _ => {}
     }
     sidecarset(&format!("set-{i}"), spec)
@@ -240,7 +252,8 @@ fn inject(raw: &Value, sets: &[Arc<SidecarSet>], now: &str) -> (Pod, Option<json
     let pod: Pod = serde_json::from_value(raw.clone()).unwrap();
     let labels = BTreeMap::from([("kubernetes.io/metadata.name".to_string(), "default".to_string())]);
     let revisions = Vec::new;
-    let input = InjectionInput { namespace_labels: &labels, revisions: &revisions, draw: 0.5, now, sort_by_name: false };
+    let input =
+        InjectionInput { namespace_labels: &labels, revisions: &revisions, draw: 0.5, now, sort_by_name: false };
     let plan = plan_injection(&pod, sets, &input).unwrap();
     let mut mutated = pod.clone();
     plan.apply(&mut mutated);
@@ -259,7 +272,12 @@ fn check_pod_spec(pod: &Value) -> Result<(), String> {
             if !names.insert(name.to_string()) {
                 return Err(format!("duplicate container {name}"));
             }
-            for m in c["volumeMounts"].as_array().into_iter().flatten().chain(c["volumeDevices"].as_array().into_iter().flatten()) {
+            for m in c["volumeMounts"]
+                .as_array()
+                .into_iter()
+                .flatten()
+                .chain(c["volumeDevices"].as_array().into_iter().flatten())
+            {
                 let v = m["name"].as_str().unwrap_or("");
                 if !volumes.contains(v) {
                     return Err(format!("{name} uses missing volume {v}"));

@@ -24,7 +24,8 @@ async fn examples_server() -> TestServer {
 async fn example_pod_review_gets_the_sample_sidecar() {
     let server = examples_server().await;
     let review = example_review("pod-create.json");
-    let resp = post_once(server.handle.addr, &server.ca, "/mutate-pod", serde_json::to_vec(&review).unwrap()).await.unwrap();
+    let resp =
+        post_once(server.handle.addr, &server.ca, "/mutate-pod", serde_json::to_vec(&review).unwrap()).await.unwrap();
     assert_eq!(resp.status, 200);
     let out = resp.json();
     assert_eq!(out["response"]["uid"], review["request"]["uid"]);
@@ -35,9 +36,15 @@ async fn example_pod_review_gets_the_sample_sidecar() {
     assert_eq!(sidecar["name"], "log-agent");
     assert_eq!(sidecar["image"], "busybox:1.36");
     assert_eq!(sidecar["imagePullPolicy"], "IfNotPresent");
-    assert_eq!(sidecar["env"], json!([{"name": "IS_INJECTED", "value": "true"}, {"name": "LOG_LEVEL", "value": "info"}]));
+    assert_eq!(
+        sidecar["env"],
+        json!([{"name": "IS_INJECTED", "value": "true"}, {"name": "LOG_LEVEL", "value": "info"}])
+    );
     assert_eq!(sidecar["volumeMounts"], json!([{"name": "logs", "mountPath": "/var/log/app"}]), "shared from the app");
-    assert_eq!(pod["spec"]["containers"][1], review["request"]["object"]["spec"]["containers"][0], "the app is untouched");
+    assert_eq!(
+        pod["spec"]["containers"][1], review["request"]["object"]["spec"]["containers"][0],
+        "the app is untouched"
+    );
     let annotations = &pod["metadata"]["annotations"];
     assert_eq!(annotations["kruise.io/sidecarset-injected-list"], "sample");
     let hashes: Value = serde_json::from_str(annotations["kruise.io/sidecarset-hash"].as_str().unwrap()).unwrap();
@@ -47,7 +54,8 @@ async fn example_pod_review_gets_the_sample_sidecar() {
     // Re-invocation (reinvocationPolicy: IfNeeded): the injected pod comes back unchanged.
     let mut again = review.clone();
     again["request"]["object"] = pod;
-    let resp = post_once(server.handle.addr, &server.ca, "/mutate-pod", serde_json::to_vec(&again).unwrap()).await.unwrap();
+    let resp =
+        post_once(server.handle.addr, &server.ca, "/mutate-pod", serde_json::to_vec(&again).unwrap()).await.unwrap();
     let out = resp.json();
     assert_eq!(out["response"]["allowed"], true);
     assert!(out["response"].get("patch").is_none(), "{out}");
@@ -55,7 +63,8 @@ async fn example_pod_review_gets_the_sample_sidecar() {
     // A pod the sample set does not select is left alone.
     let mut other = review.clone();
     other["request"]["object"]["metadata"]["labels"] = json!({"app": "other"});
-    let resp = post_once(server.handle.addr, &server.ca, "/mutate-pod", serde_json::to_vec(&other).unwrap()).await.unwrap();
+    let resp =
+        post_once(server.handle.addr, &server.ca, "/mutate-pod", serde_json::to_vec(&other).unwrap()).await.unwrap();
     assert!(resp.json()["response"].get("patch").is_none());
     server.handle.shutdown();
 }
@@ -76,18 +85,23 @@ async fn sidecarset_webhooks_over_https() {
         }))
         .unwrap()
     };
-    let resp = post_once(server.handle.addr, &server.ca, "/mutate-apps-kruise-io-sidecarset", review(&set)).await.unwrap();
+    let resp =
+        post_once(server.handle.addr, &server.ca, "/mutate-apps-kruise-io-sidecarset", review(&set)).await.unwrap();
     let mutated = apply_patch(&set, &resp.json()["response"]);
     assert_eq!(mutated["spec"]["containers"][0]["podInjectPolicy"], "BeforeAppContainer");
     assert!(mutated["metadata"]["annotations"]["kruise.io/sidecarset-hash"].is_string());
 
     // The sample set is in the view already: the same set validates (it does not conflict with
     // itself), a copy under another name conflicts on the container name.
-    let resp = post_once(server.handle.addr, &server.ca, "/validate-apps-kruise-io-v1alpha1-sidecarset", review(&mutated)).await.unwrap();
+    let resp =
+        post_once(server.handle.addr, &server.ca, "/validate-apps-kruise-io-v1alpha1-sidecarset", review(&mutated))
+            .await
+            .unwrap();
     assert_eq!(resp.json()["response"]["allowed"], true, "{}", resp.json());
     let mut copy = mutated.clone();
     copy["metadata"]["name"] = json!("copy");
-    let resp = post_once(server.handle.addr, &server.ca, "/validate-apps-kruise-io-sidecarset", review(&copy)).await.unwrap();
+    let resp =
+        post_once(server.handle.addr, &server.ca, "/validate-apps-kruise-io-sidecarset", review(&copy)).await.unwrap();
     let out = resp.json();
     assert_eq!(out["response"]["allowed"], false);
     assert_eq!(out["response"]["status"]["code"], 422);

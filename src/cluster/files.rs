@@ -392,8 +392,12 @@ metadata: {name: ignored}
         let c = serde_json::json!([{"name": "c", "image": "busybox"}]);
         snap.insert(set("global", serde_json::json!({"containers": c}))).unwrap();
         snap.insert(set("in-a", serde_json::json!({"namespace": "a", "containers": c}))).unwrap();
-        snap.insert(set("in-b", serde_json::json!({"namespaceSelector": {"matchExpressions": [
-            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["b", "c"]}]}, "containers": c}))).unwrap();
+        snap.insert(set(
+            "in-b",
+            serde_json::json!({"namespaceSelector": {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["b", "c"]}]}, "containers": c}),
+        ))
+        .unwrap();
         snap.insert(set("in-a", serde_json::json!({"namespace": "c", "containers": c}))).unwrap();
         let names = |ns: &str| -> Vec<String> {
             snap.sidecarsets_for_namespace(ns).iter().map(|s| s.metadata.name.clone().unwrap()).collect()
@@ -407,14 +411,23 @@ metadata: {name: ignored}
         // The default implementation of the trait gives the same answer.
         struct Plain(Snapshot);
         impl ClusterView for Plain {
-            fn namespace(&self, n: &str) -> Option<Arc<Namespace>> { self.0.namespace(n) }
-            fn pod(&self, ns: &str, n: &str) -> Option<Arc<Pod>> { self.0.pod(ns, n) }
-            fn sidecarsets(&self) -> Vec<Arc<SidecarSet>> { self.0.sidecarsets() }
-            fn controller_revisions(&self, ns: &str) -> Vec<Arc<ControllerRevision>> { self.0.controller_revisions(ns) }
+            fn namespace(&self, n: &str) -> Option<Arc<Namespace>> {
+                self.0.namespace(n)
+            }
+            fn pod(&self, ns: &str, n: &str) -> Option<Arc<Pod>> {
+                self.0.pod(ns, n)
+            }
+            fn sidecarsets(&self) -> Vec<Arc<SidecarSet>> {
+                self.0.sidecarsets()
+            }
+            fn controller_revisions(&self, ns: &str) -> Vec<Arc<ControllerRevision>> {
+                self.0.controller_revisions(ns)
+            }
         }
         let plain = Plain(snap.clone());
         for ns in ["a", "b", "c", "d"] {
-            let got: Vec<String> = plain.sidecarsets_for_namespace(ns).iter().map(|s| s.metadata.name.clone().unwrap()).collect();
+            let got: Vec<String> =
+                plain.sidecarsets_for_namespace(ns).iter().map(|s| s.metadata.name.clone().unwrap()).collect();
             let mut want = names(ns);
             let mut got_sorted = got.clone();
             got_sorted.sort();
@@ -422,7 +435,8 @@ metadata: {name: ignored}
             assert_eq!(got_sorted, want, "{ns}");
         }
         snap.insert(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
-            "metadata": {"name": "kruise-configuration", "namespace": "kruise-system"}, "data": {"k": "v"}})).unwrap();
+            "metadata": {"name": "kruise-configuration", "namespace": "kruise-system"}, "data": {"k": "v"}}))
+            .unwrap();
         assert!(snap.config_map("kruise-system", "kruise-configuration").is_some());
     }
 

@@ -126,12 +126,16 @@ mod tests {
 
     #[test]
     fn launch_priority() {
-        let mut ordered = pod(json!({"metadata": {"generateName": "web-", "annotations": {LAUNCH_PRIORITY_ANNOTATION: "Ordered"}},
+        let mut ordered =
+            pod(json!({"metadata": {"generateName": "web-", "annotations": {LAUNCH_PRIORITY_ANNOTATION: "Ordered"}},
             "spec": {"containers": [{"name": "a"}, {"name": "b"}]}}));
         assert!(init_launch_priority(&mut ordered, "xyz12").unwrap());
         assert_eq!(ordered.metadata.name.as_deref(), Some("web-xyz12"));
         let env = |p: &Pod, i: usize| serde_json::to_value(&p.spec.as_ref().unwrap().containers[i].env).unwrap();
-        assert_eq!(env(&ordered, 1)[0]["valueFrom"]["configMapKeyRef"], json!({"name": "web-xyz12-barrier", "key": "p_-1"}));
+        assert_eq!(
+            env(&ordered, 1)[0]["valueFrom"]["configMapKeyRef"],
+            json!({"name": "web-xyz12-barrier", "key": "p_-1"})
+        );
         assert!(!init_launch_priority(&mut ordered, "other").unwrap(), "idempotent");
 
         let mut declared = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": [
@@ -143,7 +147,12 @@ mod tests {
         let mut same = pod(json!({"spec": {"containers": [
             {"name": "a", "env": [{"name": PRIORITY_ENV, "value": "1"}]}, {"name": "b", "env": [{"name": PRIORITY_ENV, "value": "1"}]}]}}));
         assert!(!init_launch_priority(&mut same, "").unwrap());
-        let mut bad = pod(json!({"spec": {"containers": [{"name": "a", "env": [{"name": PRIORITY_ENV, "value": "x"}]}, {"name": "b"}]}}));
-        assert_eq!(init_launch_priority(&mut bad, "").unwrap_err().to_string(), "strconv.Atoi: parsing \"x\": invalid syntax");
+        let mut bad = pod(
+            json!({"spec": {"containers": [{"name": "a", "env": [{"name": PRIORITY_ENV, "value": "x"}]}, {"name": "b"}]}}),
+        );
+        assert_eq!(
+            init_launch_priority(&mut bad, "").unwrap_err().to_string(),
+            "strconv.Atoi: parsing \"x\": invalid syntax"
+        );
     }
 }

@@ -32,11 +32,11 @@ pub struct Context {
 /// Answers a review with the given handler. `None` when the handler does not exist yet.
 pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdict> {
     match handler {
-        Handler::MutateCloneSet => Some(cloneset::mutate(ctx, review)),
-        Handler::MutateStatefulSet => Some(statefulset::mutate(ctx, review)),
         Handler::MutatePod => Some(mutate_pod::mutate(ctx, review)),
         Handler::MutateSidecarSet => Some(sidecarset::mutate(ctx, review)),
         Handler::ValidateSidecarSet => Some(sidecarset::validate(ctx, review)),
+        Handler::MutateCloneSet => Some(cloneset::mutate(ctx, review)),
+        Handler::MutateStatefulSet => Some(statefulset::mutate(ctx, review)),
         Handler::Missing => None,
     }
 }

@@ -84,13 +84,24 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     }
 
     pod.metadata.namespace = request_namespace;
-    match serde_json::to_value(&pod) {
-        Ok(mutated) => {
-            let target = podpatch::target(raw, &mutated, &replaced);
-            Verdict::patched(podpatch::diff(raw, &target))
+    // Mutators only write annotations, the name (launch priority) and the spec: the rest of the
+    // pod stays exactly as sent.
+    let mut changed = serde_json::json!({"metadata": {}});
+    match (serde_json::to_value(&pod.metadata), serde_json::to_value(&pod.spec)) {
+        (Ok(meta), Ok(spec)) => {
+            for key in ["annotations", "name"] {
+                if let Some(v) = meta.get(key) {
+                    changed["metadata"][key] = v.clone();
+                }
+            }
+            if !spec.is_null() {
+                changed["spec"] = spec;
+            }
         }
-        Err(e) => Verdict::errored(500, format!("cannot encode Pod: {e}")),
+        (Err(e), _) | (_, Err(e)) => return Verdict::errored(500, format!("cannot encode Pod: {e}")),
     }
+    let target = podpatch::target(raw, &changed, &replaced);
+    Verdict::patched(podpatch::diff(raw, &target))
 }
 
 /// `kubecontroller.IsPodActive`: not Succeeded, not Failed, not being deleted.

@@ -7,16 +7,16 @@
 /// Which handler serves a webhook.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Handler {
-    /// CloneSet defaults (spec §1.1.3).
-    MutateCloneSet,
-    /// Advanced StatefulSet defaults (spec §1.2.3).
-    MutateStatefulSet,
     /// Pod mutation: readiness gate, SidecarSet injection, launch priority (spec §4.1).
     MutatePod,
     /// SidecarSet defaults and hash annotations (spec §4.11).
     MutateSidecarSet,
     /// SidecarSet validation (spec §2.3).
     ValidateSidecarSet,
+    /// CloneSet defaults (spec §1.1.3).
+    MutateCloneSet,
+    /// Advanced StatefulSet defaults (spec §1.2.3).
+    MutateStatefulSet,
     /// Not implemented yet: the path answers 404.
     Missing,
 }

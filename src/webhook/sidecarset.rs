@@ -9,6 +9,7 @@ use kube::core::admission::Operation;
 use super::review::{Review, Verdict};
 use super::{Context, decode_object, writes_object};
 use crate::apis::SidecarSet;
+use crate::apis::keys::{SIDECARSET_HASH, SIDECARSET_HASH_WITHOUT_IMAGE};
 use crate::core::field::aggregate;
 use crate::core::patch::Overlay;
 use crate::core::sidecar::DEFAULT_KRUISE_NAMESPACE;
@@ -20,17 +21,16 @@ use crate::core::sidecar::validate::{CONFIGURATION_NAME, ValidationInput, WHITEL
 pub(crate) fn kruise_namespace() -> &'static str {
     static NAMESPACE: OnceLock<String> = OnceLock::new();
     NAMESPACE.get_or_init(|| {
-        std::env::var("POD_NAMESPACE").ok().filter(|ns| !ns.is_empty()).unwrap_or_else(|| DEFAULT_KRUISE_NAMESPACE.into())
+        std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or_else(|| DEFAULT_KRUISE_NAMESPACE.into())
     })
 }
 
 fn check_version(review: &Review) -> Result<(), Verdict> {
     let version = &review.request.resource.version;
-    if version == "v1alpha1" {
-        Ok(())
-    } else {
-        Err(Verdict::errored(400, format!("unsupported version: {version}")))
-    }
+    if version == "v1alpha1" { Ok(()) } else { Err(Verdict::errored(400, format!("unsupported version: {version}"))) }
 }
 
 /// Answers a SidecarSet CREATE or UPDATE with its defaults and hash annotations.
@@ -49,8 +49,17 @@ pub fn mutate(_ctx: &Context, review: &Review) -> Verdict {
         return Verdict::errored(400, e.to_string());
     }
     let Some(raw) = review.object.as_ref() else { return Verdict::allow() };
-    match serde_json::to_value(&set) {
-        Ok(typed) => Verdict::patched(Overlay::new(raw, &typed).patch()),
+    // Only the spec and the two hash annotations change: the rest of the object stays as sent.
+    let annotations = set.metadata.annotations.unwrap_or_default();
+    let hashes: serde_json::Map<String, serde_json::Value> = [SIDECARSET_HASH, SIDECARSET_HASH_WITHOUT_IMAGE]
+        .into_iter()
+        .filter_map(|k| annotations.get(k).map(|v| (k.to_string(), serde_json::Value::from(v.as_str()))))
+        .collect();
+    match serde_json::to_value(&set.spec) {
+        Ok(spec) => {
+            let typed = serde_json::json!({"metadata": {"annotations": hashes}, "spec": spec});
+            Verdict::patched(Overlay::new(raw, &typed).patch())
+        }
         Err(e) => Verdict::errored(500, format!("cannot encode SidecarSet: {e}")),
     }
 }

@@ -35,7 +35,13 @@ pub fn namespace(name: &str, labels: Value) -> Value {
 }
 
 /// An AdmissionReview body for `object`.
-pub fn review_json(operation: &str, resource: (&str, &str, &str), namespace: &str, object: &Value, old: Option<&Value>) -> Value {
+pub fn review_json(
+    operation: &str,
+    resource: (&str, &str, &str),
+    namespace: &str,
+    object: &Value,
+    old: Option<&Value>,
+) -> Value {
     let (group, version, res) = resource;
     json!({
         "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",

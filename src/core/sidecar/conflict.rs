@@ -100,7 +100,9 @@ pub fn validate_conflicts(set: &SidecarSet, all: &[Arc<SidecarSet>]) -> Vec<Fiel
         if other_name == name || base == Some(other_name) {
             continue;
         }
-        if !(namespaces_overlap(set, other) && selectors_overlap(set.spec.selector.as_ref(), other.spec.selector.as_ref())) {
+        if !(namespaces_overlap(set, other)
+            && selectors_overlap(set.spec.selector.as_ref(), other.spec.selector.as_ref()))
+        {
             continue;
         }
         for c in &other.spec.init_containers {
@@ -123,7 +125,8 @@ pub fn validate_conflicts(set: &SidecarSet, all: &[Arc<SidecarSet>]) -> Vec<Fiel
     }
     let mut errs = Vec::new();
     let containers_path = child("spec", "containers");
-    for (list, others) in [(&set.spec.init_containers, &init_in_others), (&set.spec.containers, &containers_in_others)] {
+    for (list, others) in [(&set.spec.init_containers, &init_in_others), (&set.spec.containers, &containers_in_others)]
+    {
         for c in list {
             if let Some(other) = others.get(c.container.name.as_str()) {
                 errs.push(FieldError::invalid(
@@ -141,7 +144,11 @@ pub fn validate_conflicts(set: &SidecarSet, all: &[Arc<SidecarSet>]) -> Vec<Fiel
             errs.push(FieldError::invalid(
                 &child("spec", "volumes"),
                 v.name.as_str(),
-                format!("volume {} is in conflict with sidecarset {}", v.name, other.metadata.name.as_deref().unwrap_or("")),
+                format!(
+                    "volume {} is in conflict with sidecarset {}",
+                    v.name,
+                    other.metadata.name.as_deref().unwrap_or("")
+                ),
             ));
         }
     }
@@ -179,15 +186,51 @@ mod tests {
         let cases = [
             (json!({"matchLabels": {"a": "b"}}), json!({"matchLabels": {"c": "d"}}), true),
             (json!({"matchLabels": {"a": "b"}}), json!({"matchLabels": {"a": "c"}}), false),
-            (json!({"matchLabels": {"a": "b", "c": "d", "e": "f"}}), json!({"matchLabels": {"a": "x", "c": "d", "e": "f"}}), false),
-            (json!({"matchLabels": {"a": "b"}}), json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["b", "c"]}]}), true),
-            (json!({"matchLabels": {"a": "b"}}), json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["x"]}]}), false),
-            (json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["b", "c"]}]}), json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["b", "c", "d"]}]}), false),
-            (json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["b", "c"]}]}), json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["b"]}]}), true),
-            (json!({"matchExpressions": [{"key": "a", "operator": "Exists"}]}), json!({"matchLabels": {"a": "anything"}}), true),
-            (json!({"matchLabels": {"b": "c"}}), json!({"matchExpressions": [{"key": "a", "operator": "Exists"}]}), false),
-            (json!({"matchLabels": {"a": "b"}}), json!({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}), false),
-            (json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["b"]}]}), json!({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}), true),
+            (
+                json!({"matchLabels": {"a": "b", "c": "d", "e": "f"}}),
+                json!({"matchLabels": {"a": "x", "c": "d", "e": "f"}}),
+                false,
+            ),
+            (
+                json!({"matchLabels": {"a": "b"}}),
+                json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["b", "c"]}]}),
+                true,
+            ),
+            (
+                json!({"matchLabels": {"a": "b"}}),
+                json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["x"]}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["b", "c"]}]}),
+                json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["b", "c", "d"]}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["b", "c"]}]}),
+                json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["b"]}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "Exists"}]}),
+                json!({"matchLabels": {"a": "anything"}}),
+                true,
+            ),
+            (
+                json!({"matchLabels": {"b": "c"}}),
+                json!({"matchExpressions": [{"key": "a", "operator": "Exists"}]}),
+                false,
+            ),
+            (
+                json!({"matchLabels": {"a": "b"}}),
+                json!({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["b"]}]}),
+                json!({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}),
+                true,
+            ),
             (json!({}), json!({"matchLabels": {"a": "b"}}), true),
         ];
         for (a, b, want) in cases {

@@ -69,14 +69,10 @@ const PORT: &[Field] = &[
 ];
 const LOCAL_REF: &[Field] = &[o("name", Go::Str)];
 const OPTIONAL_REF: &[Field] = &[inline(LOCAL_REF), p("optional", Go::Bool)];
-const ENV_FROM: &[Field] = &[
-    o("prefix", Go::Str),
-    p("configMapRef", Go::Struct(OPTIONAL_REF)),
-    p("secretRef", Go::Struct(OPTIONAL_REF)),
-];
+const ENV_FROM: &[Field] =
+    &[o("prefix", Go::Str), p("configMapRef", Go::Struct(OPTIONAL_REF)), p("secretRef", Go::Struct(OPTIONAL_REF))];
 const FIELD_REF: &[Field] = &[o("apiVersion", Go::Str), f("fieldPath", Go::Str)];
-const RESOURCE_FIELD_REF: &[Field] =
-    &[o("containerName", Go::Str), f("resource", Go::Str), o("divisor", Go::Quantity)];
+const RESOURCE_FIELD_REF: &[Field] = &[o("containerName", Go::Str), f("resource", Go::Str), o("divisor", Go::Quantity)];
 const KEY_REF: &[Field] = &[inline(LOCAL_REF), f("key", Go::Str), p("optional", Go::Bool)];
 const ENV_SOURCE: &[Field] = &[
     p("fieldRef", Go::Struct(FIELD_REF)),
@@ -110,8 +106,7 @@ const HTTP_GET: &[Field] = &[
 ];
 const TCP_SOCKET: &[Field] = &[f("port", Go::IntOrStr), o("host", Go::Str)];
 /// `GRPCAction.Service` is a pointer WITHOUT omitempty: `"service":null` when unset.
-const GRPC: &[Field] =
-    &[f("port", Go::Int), Field { name: "service", ty: Go::Str, pointer: true, omitempty: false }];
+const GRPC: &[Field] = &[f("port", Go::Int), Field { name: "service", ty: Go::Str, pointer: true, omitempty: false }];
 const PROBE_HANDLER: &[Field] = &[
     p("exec", Go::Struct(EXEC)),
     p("httpGet", Go::Struct(HTTP_GET)),
@@ -504,7 +499,10 @@ mod tests {
         let mut out = String::new();
         string("a<b>&\"\\\n\t\u{1}\u{2028}é", &mut out);
         assert_eq!(out, r#""a\u003cb\u003e\u0026\"\\\n\t\u0001\u2028é""#);
-        assert_eq!(to_string(&json!({"b": [1, 1.5, 1e21, 1e-7, 2.0], "a": null, "c": true})), r#"{"a":null,"b":[1,1.5,1e+21,1e-7,2],"c":true}"#);
+        assert_eq!(
+            to_string(&json!({"b": [1, 1.5, 1e21, 1e-7, 2.0], "a": null, "c": true})),
+            r#"{"a":null,"b":[1,1.5,1e+21,1e-7,2],"c":true}"#
+        );
         let mut out = String::new();
         sidecar_containers(&[], &mut out);
         assert_eq!(out, "null");

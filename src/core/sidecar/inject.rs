@@ -54,7 +54,6 @@ pub struct InjectionInput<'a> {
     pub sort_by_name: bool,
 }
 
-
 /// Why injection failed: the pod webhook answers 500, as kruise does for any mutator error.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum InjectionError {
@@ -191,7 +190,8 @@ pub fn plan_injection(
     input: &InjectionInput<'_>,
 ) -> Result<InjectionPlan, InjectionError> {
     let namespace = super::pod_namespace(pod.metadata.namespace.as_deref());
-    let match_input = MatchInput { namespace_labels: input.namespace_labels, revisions: input.revisions, draw: input.draw };
+    let match_input =
+        MatchInput { namespace_labels: input.namespace_labels, revisions: input.revisions, draw: input.draw };
     let sets = matching::matched_sets(pod, namespace, candidates, &match_input)?;
     let mut plan = InjectionPlan {
         matched: sets.iter().map(|s| s.metadata.name.clone().unwrap_or_default()).collect(),
@@ -295,7 +295,8 @@ pub fn plan_injection(
             plan.containers.sort_by(|a, b| a.container.name.cmp(&b.container.name));
         }
         injected_annotations.insert(SIDECARSET_HASH.into(), annotations::write_hashes(&hashes));
-        injected_annotations.insert(SIDECARSET_HASH_WITHOUT_IMAGE.into(), annotations::write_hashes(&hashes_without_image));
+        injected_annotations
+            .insert(SIDECARSET_HASH_WITHOUT_IMAGE.into(), annotations::write_hashes(&hashes_without_image));
         injected_annotations.insert(
             SIDECARSET_INJECTED_LIST.into(),
             annotations::injected_list(annotations.get(SIDECARSET_INJECTED_LIST).map(String::as_str), &names),

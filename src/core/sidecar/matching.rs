@@ -69,7 +69,10 @@ pub enum MatchError {
 }
 
 /// kruise's `ValidatedLabelSelectorAsSelector`, with kruise's error text.
-fn selector(set: &SidecarSet, sel: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>) -> Result<Selector, MatchError> {
+fn selector(
+    set: &SidecarSet,
+    sel: Option<&k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector>,
+) -> Result<Selector, MatchError> {
     Selector::from_validated(sel).map_err(|e| MatchError::Selector {
         set: set.metadata.name.clone().unwrap_or_default(),
         message: match e {
@@ -157,10 +160,8 @@ fn version_to_inject(set: &Arc<SidecarSet>, pod: &Pod, input: &MatchInput<'_>) -
     }
     let probability = match &strategy.partition {
         None | Some(IntOrString::Int(_)) => return Ok(Arc::clone(set)),
-        Some(IntOrString::String(s)) => parse_percentage(s).map_err(|message| MatchError::Partition {
-            set: set.metadata.name.clone().unwrap_or_default(),
-            message,
-        })?,
+        Some(IntOrString::String(s)) => parse_percentage(s)
+            .map_err(|message| MatchError::Partition { set: set.metadata.name.clone().unwrap_or_default(), message })?,
     };
     // A pod that already carries one of the two versions keeps it (idempotent re-invocation).
     let name = set.metadata.name.as_deref().unwrap_or("");
@@ -242,14 +243,17 @@ pub fn history_version(
     let mut spec = data.get("spec").cloned().unwrap_or(Value::Object(Default::default()));
     strip_nulls(&mut spec);
     if let Value::Object(m) = &mut spec {
-        m.retain(|k, _| matches!(k.as_str(), "volumes" | "containers" | "initContainers" | "imagePullSecrets" | "patchPodMetadata"));
+        m.retain(|k, _| {
+            matches!(k.as_str(), "volumes" | "containers" | "initContainers" | "imagePullSecrets" | "patchPodMetadata")
+        });
     }
     let spec: SidecarSetSpec = serde_json::from_value(spec).map_err(|e| err(e.to_string()))?;
     let mut restored = set.clone();
     restored.spec = spec;
     let (with_image, without_image) = hash::hashes(&restored.spec);
     let cr_annotations = cr.metadata.annotations.clone().unwrap_or_default();
-    let pick = |key: &str, computed: String| cr_annotations.get(key).filter(|v| !v.is_empty()).cloned().unwrap_or(computed);
+    let pick =
+        |key: &str, computed: String| cr_annotations.get(key).filter(|v| !v.is_empty()).cloned().unwrap_or(computed);
     let annotations = restored.metadata.annotations.get_or_insert_with(Default::default);
     annotations.insert(SIDECARSET_HASH.into(), pick(SIDECARSET_HASH, with_image));
     annotations.insert(SIDECARSET_HASH_WITHOUT_IMAGE.into(), pick(SIDECARSET_HASH_WITHOUT_IMAGE, without_image));

@@ -114,7 +114,8 @@ mod tests {
         assert_eq!(a["k"], "new");
         let (a, _) = run(&[], &[entry("MergePatchJson", &[("k", r#"{"b": 1}"#)])]);
         assert_eq!(a["k"], r#"{"b": 1}"#, "absent: set as given");
-        let (a, _) = run(&[("k", r#"{"z":0,"a":{"x":1}}"#)], &[entry("MergePatchJson", &[("k", r#"{"a":{"y":2},"z":null}"#)])]);
+        let (a, _) =
+            run(&[("k", r#"{"z":0,"a":{"x":1}}"#)], &[entry("MergePatchJson", &[("k", r#"{"a":{"y":2},"z":null}"#)])]);
         assert_eq!(a["k"], r#"{"a":{"x":1,"y":2}}"#);
         let (a, changed) = run(&[("k", r#"{"b": 1}"#)], &[entry("MergePatchJson", &[("k", r#"{"b":1}"#)])]);
         assert_eq!((a["k"].as_str(), changed), (r#"{"b": 1}"#, false), "unchanged value kept byte for byte");

@@ -171,12 +171,20 @@ fn validate_container(
             errs.push(FieldError::invalid(&mp, m.mount_path.as_str(), "must be unique"));
         }
         if device_paths.contains(m.mount_path.as_str()) {
-            errs.push(FieldError::invalid(&mp, m.mount_path.as_str(), "must not already exist as a path in volumeDevices"));
+            errs.push(FieldError::invalid(
+                &mp,
+                m.mount_path.as_str(),
+                "must not already exist as a path in volumeDevices",
+            ));
         }
         if m.sub_path.as_deref().is_some_and(|s| !s.is_empty())
             && m.sub_path_expr.as_deref().is_some_and(|s| !s.is_empty())
         {
-            errs.push(FieldError::invalid(&child(&p, "subPathExpr"), m.sub_path_expr.as_deref().unwrap_or(""), "subPathExpr and subPath are mutually exclusive"));
+            errs.push(FieldError::invalid(
+                &child(&p, "subPathExpr"),
+                m.sub_path_expr.as_deref().unwrap_or(""),
+                "subPathExpr and subPath are mutually exclusive",
+            ));
         }
         if let Some(sub) = m.sub_path.as_deref().filter(|s| !s.is_empty()) {
             validate_descending_path(sub, &child(&p, "subPath"), errs);
@@ -285,22 +293,84 @@ mod tests {
         };
         let cases = [
             (json!([]), json!([with(json!({"name": ""}))]), json!([]), "spec.containers[0].name: Required value"),
-            (json!([]), json!([with(json!({"name": "Bad_Name"}))]), json!([]), "spec.containers[0].name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 label"),
+            (
+                json!([]),
+                json!([with(json!({"name": "Bad_Name"}))]),
+                json!([]),
+                "spec.containers[0].name: Invalid value: \"Bad_Name\": a lowercase RFC 1123 label",
+            ),
             (json!([]), json!([ok("a"), ok("a")]), json!([]), "spec.containers[1].name: Duplicate value: \"a\""),
             (json!([ok("a")]), json!([ok("a")]), json!([]), "spec.initContainers[0].name: Duplicate value: \"a\""),
             (json!([ok("test")]), json!([]), json!([]), "spec.initContainers[0].name: Duplicate value: \"test\""),
             (json!([]), json!([with(json!({"image": ""}))]), json!([]), "spec.containers[0].image: Required value"),
-            (json!([]), json!([with(json!({"imagePullPolicy": "Sometimes"}))]), json!([]), "spec.containers[0].imagePullPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"IfNotPresent\", \"Never\""),
-            (json!([]), json!([with(json!({"terminationMessagePolicy": "X"}))]), json!([]), "spec.containers[0].terminationMessagePolicy: Invalid value: \"X\": must be 'File' or 'FallbackToLogsOnError'"),
-            (json!([]), json!([with(json!({"volumeMounts": [{"name": "missing", "mountPath": "/m"}]}))]), json!([]), "spec.containers[0].volumeMounts[0].name: Not found: \"missing\""),
-            (json!([]), json!([with(json!({"volumeMounts": [{"name": "v", "mountPath": "/m"}, {"name": "v", "mountPath": "/m"}]}))]), json!([{"name": "v", "emptyDir": {}}]), "spec.containers[0].volumeMounts[1].mountPath: Invalid value: \"/m\": must be unique"),
-            (json!([]), json!([with(json!({"volumeDevices": [{"name": "nope", "devicePath": "/d"}]}))]), json!([]), "spec.containers[0].volumeDevices[0].name: Not found: \"nope\""),
-            (json!([]), json!([with(json!({"ports": [{"containerPort": 0, "protocol": "TCP"}]}))]), json!([]), "spec.containers[0].ports[0].containerPort: Invalid value: 0: must be between 1 and 65535, inclusive"),
-            (json!([]), json!([with(json!({"restartPolicy": "Always"}))]), json!([]), "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers"),
-            (json!([with(json!({"restartPolicy": "OnFailure"}))]), json!([]), json!([]), "spec.initContainers[0].restartPolicy: Unsupported value: \"OnFailure\": supported values: \"Always\""),
-            (json!([with(json!({"readinessProbe": {"exec": {"command": ["x"]}}}))]), json!([]), json!([]), "spec.initContainers[0].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always"),
-            (json!([]), json!([ok("a")]), json!([{"name": "v"}]), "spec.volumes[0]: Required value: must specify a volume type"),
-            (json!([]), json!([ok("a")]), json!([{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}]), "spec.volumes[1].name: Duplicate value: \"v\""),
+            (
+                json!([]),
+                json!([with(json!({"imagePullPolicy": "Sometimes"}))]),
+                json!([]),
+                "spec.containers[0].imagePullPolicy: Unsupported value: \"Sometimes\": supported values: \"Always\", \"IfNotPresent\", \"Never\"",
+            ),
+            (
+                json!([]),
+                json!([with(json!({"terminationMessagePolicy": "X"}))]),
+                json!([]),
+                "spec.containers[0].terminationMessagePolicy: Invalid value: \"X\": must be 'File' or 'FallbackToLogsOnError'",
+            ),
+            (
+                json!([]),
+                json!([with(json!({"volumeMounts": [{"name": "missing", "mountPath": "/m"}]}))]),
+                json!([]),
+                "spec.containers[0].volumeMounts[0].name: Not found: \"missing\"",
+            ),
+            (
+                json!([]),
+                json!([with(
+                    json!({"volumeMounts": [{"name": "v", "mountPath": "/m"}, {"name": "v", "mountPath": "/m"}]})
+                )]),
+                json!([{"name": "v", "emptyDir": {}}]),
+                "spec.containers[0].volumeMounts[1].mountPath: Invalid value: \"/m\": must be unique",
+            ),
+            (
+                json!([]),
+                json!([with(json!({"volumeDevices": [{"name": "nope", "devicePath": "/d"}]}))]),
+                json!([]),
+                "spec.containers[0].volumeDevices[0].name: Not found: \"nope\"",
+            ),
+            (
+                json!([]),
+                json!([with(json!({"ports": [{"containerPort": 0, "protocol": "TCP"}]}))]),
+                json!([]),
+                "spec.containers[0].ports[0].containerPort: Invalid value: 0: must be between 1 and 65535, inclusive",
+            ),
+            (
+                json!([]),
+                json!([with(json!({"restartPolicy": "Always"}))]),
+                json!([]),
+                "spec.containers[0].restartPolicy: Forbidden: may not be set for non-init containers",
+            ),
+            (
+                json!([with(json!({"restartPolicy": "OnFailure"}))]),
+                json!([]),
+                json!([]),
+                "spec.initContainers[0].restartPolicy: Unsupported value: \"OnFailure\": supported values: \"Always\"",
+            ),
+            (
+                json!([with(json!({"readinessProbe": {"exec": {"command": ["x"]}}}))]),
+                json!([]),
+                json!([]),
+                "spec.initContainers[0].readinessProbe: Forbidden: may not be set for init containers without restartPolicy=Always",
+            ),
+            (
+                json!([]),
+                json!([ok("a")]),
+                json!([{"name": "v"}]),
+                "spec.volumes[0]: Required value: must specify a volume type",
+            ),
+            (
+                json!([]),
+                json!([ok("a")]),
+                json!([{"name": "v", "emptyDir": {}}, {"name": "v", "emptyDir": {}}]),
+                "spec.volumes[1].name: Duplicate value: \"v\"",
+            ),
         ];
         for (init, containers, volumes, want) in cases {
             let got = check(init.clone(), containers.clone(), volumes);

@@ -39,7 +39,11 @@ pub fn target(raw: &Value, mutated: &Value, replaced: &BTreeSet<String>) -> Valu
                 match raw_list.iter().find(|r| r.get("name").and_then(Value::as_str) == Some(name)) {
                     None => elem.clone(),
                     Some(r) if list != "volumes" && replaced.contains(name) => {
-                        if same_container(r, elem) { r.clone() } else { elem.clone() }
+                        if same_container(r, elem) {
+                            r.clone()
+                        } else {
+                            elem.clone()
+                        }
                     }
                     Some(r) => overlay(r, elem),
                 }
@@ -244,7 +248,8 @@ mod tests {
         assert_eq!(t["spec"]["containers"][1]["futureField"], 1);
         assert_eq!(t["spec"]["containers"][2], raw["spec"]["containers"][1], "defaulted-equal replacement kept");
         assert_eq!(t["metadata"]["creationTimestamp"], Value::Null);
-        let changed = json!({"spec": {"containers": [{"name": "app", "image": "a"}, {"name": "side", "image": "s:2"}]}});
+        let changed =
+            json!({"spec": {"containers": [{"name": "app", "image": "a"}, {"name": "side", "image": "s:2"}]}});
         let t = target(&raw, &changed, &replaced);
         assert_eq!(t["spec"]["containers"][1], json!({"name": "side", "image": "s:2"}), "a real replacement");
     }

@@ -199,7 +199,11 @@ fn validate_revision(
     let mut errs = Vec::new();
     let value = serde_json::to_value(revision).unwrap_or_default();
     if revision.revision_name.is_none() && revision.custom_version.is_none() {
-        errs.push(FieldError::invalid("revision", value.clone(), "revisionName and customVersion cannot be empty simultaneously"));
+        errs.push(FieldError::invalid(
+            "revision",
+            value.clone(),
+            "revisionName and customVersion cannot be empty simultaneously",
+        ));
     } else {
         let problem = match history_version(set, revision, revisions) {
             Ok(Some(_)) => None,
@@ -541,7 +545,9 @@ fn validate_container_changes(new: &[SidecarContainer], old: &[SidecarContainer]
                     ));
                 }
             }
-            None => errs.push(FieldError::invalid("spec.containers.name", name, format!("container {name} is not found"))),
+            None => {
+                errs.push(FieldError::invalid("spec.containers.name", name, format!("container {name} is not found")))
+            }
         }
     }
     errs
