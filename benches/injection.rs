@@ -96,5 +96,39 @@ fn injection(c: &mut Criterion) {
     group.finish();
 }
 
-criterion_group!(benches, injection);
+/// Where the time goes for the 1,000-set view: the pure plan alone, and decode + plan + patch
+/// without the handler's bookkeeping.
+fn breakdown(c: &mut Criterion) {
+    use kruise::core::sidecar::inject::{InjectionInput, plan_injection};
+    use kruise::core::sidecar::podpatch;
+    let review = review();
+    let raw = review.object.clone().unwrap();
+    let pod: Pod = serde_json::from_value(raw.clone()).unwrap();
+    let snap = snapshot(1000);
+    let candidates = snap.sidecarsets_for_namespace("default");
+    let labels = kruise::cluster::namespace_labels(&snap, "default");
+    let revisions = Vec::new;
+    let input = InjectionInput {
+        namespace_labels: &labels,
+        revisions: &revisions,
+        draw: 0.5,
+        now: "2024-01-01T00:00:00Z",
+        sort_by_name: false,
+    };
+    let mut group = c.benchmark_group("breakdown-1000");
+    group.bench_function("plan", |b| b.iter(|| black_box(plan_injection(black_box(&pod), &candidates, &input))));
+    group.bench_function("decode-plan-apply-patch", |b| {
+        b.iter(|| {
+            let pod: Pod = serde_json::from_value(black_box(&raw).clone()).unwrap();
+            let plan = plan_injection(&pod, &candidates, &input).unwrap();
+            let mut mutated = pod;
+            plan.apply(&mut mutated);
+            let changed = json!({"metadata": {"annotations": mutated.metadata.annotations}, "spec": mutated.spec});
+            black_box(podpatch::diff(&raw, &podpatch::target(&raw, &changed, &plan.injected_names())))
+        })
+    });
+    group.finish();
+}
+
+criterion_group!(benches, injection, breakdown);
 criterion_main!(benches);

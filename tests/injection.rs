@@ -847,6 +847,39 @@ fn hot_upgrade_4_7() {
             }))
         }
     };
+    let native = sidecarset(
+        "native-hot",
+        json!({"selector": {"matchLabels": {"app": "web"}}, "updateStrategy": {"type": "NotUpdate"},
+        "initContainers": [{"name": "nh", "image": "nh:1", "restartPolicy": "Always",
+                            "upgradeStrategy": {"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "empty:1"}}]}),
+    );
+    let native_want = {
+        let web = web.clone();
+        move |ctx: &Context| {
+            Want::Pod(with(&web, |p| {
+                let always = |c: Value| with(&c, |c| c["restartPolicy"] = json!("Always"));
+                p["spec"]["initContainers"] = json!([
+                    always(injected("nh-1", "nh:1", version("nh-1"))),
+                    always(with(&injected("nh-2", "empty:1", version("nh-2")), |c| c["imagePullPolicy"] =
+                        json!("IfNotPresent")))
+                ]);
+                add_annotations(p, bookkeeping(ctx, &[("native-hot", &["nh"], None)], "native-hot"));
+                add_annotations(
+                    p,
+                    json!({
+                    "version.sidecarset.kruise.io/nh-1": "1", "versionalt.sidecarset.kruise.io/nh-1": "0",
+                    "version.sidecarset.kruise.io/nh-2": "0", "versionalt.sidecarset.kruise.io/nh-2": "1",
+                    "kruise.io/sidecarset-working-hotupgrade-container": "{\"nh\":\"nh-1\"}"}),
+                );
+            }))
+        }
+    };
+    run_cases(vec![case(
+        "a native sidecar with HotUpgrade is a pair of init containers",
+        vec![native],
+        web.clone(),
+        native_want,
+    )]);
     run_cases(vec![case(
         "two containers, version env and annotations, working map merged",
         vec![set],
