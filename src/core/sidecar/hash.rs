@@ -96,6 +96,35 @@ mod tests {
         assert_eq!(annotations[crate::apis::keys::SIDECARSET_HASH_WITHOUT_IMAGE], without);
     }
 
+    /// kruise `pkg/control/sidecarcontrol/hash_test.go`: undefaulted sets, with and without a
+    /// native-sidecar init container.
+    #[test]
+    fn kruise_hash_test_fixtures() {
+        let c = json!([{"name": "container1", "image": "test-image"}]);
+        let native = json!([{"name": "container1", "image": "test-image", "restartPolicy": "Always"}]);
+        let cases = [
+            (json!({"containers": c}), "w26c4x8fz245642fdv499b464248f974xddx4x55z5dw55bc6x66464fxz77dc78", None),
+            (
+                json!({"containers": c, "initContainers": c}),
+                "w26c4x8fz245642fdv499b464248f974xddx4x55z5dw55bc6x66464fxz77dc78",
+                Some("8wzddb4dvv9c6x8zdc77z4z75987424f457dfv6724ddw6zbdx467wz5x24fc759"),
+            ),
+            (
+                json!({"containers": c, "initContainers": native}),
+                "4xwx4d4844vd4v9x79wb4xbxf4xb29475cc4446v8cz2c2f2f5c5bw448vd42z8w",
+                Some("5725fw8bwbx249bw57v5892c847dzf48bww9zb7c86xb95264fdz26654847b2c8"),
+            ),
+        ];
+        for (spec, with_image, without_image) in cases {
+            let spec: SidecarSetSpec = serde_json::from_value(spec).unwrap();
+            let (h, hw) = hashes(&spec);
+            assert_eq!(h, with_image, "{}", encode(&spec, false));
+            if let Some(w) = without_image {
+                assert_eq!(hw, w, "{}", encode(&spec, true));
+            }
+        }
+    }
+
     #[test]
     fn init_containers_count_only_with_a_native_sidecar() {
         let spec = |init: serde_json::Value| -> SidecarSetSpec {
