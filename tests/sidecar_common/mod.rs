@@ -2,6 +2,8 @@
 //! running a handler, applying its patch, and the objects as kruise writes them.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+pub mod cases;
+
 use std::sync::Arc;
 
 use kruise::cluster::files::Snapshot;
