@@ -199,3 +199,29 @@ fn in_place_only_violation_in_a_git_revision_comparison() {
     let xml = stdout(&out);
     assert!(xml.contains("failures=\"1\"") && xml.contains("/containers/0/env/0/value"), "{xml}");
 }
+
+#[test]
+fn pod_is_previewed_with_a_sidecarset_of_the_same_input() {
+    let dir = fixtures().join("sidecar");
+    let out_dir = tempfile::tempdir().unwrap();
+    let out = kruise(&["check", "-f", dir.to_str().unwrap(), "--mutated-out", out_dir.path().to_str().unwrap()], None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.contains("Pod prod/shop-0 (CREATE): mutated"), "{text}");
+    assert!(text.contains("SidecarSet logging (CREATE): mutated"), "{text}");
+    let pod: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(out_dir.path().join("pod-prod-shop-0.yaml")).unwrap())
+            .unwrap();
+    let names: Vec<&str> =
+        pod["spec"]["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
+    assert_eq!(names, ["log-agent", "shop"]);
+    assert_eq!(pod["metadata"]["annotations"]["kruise.io/sidecarset-injected-list"], "logging");
+    // The hash recorded on the pod is the one the SidecarSet's own mutating webhook computed.
+    let set: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(out_dir.path().join("sidecarset-logging.yaml")).unwrap())
+            .unwrap();
+    let set_hash = set["metadata"]["annotations"]["kruise.io/sidecarset-hash"].as_str().unwrap();
+    let pod_hashes: Value =
+        serde_json::from_str(pod["metadata"]["annotations"]["kruise.io/sidecarset-hash"].as_str().unwrap()).unwrap();
+    assert_eq!(pod_hashes["logging"]["hash"], set_hash);
+}

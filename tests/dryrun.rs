@@ -18,6 +18,9 @@ fn fixtures(handler: Handler) -> Vec<&'static str> {
         Handler::MutateStatefulSet => vec!["statefulset-create.json"],
         Handler::ValidateCloneSet => vec!["cloneset-create.json", "cloneset-update-inplaceonly-env.json"],
         Handler::ValidateStatefulSet => vec!["statefulset-create.json"],
+        Handler::MutatePod => vec!["pod-create.json"],
+        Handler::MutateSidecarSet => vec!["sidecarset-create.json"],
+        Handler::ValidateSidecarSet => vec!["sidecarset-create.json"],
         Handler::Missing => vec![],
     }
 }

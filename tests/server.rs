@@ -107,7 +107,7 @@ async fn negative_http_cases() {
     assert_eq!(r.json()["apiVersion"], "admission.k8s.io/v1beta1");
 
     // A routed path whose handler a later issue implements answers 404, never a fake allowed.
-    let r = conn.post("/mutate-pod", Some("application/json"), good.clone()).await.unwrap();
+    let r = conn.post("/validate-pod", Some("application/json"), good.clone()).await.unwrap();
     assert_eq!(r.status, 404);
     let r = conn.post("/no-such-webhook", Some("application/json"), good.clone()).await.unwrap();
     assert_eq!(r.status, 404);

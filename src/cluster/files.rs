@@ -9,7 +9,7 @@ use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use serde::Deserialize;
 use serde_json::Value;
 
@@ -46,6 +46,11 @@ pub struct Snapshot {
     pods: HashMap<(String, String), Arc<Pod>>,
     sidecarsets: Vec<Arc<SidecarSet>>,
     revisions: HashMap<String, Vec<Arc<ControllerRevision>>>,
+    /// SidecarSets by the namespaces they are scoped to (`core::sidecar::scope`).
+    sidecarsets_by_namespace: HashMap<String, Vec<Arc<SidecarSet>>>,
+    /// SidecarSets that can match pods of any namespace.
+    cluster_sidecarsets: Vec<Arc<SidecarSet>>,
+    config_maps: HashMap<(String, String), Arc<ConfigMap>>,
 }
 
 impl Snapshot {
@@ -69,8 +74,15 @@ impl Snapshot {
             }
             ("apps.kruise.io/v1alpha1", "SidecarSet") => {
                 let set: SidecarSet = serde_json::from_value(object)?;
-                self.sidecarsets.retain(|s| s.metadata.name != set.metadata.name);
-                self.sidecarsets.push(Arc::new(set));
+                self.insert_sidecarset(set);
+            }
+            ("v1", "ConfigMap") => {
+                let cm: ConfigMap = serde_json::from_value(object)?;
+                let key = (
+                    cm.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
+                    cm.metadata.name.clone().unwrap_or_default(),
+                );
+                self.config_maps.insert(key, Arc::new(cm));
             }
             ("apps/v1", "ControllerRevision") => {
                 let cr: ControllerRevision = serde_json::from_value(object)?;
@@ -84,12 +96,46 @@ impl Snapshot {
         Ok(true)
     }
 
+    /// Holds a SidecarSet as the apiserver stores it, i.e. after the SidecarSet mutating
+    /// webhook: defaulted, with its hash annotations (kept when the file already has them, so a
+    /// set exported from a cluster keeps the hashes its pods record). Indexed by scope.
+    fn insert_sidecarset(&mut self, mut set: SidecarSet) {
+        use crate::core::sidecar::{Scope, defaults, scope};
+        if defaults::default_spec(&mut set.spec).is_ok() {
+            let has_hash =
+                set.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(crate::apis::keys::SIDECARSET_HASH));
+            if !has_hash {
+                defaults::set_hash_annotations(&mut set);
+            }
+        }
+        let name = set.metadata.name.clone();
+        self.sidecarsets.retain(|s| s.metadata.name != name);
+        self.cluster_sidecarsets.retain(|s| s.metadata.name != name);
+        for list in self.sidecarsets_by_namespace.values_mut() {
+            list.retain(|s| s.metadata.name != name);
+        }
+        let set = Arc::new(set);
+        match scope(&set) {
+            Scope::Cluster => self.cluster_sidecarsets.push(Arc::clone(&set)),
+            Scope::Namespaces(namespaces) => {
+                for ns in namespaces {
+                    let list = self.sidecarsets_by_namespace.entry(ns).or_default();
+                    if !list.iter().any(|s| Arc::ptr_eq(s, &set)) {
+                        list.push(Arc::clone(&set));
+                    }
+                }
+            }
+        }
+        self.sidecarsets.push(set);
+    }
+
     /// Number of objects held.
     pub fn len(&self) -> usize {
         self.namespaces.len()
             + self.pods.len()
             + self.sidecarsets.len()
             + self.revisions.values().map(Vec::len).sum::<usize>()
+            + self.config_maps.len()
     }
 
     /// Whether nothing is held.
@@ -110,6 +156,13 @@ impl ClusterView for Snapshot {
     }
     fn controller_revisions(&self, namespace: &str) -> Vec<Arc<ControllerRevision>> {
         self.revisions.get(namespace).cloned().unwrap_or_default()
+    }
+    fn sidecarsets_for_namespace(&self, namespace: &str) -> Vec<Arc<SidecarSet>> {
+        let scoped = self.sidecarsets_by_namespace.get(namespace).map(Vec::as_slice).unwrap_or_default();
+        scoped.iter().chain(&self.cluster_sidecarsets).cloned().collect()
+    }
+    fn config_map(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
+        self.config_maps.get(&(namespace.to_string(), name.to_string())).cloned()
     }
 }
 
@@ -264,6 +317,12 @@ impl ClusterView for FileView {
     fn controller_revisions(&self, namespace: &str) -> Vec<Arc<ControllerRevision>> {
         self.snapshot().controller_revisions(namespace)
     }
+    fn sidecarsets_for_namespace(&self, namespace: &str) -> Vec<Arc<SidecarSet>> {
+        self.snapshot().sidecarsets_for_namespace(namespace)
+    }
+    fn config_map(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
+        self.snapshot().config_map(namespace, name)
+    }
 }
 
 #[cfg(test)]
@@ -321,6 +380,64 @@ metadata: {name: ignored}
         assert_eq!(labels.get("env").map(String::as_str), Some("prod"));
         assert_eq!(labels.get("kubernetes.io/metadata.name").map(String::as_str), Some("team-a"));
         assert_eq!(namespace_labels(&view, "unknown").len(), 1);
+    }
+
+    #[test]
+    fn sidecarsets_are_defaulted_and_indexed_by_scope() {
+        let mut snap = Snapshot::default();
+        let set = |name: &str, spec: Value| {
+            serde_json::json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+                "metadata": {"name": name}, "spec": spec})
+        };
+        let c = serde_json::json!([{"name": "c", "image": "busybox"}]);
+        snap.insert(set("global", serde_json::json!({"containers": c}))).unwrap();
+        snap.insert(set("in-a", serde_json::json!({"namespace": "a", "containers": c}))).unwrap();
+        snap.insert(set(
+            "in-b",
+            serde_json::json!({"namespaceSelector": {"matchExpressions": [
+            {"key": "kubernetes.io/metadata.name", "operator": "In", "values": ["b", "c"]}]}, "containers": c}),
+        ))
+        .unwrap();
+        snap.insert(set("in-a", serde_json::json!({"namespace": "c", "containers": c}))).unwrap();
+        let names = |ns: &str| -> Vec<String> {
+            snap.sidecarsets_for_namespace(ns).iter().map(|s| s.metadata.name.clone().unwrap()).collect()
+        };
+        assert_eq!(names("a"), vec!["global"], "the replaced in-a left namespace a");
+        assert_eq!(names("b"), vec!["in-b", "global"]);
+        assert_eq!(names("c"), vec!["in-b", "in-a", "global"]);
+        let stored = snap.sidecarsets().into_iter().find(|s| s.metadata.name.as_deref() == Some("global")).unwrap();
+        assert_eq!(stored.spec.containers[0].container.image_pull_policy.as_deref(), Some("Always"));
+        assert!(stored.metadata.annotations.as_ref().unwrap().contains_key(crate::apis::keys::SIDECARSET_HASH));
+        // The default implementation of the trait gives the same answer.
+        struct Plain(Snapshot);
+        impl ClusterView for Plain {
+            fn namespace(&self, n: &str) -> Option<Arc<Namespace>> {
+                self.0.namespace(n)
+            }
+            fn pod(&self, ns: &str, n: &str) -> Option<Arc<Pod>> {
+                self.0.pod(ns, n)
+            }
+            fn sidecarsets(&self) -> Vec<Arc<SidecarSet>> {
+                self.0.sidecarsets()
+            }
+            fn controller_revisions(&self, ns: &str) -> Vec<Arc<ControllerRevision>> {
+                self.0.controller_revisions(ns)
+            }
+        }
+        let plain = Plain(snap.clone());
+        for ns in ["a", "b", "c", "d"] {
+            let got: Vec<String> =
+                plain.sidecarsets_for_namespace(ns).iter().map(|s| s.metadata.name.clone().unwrap()).collect();
+            let mut want = names(ns);
+            let mut got_sorted = got.clone();
+            got_sorted.sort();
+            want.sort();
+            assert_eq!(got_sorted, want, "{ns}");
+        }
+        snap.insert(serde_json::json!({"apiVersion": "v1", "kind": "ConfigMap",
+            "metadata": {"name": "kruise-configuration", "namespace": "kruise-system"}, "data": {"k": "v"}}))
+            .unwrap();
+        assert!(snap.config_map("kruise-system", "kruise-configuration").is_some());
     }
 
     #[test]

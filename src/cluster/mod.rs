@@ -10,7 +10,7 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{Namespace, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 
 use crate::apis::SidecarSet;
 
@@ -24,6 +24,22 @@ pub trait ClusterView: Send + Sync {
     fn sidecarsets(&self) -> Vec<Arc<SidecarSet>>;
     /// The ControllerRevisions of a namespace.
     fn controller_revisions(&self, namespace: &str) -> Vec<Arc<ControllerRevision>>;
+    /// The SidecarSets that can inject into pods of `namespace` (spec §4.2, issue 4 item 4):
+    /// those scoped to it, then the cluster-wide ones. Views index sets by scope so that a pod
+    /// CREATE never looks at sets of other namespaces; this default filters the full list.
+    fn sidecarsets_for_namespace(&self, namespace: &str) -> Vec<Arc<SidecarSet>> {
+        let all = self.sidecarsets();
+        let scoped = |s: &&Arc<SidecarSet>| match crate::core::sidecar::scope(s) {
+            crate::core::sidecar::Scope::Namespaces(ns) => ns.iter().any(|n| n == namespace),
+            crate::core::sidecar::Scope::Cluster => false,
+        };
+        let cluster = |s: &&Arc<SidecarSet>| crate::core::sidecar::scope(s) == crate::core::sidecar::Scope::Cluster;
+        all.iter().filter(scoped).chain(all.iter().filter(cluster)).cloned().collect()
+    }
+    /// A ConfigMap by namespace and name (kruise's `kruise-configuration`).
+    fn config_map(&self, _namespace: &str, _name: &str) -> Option<Arc<ConfigMap>> {
+        None
+    }
 }
 
 /// The labels a namespace is matched with: its own, plus `kubernetes.io/metadata.name`, which

@@ -9,6 +9,8 @@ pub mod image;
 pub mod inplace;
 pub mod names;
 pub mod patch;
+pub mod pod_mutation;
 pub mod quantity;
 pub mod selector;
+pub mod sidecar;
 pub mod validation;

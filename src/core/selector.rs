@@ -171,6 +171,13 @@ impl Selector {
         sel.map_or_else(|| Ok(Selector::nothing()), Selector::from_label_selector)
     }
 
+    /// kruise's `util.ValidatedLabelSelectorAsSelector`: keys and values are not validated (the
+    /// webhook did), `None` selects nothing, an empty selector everything; only an unknown
+    /// operator is an error.
+    pub fn from_validated(sel: Option<&LabelSelector>) -> Result<Selector, SelectorError> {
+        sel.map_or_else(|| Ok(Selector::nothing()), |s| build(s, false))
+    }
+
     /// Go's `Selector.Empty()`: true for "everything", false for "nothing".
     pub fn is_empty(&self) -> bool {
         !self.nothing && self.requirements.is_empty()

@@ -3,8 +3,10 @@
 
 pub mod cloneset;
 pub mod http;
+pub mod mutate_pod;
 pub mod paths;
 pub mod review;
+pub mod sidecarset;
 pub mod statefulset;
 pub mod validate_cloneset;
 pub mod validate_statefulset;
@@ -32,6 +34,9 @@ pub struct Context {
 /// Answers a review with the given handler. `None` when the handler does not exist yet.
 pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdict> {
     match handler {
+        Handler::MutatePod => Some(mutate_pod::mutate(ctx, review)),
+        Handler::MutateSidecarSet => Some(sidecarset::mutate(ctx, review)),
+        Handler::ValidateSidecarSet => Some(sidecarset::validate(ctx, review)),
         Handler::MutateCloneSet => Some(cloneset::mutate(ctx, review)),
         Handler::MutateStatefulSet => Some(statefulset::mutate(ctx, review)),
         Handler::ValidateCloneSet => Some(validate_cloneset::validate(ctx, review)),

@@ -7,6 +7,12 @@
 /// Which handler serves a webhook.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
 pub enum Handler {
+    /// Pod mutation: readiness gate, SidecarSet injection, launch priority (spec §4.1).
+    MutatePod,
+    /// SidecarSet defaults and hash annotations (spec §4.11).
+    MutateSidecarSet,
+    /// SidecarSet validation (spec §2.3).
+    ValidateSidecarSet,
     /// CloneSet defaults (spec §1.1.3).
     MutateCloneSet,
     /// Advanced StatefulSet defaults (spec §1.2.3).
@@ -106,7 +112,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         rules: &[Rule { groups: &[""], versions: &["v1"], resources: &["pods"], operations: &["CREATE"] }],
         excludes_system_namespaces: true,
         reinvocation_if_needed: true,
-        handler: Handler::Missing,
+        handler: Handler::MutatePod,
     },
     Webhook {
         name: "vpod.kb.io",
@@ -201,7 +207,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::MutateSidecarSet,
     },
     Webhook {
         name: "vsidecarset.kb.io",
@@ -216,7 +222,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidateSidecarSet,
     },
     Webhook {
         name: "mdaemonset.kb.io",
@@ -418,7 +424,9 @@ mod tests {
         assert_eq!(handler_for(MUTATE_CLONESET), Some(Handler::MutateCloneSet));
         assert_eq!(handler_for("/mutate-apps-kruise-io-v1alpha1-cloneset"), Some(Handler::MutateCloneSet));
         assert_eq!(handler_for(MUTATE_STATEFULSET), Some(Handler::MutateStatefulSet));
-        assert_eq!(handler_for(MUTATE_POD), Some(Handler::Missing));
+        assert_eq!(handler_for(MUTATE_POD), Some(Handler::MutatePod));
+        assert_eq!(handler_for("/validate-apps-kruise-io-v1alpha1-sidecarset"), Some(Handler::ValidateSidecarSet));
+        assert_eq!(handler_for(VALIDATE_POD), Some(Handler::Missing));
         assert_eq!(handler_for("/nope"), None);
         assert!(routed_paths().len() >= 20);
     }

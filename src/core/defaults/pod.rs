@@ -192,13 +192,13 @@ fn default_common(c: Common<'_>, path: &str) -> Result<(), QuantityError> {
     Ok(())
 }
 
-fn default_field_ref(f: &mut ObjectFieldSelector) {
+pub(crate) fn default_field_ref(f: &mut ObjectFieldSelector) {
     if f.api_version.as_deref().unwrap_or("").is_empty() {
         f.api_version = Some("v1".into());
     }
 }
 
-fn default_probe(p: &mut Probe) {
+pub(crate) fn default_probe(p: &mut Probe) {
     let zero_to = |v: &mut Option<i32>, d: i32| {
         if v.unwrap_or(0) == 0 {
             *v = Some(d);
@@ -213,7 +213,7 @@ fn default_probe(p: &mut Probe) {
     }
 }
 
-fn default_http_get(get: &mut HTTPGetAction) {
+pub(crate) fn default_http_get(get: &mut HTTPGetAction) {
     if get.path.as_deref().unwrap_or("").is_empty() {
         get.path = Some("/".into());
     }

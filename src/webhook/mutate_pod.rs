@@ -1,0 +1,148 @@
+//! The pod mutating handler `mpod.kb.io` on `/mutate-pod` (spec §4.1): on a pod CREATE, the
+//! `KruisePodReady` readiness gate for kruise-owned pods, SidecarSet injection, then container
+//! launch priority; one patch against the request pod, none when nothing changed. Decode
+//! failures answer 400, any mutator error 500, as kruise. Only CREATE is registered and
+//! handled: other operations are allowed unchanged.
+//!
+//! The handler gathers what the pure decisions need from the cluster view — the SidecarSets
+//! indexed under the pod's namespace (never the whole list), the namespace's labels, and the
+//! ControllerRevisions only when a matched set pins a revision — plus the clock and a random
+//! draw, and turns the result into a patch.
+
+use std::collections::BTreeSet;
+use std::hash::{BuildHasher, Hasher};
+use std::sync::Arc;
+
+use k8s_openapi::api::core::v1::Pod;
+use kube::core::admission::Operation;
+
+use super::review::{Review, Verdict};
+use super::sidecarset::kruise_namespace;
+use super::{Context, decode_object};
+use crate::cluster::namespace_labels;
+use crate::core::features::Gate;
+use crate::core::pod_mutation::{init_launch_priority, inject_readiness_gate, owned_by_kruise};
+use crate::core::sidecar::annotations::format_utc;
+use crate::core::sidecar::inject::{InjectionInput, plan_injection};
+use crate::core::sidecar::{pod_namespace, podpatch};
+
+/// Answers a pod CREATE.
+pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
+    let req = &review.request;
+    if !ctx.gates.enabled(Gate::PodWebhook) || req.operation != Operation::Create {
+        return Verdict::allow();
+    }
+    let Some(raw) = review.object.as_ref() else {
+        return Verdict::errored(400, "there is no content to decode");
+    };
+    let mut pod: Pod = match decode_object(Some(raw), "Pod") {
+        Ok(p) => p,
+        Err(v) => return v,
+    };
+    let request_namespace = pod.metadata.namespace.clone();
+    if pod.metadata.namespace.as_deref().unwrap_or("").is_empty() {
+        pod.metadata.namespace = req.namespace.clone();
+    }
+    let random = Random::new(&req.uid);
+
+    // (1) KruisePodReady readiness gate.
+    if owned_by_kruise(&pod) || ctx.gates.enabled(Gate::KruisePodReadinessGate) {
+        inject_readiness_gate(&mut pod);
+    }
+
+    // (3) SidecarSet injection.
+    let pods_resource = req.sub_resource.as_deref().unwrap_or("").is_empty() && req.resource.resource == "pods";
+    let mut replaced = BTreeSet::new();
+    if pods_resource && is_active(&pod) {
+        let namespace = pod_namespace(pod.metadata.namespace.as_deref()).to_string();
+        let candidates = ctx.cluster.sidecarsets_for_namespace(&namespace);
+        if !candidates.is_empty() {
+            let labels = namespace_labels(ctx.cluster.as_ref(), &namespace);
+            let cluster = Arc::clone(&ctx.cluster);
+            let revisions = move || cluster.controller_revisions(kruise_namespace());
+            let now = now();
+            let input = InjectionInput {
+                namespace_labels: &labels,
+                revisions: &revisions,
+                draw: random.unit(),
+                now: &now,
+                sort_by_name: ctx.gates.enabled(Gate::EnableSortSidecarContainerByName),
+            };
+            match plan_injection(&pod, &candidates, &input) {
+                Ok(plan) => {
+                    replaced = plan.injected_names();
+                    plan.apply(&mut pod);
+                }
+                Err(e) => return Verdict::errored(500, e.to_string()),
+            }
+        }
+    }
+
+    // (4) Container launch priority (after injection: sidecars take part).
+    if pods_resource && let Err(e) = init_launch_priority(&mut pod, &random.name_suffix()) {
+        return Verdict::errored(500, e.to_string());
+    }
+
+    pod.metadata.namespace = request_namespace;
+    // Mutators only write annotations, the name (launch priority) and the spec: the rest of the
+    // pod stays exactly as sent.
+    let mut changed = serde_json::json!({"metadata": {}});
+    match (serde_json::to_value(&pod.metadata), serde_json::to_value(&pod.spec)) {
+        (Ok(meta), Ok(spec)) => {
+            for key in ["annotations", "name"] {
+                if let Some(v) = meta.get(key) {
+                    changed["metadata"][key] = v.clone();
+                }
+            }
+            if !spec.is_null() {
+                changed["spec"] = spec;
+            }
+        }
+        (Err(e), _) | (_, Err(e)) => return Verdict::errored(500, format!("cannot encode Pod: {e}")),
+    }
+    let target = podpatch::target(raw, &changed, &replaced);
+    Verdict::patched(podpatch::diff(raw, &target))
+}
+
+/// `kubecontroller.IsPodActive`: not Succeeded, not Failed, not being deleted.
+fn is_active(pod: &Pod) -> bool {
+    let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("");
+    phase != "Succeeded" && phase != "Failed" && pod.metadata.deletion_timestamp.is_none()
+}
+
+/// The current time as `metav1.Time` writes it.
+fn now() -> String {
+    let t = time::OffsetDateTime::now_utc();
+    format_utc(t.year(), u8::from(t.month()), t.day(), t.hour(), t.minute(), t.second())
+}
+
+/// Randomness for the `Partial` revision policy and generated pod names: not cryptographic, only
+/// different for every request (std's per-process random hasher keys, the uid and the clock).
+struct Random(u64);
+
+impl Random {
+    fn new(uid: &str) -> Self {
+        let mut h = std::collections::hash_map::RandomState::new().build_hasher();
+        h.write(uid.as_bytes());
+        h.write_u128(std::time::SystemTime::now().duration_since(std::time::UNIX_EPOCH).map_or(0, |d| d.as_nanos()));
+        Random(h.finish())
+    }
+
+    /// A number in [0, 1).
+    fn unit(&self) -> f64 {
+        (self.0 >> 11) as f64 / (1u64 << 53) as f64
+    }
+
+    /// Five characters of Kubernetes' name-generation alphabet.
+    fn name_suffix(&self) -> String {
+        const ALPHABET: &[u8] = b"bcdfghjklmnpqrstvwxz2456789";
+        let mut n = self.0.rotate_left(17);
+        (0..5)
+            .map(|_| {
+                let c = ALPHABET[(n % ALPHABET.len() as u64) as usize] as char;
+                n /= ALPHABET.len() as u64;
+                c
+            })
+            .collect()
+    }
+}
