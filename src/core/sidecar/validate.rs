@@ -26,12 +26,13 @@ use super::{
     inject::split_subscripted, is_native_sidecar, podcheck,
 };
 use crate::apis::SidecarSet;
-use crate::apis::common::UpdatePriorityStrategy;
 use crate::apis::sidecarset::{ResourcesPolicy, SidecarContainer, SidecarSetInjectRevision, TransferEnvVar};
 use crate::core::features::{FeatureGates, Gate};
 use crate::core::field::{FieldError, child, index};
 use crate::core::names::{is_qualified_name, max_len_error, regex_error, validate_annotations, validate_labels};
 use crate::core::selector::{self, Selector};
+use crate::core::validation::intstr::validate_positive_int_or_percent;
+use crate::core::validation::update_order::{validate_priority, validate_scatter};
 
 /// Key of the patchPodMetadata whitelist in ConfigMap `kruise-configuration`.
 pub const WHITELIST_KEY: &str = "SidecarSet_PatchPodMetadata_WhiteList";
@@ -256,67 +257,9 @@ fn validate_update_strategy(set: &SidecarSet) -> Vec<FieldError> {
     if let Some(m) = &strategy.max_unavailable {
         errs.extend(validate_positive_int_or_percent(m, &child(path, "maxUnavailable")));
     }
-    if let Some(msg) = strategy.priority_strategy.as_ref().and_then(priority_problem) {
-        errs.push(FieldError::required(&child(path, "priorityStrategy"), msg));
-    }
-    if let Some(msg) = scatter_problem(&strategy.scatter_strategy) {
-        errs.push(FieldError::required(&child(path, "scatterStrategy"), msg));
-    }
+    errs.extend(validate_priority(strategy.priority_strategy.as_ref(), &child(path, "priorityStrategy")));
+    errs.extend(validate_scatter(&strategy.scatter_strategy, &child(path, "scatterStrategy")));
     errs
-}
-
-/// Kubernetes' `ValidatePositiveIntOrPercent`.
-fn validate_positive_int_or_percent(v: &IntOrString, path: &str) -> Vec<FieldError> {
-    match v {
-        IntOrString::String(s) => {
-            let digits = s.strip_suffix('%').unwrap_or("");
-            if digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()) {
-                let msg = regex_error(
-                    "a valid percent string must be a numeric string followed by an ending '%'",
-                    "[0-9]+%",
-                    &["1%", "93%"],
-                );
-                vec![FieldError::invalid(path, s.as_str(), msg)]
-            } else {
-                Vec::new()
-            }
-        }
-        IntOrString::Int(i) if *i < 0 => vec![FieldError::invalid(path, *i, "must be greater than or equal to 0")],
-        IntOrString::Int(_) => Vec::new(),
-    }
-}
-
-/// `UpdatePriorityStrategy.FieldsValidation` (spec §1.0).
-fn priority_problem(p: &UpdatePriorityStrategy) -> Option<String> {
-    if !p.weight_priority.is_empty() && !p.order_priority.is_empty() {
-        return Some("only one of weightPriority and orderPriority can be used".into());
-    }
-    for w in &p.weight_priority {
-        if !(0..=100).contains(&w.weight) {
-            return Some("weight must be valid number in the range 1-100".into());
-        }
-        if selector::is_empty(&w.match_selector) {
-            return Some("selector can not be empty".into());
-        }
-        if let Err(e) = Selector::from_label_selector(&w.match_selector) {
-            return Some(format!("invalid selector {e}"));
-        }
-    }
-    p.order_priority.iter().any(|o| o.ordered_key.is_empty()).then(|| "order key can not be empty".into())
-}
-
-/// `UpdateScatterStrategy.FieldsValidation`.
-fn scatter_problem(terms: &[crate::apis::common::UpdateScatterTerm]) -> Option<String> {
-    let mut seen = BTreeSet::new();
-    for t in terms {
-        if t.key.is_empty() {
-            return Some("key should not be empty".into());
-        }
-        if !seen.insert((t.key.as_str(), t.value.as_str())) {
-            return Some(format!("duplicated key={} value={}", t.key, t.value));
-        }
-    }
-    None
 }
 
 /// Items 9 and 10, then the fake pod (items 7 and 9).
