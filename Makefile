@@ -38,8 +38,9 @@ verify: build ## Fail when generated files are stale
 	$(BIN) manifests --root . --check
 
 bench: ## Criterion benchmarks and the load test (figures for issue notes)
-	$(CARGO) bench --locked --bench admission
-	$(CARGO) run --locked --release --example loadtest
+	$(CARGO) bench --locked --bench admission --bench injection
+	$(CARGO) build --locked --release
+	$(CARGO) run --locked --release --example loadtest -- --server target/release/kruise
 
 clean:
 	$(CARGO) clean
