@@ -123,6 +123,17 @@ fn stdin_and_undecodable_objects_are_denied() {
     assert!(text.contains("-:1: CloneSet default/x (CREATE): denied: admission webhook \"mcloneset.kb.io\" denied the request: cannot decode CloneSet"), "{text}");
 }
 
+/// A temporary git repository with an empty `deploy/` folder.
+fn git_repo() -> tempfile::TempDir {
+    let repo = tempfile::tempdir().unwrap();
+    let d = repo.path();
+    git(d, &["init", "-q"]);
+    git(d, &["config", "user.email", "ci@example.com"]);
+    git(d, &["config", "user.name", "ci"]);
+    std::fs::create_dir(d.join("deploy")).unwrap();
+    repo
+}
+
 fn git(dir: &Path, args: &[&str]) {
     let st = Command::new("git").args(args).current_dir(dir).status().unwrap();
     assert!(st.success(), "git {args:?}");
@@ -130,12 +141,8 @@ fn git(dir: &Path, args: &[&str]) {
 
 #[test]
 fn old_versions_from_git_turn_creates_into_updates_and_deletes() {
-    let repo = tempfile::tempdir().unwrap();
+    let repo = git_repo();
     let d = repo.path();
-    git(d, &["init", "-q"]);
-    git(d, &["config", "user.email", "ci@example.com"]);
-    git(d, &["config", "user.name", "ci"]);
-    std::fs::create_dir(d.join("deploy")).unwrap();
     let workloads = std::fs::read_to_string(fixtures().join("clean/workloads.yaml")).unwrap();
     std::fs::write(d.join("deploy/app.yaml"), &workloads).unwrap();
     git(d, &["add", "."]);
@@ -184,12 +191,8 @@ fn in_place_only_env_change_is_caught_through_old() {
 
 #[test]
 fn in_place_only_violation_in_a_git_revision_comparison() {
-    let repo = tempfile::tempdir().unwrap();
+    let repo = git_repo();
     let d = repo.path();
-    git(d, &["init", "-q"]);
-    git(d, &["config", "user.email", "ci@example.com"]);
-    git(d, &["config", "user.name", "ci"]);
-    std::fs::create_dir(d.join("deploy")).unwrap();
     std::fs::copy(fixtures().join("inplace-old/cloneset.yaml"), d.join("deploy/web.yaml")).unwrap();
     git(d, &["add", "."]);
     git(d, &["commit", "-qm", "base"]);
