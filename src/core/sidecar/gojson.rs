@@ -313,23 +313,10 @@ fn write_typed(ty: Go, v: Option<&Value>, out: &mut String) {
             None => out.push('0'),
         },
         Go::QuantityMap => match v {
-            Some(Value::Object(m)) => {
-                out.push('{');
-                let mut keys: Vec<&String> = m.keys().collect();
-                keys.sort();
-                for (i, k) in keys.into_iter().enumerate() {
-                    if i > 0 {
-                        out.push(',');
-                    }
-                    string(k, out);
-                    out.push(':');
-                    match &m[k] {
-                        Value::String(s) => quantity(s, out),
-                        other => value(other, out),
-                    }
-                }
-                out.push('}');
-            }
+            Some(Value::Object(m)) => sorted_object(m, out, |v, out| match v {
+                Value::String(s) => quantity(s, out),
+                other => value(other, out),
+            }),
             Some(other) => value(other, out),
             None => out.push_str("null"),
         },
@@ -386,21 +373,24 @@ pub fn value(v: &Value, out: &mut String) {
             }
             out.push(']');
         }
-        Value::Object(m) => {
-            out.push('{');
-            let mut keys: Vec<&String> = m.keys().collect();
-            keys.sort();
-            for (i, k) in keys.into_iter().enumerate() {
-                if i > 0 {
-                    out.push(',');
-                }
-                string(k, out);
-                out.push(':');
-                value(&m[k], out);
-            }
-            out.push('}');
-        }
+        Value::Object(m) => sorted_object(m, out, value),
     }
+}
+
+/// A JSON object with its keys sorted, as Go encodes maps; `write` encodes each value.
+fn sorted_object(m: &serde_json::Map<String, Value>, out: &mut String, write: impl Fn(&Value, &mut String)) {
+    out.push('{');
+    let mut keys: Vec<&String> = m.keys().collect();
+    keys.sort();
+    for (i, k) in keys.into_iter().enumerate() {
+        if i > 0 {
+            out.push(',');
+        }
+        string(k, out);
+        out.push(':');
+        write(&m[k], out);
+    }
+    out.push('}');
 }
 
 /// [`value`] into a new string.
