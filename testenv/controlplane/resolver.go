@@ -16,6 +16,7 @@ import (
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
+	"k8s.io/klog/v2"
 	aggregator "k8s.io/kube-aggregator/pkg/apiserver"
 )
 
@@ -89,14 +90,18 @@ func (r *loopbackEndpointResolver) start() {
 			r.err = err
 			return
 		}
+		// Informers must exist before Start, or they never run.
+		servicesSynced := services.Informer().HasSynced
+		slicesSynced := slices.Informer().HasSynced
+		lister := services.Lister()
 		factory.Start(context.Background().Done())
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
-		if !cache.WaitForCacheSync(ctx.Done(), services.Informer().HasSynced, slices.Informer().HasSynced) {
+		if !cache.WaitForCacheSync(ctx.Done(), servicesSynced, slicesSynced) {
 			r.err = fmt.Errorf("service resolver caches did not sync")
 			return
 		}
-		r.delegate = aggregator.NewEndpointServiceResolver(services.Lister(), getter)
+		r.delegate = aggregator.NewEndpointServiceResolver(lister, getter)
 	})
 	<-r.synced
 }
@@ -104,12 +109,15 @@ func (r *loopbackEndpointResolver) start() {
 func (r *loopbackEndpointResolver) ResolveEndpoint(namespace, name string, port int32) (*url.URL, error) {
 	r.start()
 	if r.err != nil {
+		klog.Errorf("test service resolver: %v", r.err)
 		return nil, r.err
 	}
 	u, err := r.delegate.ResolveEndpoint(namespace, name, port)
 	if err != nil {
+		klog.Infof("test service resolver: %s/%s:%d: %v", namespace, name, port, err)
 		return nil, err
 	}
+	defer func() { klog.V(2).Infof("test service resolver: %s/%s:%d -> %s", namespace, name, port, u.Host) }()
 	host, p, err := net.SplitHostPort(u.Host)
 	if err != nil {
 		return u, nil

@@ -17,6 +17,9 @@ use std::time::{Duration, Instant};
 /// Environment variable naming a prebuilt control plane binary (skips the Go build).
 pub const BINARY_ENV: &str = "KRUISE_TESTENV_CONTROLPLANE";
 
+/// Set to keep the control plane's directory (logs, etcd data, kubeconfig) after it stops.
+pub const KEEP_ENV: &str = "KRUISE_TESTENV_KEEP_DIR";
+
 /// What the control plane prints once every component is ready.
 #[derive(Debug, Clone, Deserialize)]
 #[serde(rename_all = "camelCase")]
@@ -54,7 +57,12 @@ impl ControlPlane {
             .tempdir()
             .map_err(|e| Error::ControlPlane(format!("temporary directory: {e}")))?
             .keep();
-        let mut child = Command::new(&binary)
+        let mut command = Command::new(&binary);
+        if std::env::var_os(KEEP_ENV).is_some() {
+            command.arg("--keep");
+            eprintln!("kruise-testenv: control plane directory {} is kept", dir.display());
+        }
+        let mut child = command
             .arg("--exit-on-stdin-eof")
             .arg("--dir")
             .arg(&dir)
