@@ -46,7 +46,8 @@ async fn kubectl_apply_goes_through_kruise_webhooks() {
     let (ok, stdout, stderr) = kubectl.run(&["apply", "-f", cloneset_path.to_str().unwrap()]).await;
     assert!(ok, "{stdout}{stderr}");
     assert!(stdout.contains("cloneset.apps.kruise.io/sample created"), "{stdout}");
-    let (ok, stdout, stderr) = kubectl.run(&[&n[..], &["get", "clonesets.apps.kruise.io", "sample", "-o", "json"]].concat()).await;
+    let (ok, stdout, stderr) =
+        kubectl.run(&[&n[..], &["get", "clonesets.apps.kruise.io", "sample", "-o", "json"]].concat()).await;
     assert!(ok, "{stderr}");
     let stored: Value = serde_json::from_str(&stdout).unwrap();
     let spec = &stored["spec"];

@@ -43,7 +43,10 @@ impl TestCluster {
     /// the control plane takes minutes). A failed start is reported to every caller.
     pub fn shared() -> Result<&'static TestCluster, Error> {
         static CLUSTER: OnceLock<Result<TestCluster, String>> = OnceLock::new();
-        CLUSTER.get_or_init(|| Self::start(NODES).map_err(|e| e.to_string())).as_ref().map_err(|e| Error::ControlPlane(e.clone()))
+        CLUSTER
+            .get_or_init(|| Self::start(NODES).map_err(|e| e.to_string()))
+            .as_ref()
+            .map_err(|e| Error::ControlPlane(e.clone()))
     }
 
     /// Starts a cluster of its own (the `kruise-testenv` binary; tests use [`Self::shared`]).
@@ -83,7 +86,8 @@ impl TestCluster {
                     match setup.await {
                         Ok((client, kubelet)) => {
                             let handle = tokio::runtime::Handle::current();
-                            let _ = tx.send(Ok(Started { ready, kubelet, handle, client, started_in: started.elapsed() }));
+                            let _ =
+                                tx.send(Ok(Started { ready, kubelet, handle, client, started_in: started.elapsed() }));
                             // The control plane lives as long as this thread: until the process exits.
                             let _plane = plane;
                             std::future::pending::<()>().await;
@@ -165,7 +169,11 @@ impl TestCluster {
     }
 
     /// [`Self::namespace`] with kubelet settings of its own.
-    pub async fn namespace_with(&'static self, prefix: &str, kubelet: Option<KubeletSettings>) -> Result<TestNamespace, Error> {
+    pub async fn namespace_with(
+        &'static self,
+        prefix: &str,
+        kubelet: Option<KubeletSettings>,
+    ) -> Result<TestNamespace, Error> {
         let client = self.client().await?;
         let suffix: String = (0..5).map(|_| fastrand::lowercase()).collect();
         let name = format!("{}-{suffix}", prefix.trim_end_matches('-'));
@@ -208,10 +216,10 @@ impl TestCluster {
         }))
         .map_err(|e| Error::Manifest { path: "TokenRequest".into(), detail: e.to_string() })?;
         let answer = api.create_token_request(name, &PostParams::default(), &request).await?;
-        answer
-            .status
-            .map(|s| s.token)
-            .ok_or_else(|| Error::Manifest { path: format!("{namespace}/{name}"), detail: "TokenRequest without a token".into() })
+        answer.status.map(|s| s.token).ok_or_else(|| Error::Manifest {
+            path: format!("{namespace}/{name}"),
+            detail: "TokenRequest without a token".into(),
+        })
     }
 
     /// Applies YAML/JSON manifests (a file or a directory) with server-side apply.

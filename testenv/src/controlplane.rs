@@ -101,8 +101,8 @@ impl ControlPlane {
         std::thread::spawn(move || {
             let _ = std::io::copy(&mut stderr, &mut std::io::stderr());
         });
-        let ready: Ready = serde_json::from_str(line.trim())
-            .map_err(|e| Error::ControlPlane(format!("ready line {line:?}: {e}")))?;
+        let ready: Ready =
+            serde_json::from_str(line.trim()).map_err(|e| Error::ControlPlane(format!("ready line {line:?}: {e}")))?;
         Ok(Self { child, stdin, ready })
     }
 
@@ -165,8 +165,8 @@ pub fn binary() -> Result<PathBuf, Error> {
     }
     let dir = path.parent().ok_or_else(|| Error::ControlPlane("binary path has no parent".into()))?;
     std::fs::create_dir_all(dir).map_err(|e| Error::ControlPlane(format!("{}: {e}", dir.display())))?;
-    let lock = std::fs::File::create(dir.join(".build.lock"))
-        .map_err(|e| Error::ControlPlane(format!("build lock: {e}")))?;
+    let lock =
+        std::fs::File::create(dir.join(".build.lock")).map_err(|e| Error::ControlPlane(format!("build lock: {e}")))?;
     lock.lock().map_err(|e| Error::ControlPlane(format!("build lock: {e}")))?;
     if fresh(&path) {
         return Ok(path);

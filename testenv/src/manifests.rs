@@ -83,13 +83,16 @@ pub async fn apply(client: &kube::Client, obj: Value) -> Result<Applied, Error> 
     let bad = |detail: String| Error::Manifest { path: "object".into(), detail };
     let api_version = obj.get("apiVersion").and_then(Value::as_str).ok_or_else(|| bad("no apiVersion".into()))?;
     let kind = obj.get("kind").and_then(Value::as_str).ok_or_else(|| bad("no kind".into()))?.to_string();
-    let name = obj.pointer("/metadata/name").and_then(Value::as_str).ok_or_else(|| bad(format!("{kind} without a name")))?;
+    let name =
+        obj.pointer("/metadata/name").and_then(Value::as_str).ok_or_else(|| bad(format!("{kind} without a name")))?;
     let name = name.to_string();
     let (group, version) = api_version.split_once('/').unwrap_or(("", api_version));
     let gvk = GroupVersionKind::gvk(group, version, &kind);
     let (resource, caps) = discover(client, &gvk).await?;
     let namespace = match caps.scope {
-        Scope::Namespaced => Some(obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default").to_string()),
+        Scope::Namespaced => {
+            Some(obj.pointer("/metadata/namespace").and_then(Value::as_str).unwrap_or("default").to_string())
+        }
         Scope::Cluster => None,
     };
     let api: Api<DynamicObject> = match &namespace {
@@ -103,7 +106,10 @@ pub async fn apply(client: &kube::Client, obj: Value) -> Result<Applied, Error> 
     Ok(Applied { kind, namespace, name })
 }
 
-async fn discover(client: &kube::Client, gvk: &GroupVersionKind) -> Result<(kube::discovery::ApiResource, kube::discovery::ApiCapabilities), Error> {
+async fn discover(
+    client: &kube::Client,
+    gvk: &GroupVersionKind,
+) -> Result<(kube::discovery::ApiResource, kube::discovery::ApiCapabilities), Error> {
     // A CRD applied a moment ago may not be in discovery yet.
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {

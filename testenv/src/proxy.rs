@@ -19,11 +19,11 @@ use bytes::Bytes;
 use futures::StreamExt;
 use http::{HeaderValue, Method, Request, Response, StatusCode, Uri};
 use http_body_util::{BodyExt, Full, StreamBody, combinators::BoxBody};
-use rustls_pki_types::pem::PemObject;
 use hyper::body::{Frame, Incoming};
 use hyper_util::client::legacy::Client as HttpClient;
 use hyper_util::client::legacy::connect::HttpConnector;
 use hyper_util::rt::{TokioExecutor, TokioIo};
+use rustls_pki_types::pem::PemObject;
 use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -140,18 +140,14 @@ impl FaultProxy {
             .map_err(|e| Error::Tls(e.to_string()))?
             .with_root_certificates(roots)
             .with_no_client_auth();
-        let connector = hyper_rustls::HttpsConnectorBuilder::new()
-            .with_tls_config(client_tls)
-            .https_only()
-            .enable_http1()
-            .build();
+        let connector =
+            hyper_rustls::HttpsConnectorBuilder::new().with_tls_config(client_tls).https_only().enable_http1().build();
         let client = HttpClient::builder(TokioExecutor::new()).build(connector);
 
         let (ca_pem, server_tls) = proxy_tls(provider)?;
         let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(server_tls));
-        let listener = tokio::net::TcpListener::bind("127.0.0.1:0")
-            .await
-            .map_err(|e| Error::io("bind the fault proxy", e))?;
+        let listener =
+            tokio::net::TcpListener::bind("127.0.0.1:0").await.map_err(|e| Error::io("bind the fault proxy", e))?;
         let addr = listener.local_addr().map_err(|e| Error::io("fault proxy address", e))?;
         let state = Arc::new(State {
             upstream,
@@ -257,15 +253,16 @@ async fn serve(listener: tokio::net::TcpListener, acceptor: tokio_rustls::TlsAcc
         connections.spawn(async move {
             let Ok(tls) = acceptor.accept(tcp).await else { return };
             let service = hyper::service::service_fn(move |req| handle(state.clone(), req));
-            let _ = hyper::server::conn::http1::Builder::new()
-                .serve_connection(TokioIo::new(tls), service)
-                .await;
+            let _ = hyper::server::conn::http1::Builder::new().serve_connection(TokioIo::new(tls), service).await;
         });
         while connections.try_join_next().is_some() {}
     }
 }
 
-async fn handle(state: Arc<State>, req: Request<Incoming>) -> Result<Response<Body>, Box<dyn std::error::Error + Send + Sync>> {
+async fn handle(
+    state: Arc<State>,
+    req: Request<Incoming>,
+) -> Result<Response<Body>, Box<dyn std::error::Error + Send + Sync>> {
     let c = &state.counters;
     c.requests.fetch_add(1, Ordering::Relaxed);
     let latency = *lock(&state.latency);
@@ -360,9 +357,8 @@ fn fault_response(state: &State, fault: WriteFault, resource: &str) -> Response<
         "message": message, "reason": reason, "code": code,
         "details": retry_after.map(|s| serde_json::json!({"retryAfterSeconds": s})),
     });
-    let mut response = Response::new(
-        Full::new(Bytes::from(status.to_string())).map_err(|never| match never {}).boxed(),
-    );
+    let mut response =
+        Response::new(Full::new(Bytes::from(status.to_string())).map_err(|never| match never {}).boxed());
     *response.status_mut() = StatusCode::from_u16(code).unwrap_or(StatusCode::INTERNAL_SERVER_ERROR);
     response.headers_mut().insert(http::header::CONTENT_TYPE, HeaderValue::from_static("application/json"));
     if let Some(s) = retry_after
@@ -457,7 +453,8 @@ fn proxy_tls(provider: Arc<rustls::crypto::CryptoProvider>) -> Result<(String, r
     let params = rcgen::CertificateParams::new(vec!["127.0.0.1".into(), "localhost".into()]).map_err(tls)?;
     let issuer = rcgen::Issuer::from_params(&ca_params, &ca_key);
     let leaf = params.signed_by(&key, &issuer).map_err(tls)?;
-    let key_der = rustls_pki_types::PrivateKeyDer::try_from(key.serialize_der()).map_err(|e| Error::Tls(e.to_string()))?;
+    let key_der =
+        rustls_pki_types::PrivateKeyDer::try_from(key.serialize_der()).map_err(|e| Error::Tls(e.to_string()))?;
     let mut config = rustls::ServerConfig::builder_with_provider(provider)
         .with_safe_default_protocol_versions()
         .map_err(|e| Error::Tls(e.to_string()))?

@@ -85,7 +85,11 @@ pub async fn publish_endpoints(
 
 /// Reads webhook configurations (a file or directory), puts `ca_pem` into every webhook's
 /// `clientConfig.caBundle`, and applies them.
-pub async fn register_webhooks(client: &kube::Client, path: &Path, ca_pem: &[u8]) -> Result<Vec<manifests::Applied>, Error> {
+pub async fn register_webhooks(
+    client: &kube::Client,
+    path: &Path,
+    ca_pem: &[u8],
+) -> Result<Vec<manifests::Applied>, Error> {
     let objects = manifests::read_path(path)?.into_iter().map(|o| with_ca_bundle(o, ca_pem)).collect();
     manifests::apply_all(client, objects).await
 }

@@ -41,7 +41,8 @@ impl Kruise {
     /// `kruise serve` on a pod address (port 9876, as in `deploy/`) with certificates from
     /// `kruise certs` in `cert_dir`, plus `extra` flags.
     pub fn start(cert_dir: &Path, extra: &[&str]) -> Kruise {
-        let status = Command::new(env!("CARGO_BIN_EXE_kruise")).args(["certs", "--out"]).arg(cert_dir).status().unwrap();
+        let status =
+            Command::new(env!("CARGO_BIN_EXE_kruise")).args(["certs", "--out"]).arg(cert_dir).status().unwrap();
         assert!(status.success());
         let address = PodAddress::allocate(9876).unwrap();
         let admin = free_port();

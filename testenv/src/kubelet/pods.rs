@@ -66,11 +66,8 @@ impl Driver {
     }
 
     async fn run(&mut self) {
-        let pods = watcher(
-            Api::<Pod>::all(self.client.clone()),
-            watcher::Config::default().fields("spec.nodeName!="),
-        )
-        .default_backoff();
+        let pods = watcher(Api::<Pod>::all(self.client.clone()), watcher::Config::default().fields("spec.nodeName!="))
+            .default_backoff();
         let claims = watcher(Api::<PersistentVolumeClaim>::all(self.client.clone()), watcher::Config::default())
             .default_backoff();
         let mut pods = std::pin::pin!(pods);

@@ -14,8 +14,8 @@
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting,
-    ContainerStatus, HostIP, Pod, PodCondition, PodIP, PodStatus,
+    Container, ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, ContainerStatus,
+    HostIP, Pod, PodCondition, PodIP, PodStatus,
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use sha2::{Digest, Sha256};
@@ -212,7 +212,12 @@ fn advance_container(
 /// The status the kubelet reports: the kubelet-owned fields of `pod.status` (phase, IPs, start
 /// time, container statuses, its four conditions — others are carried over untouched) and the
 /// next moment at which it changes by itself (a container turning ready, a pull backing off).
-pub fn render(pod: &Pod, rt: &PodRuntime, settings: &RuntimeSettings, now: Timestamp) -> (PodStatus, Option<Timestamp>) {
+pub fn render(
+    pod: &Pod,
+    rt: &PodRuntime,
+    settings: &RuntimeSettings,
+    now: Timestamp,
+) -> (PodStatus, Option<Timestamp>) {
     let mut wake: Option<Timestamp> = None;
     let mut soon = |t: Timestamp| wake = Some(wake.map_or(t, |w| w.min(t)));
     let spec = pod.spec.as_ref();
@@ -296,7 +301,10 @@ pub fn render(pod: &Pod, rt: &PodRuntime, settings: &RuntimeSettings, now: Times
             RunState::PullFailing { since } => {
                 let backoff_at = add(*since, BACKOFF_AFTER);
                 let (reason, message) = if now >= backoff_at {
-                    ("ImagePullBackOff", format!("Back-off pulling image \"{}\"", c.image.as_deref().unwrap_or_default()))
+                    (
+                        "ImagePullBackOff",
+                        format!("Back-off pulling image \"{}\"", c.image.as_deref().unwrap_or_default()),
+                    )
                 } else {
                     soon(backoff_at);
                     ("ErrImagePull", format!("failed to pull and unpack image \"{}\": not found", rt.image))
@@ -316,7 +324,8 @@ pub fn render(pod: &Pod, rt: &PodRuntime, settings: &RuntimeSettings, now: Times
     };
 
     let init_specs: Vec<&Container> = spec.map(|s| s.init_containers.iter().flatten().collect()).unwrap_or_default();
-    let init_statuses: Vec<ContainerStatus> = init_specs.iter().map(|c| status_of(c, rt.init.get(&c.name), true)).collect();
+    let init_statuses: Vec<ContainerStatus> =
+        init_specs.iter().map(|c| status_of(c, rt.init.get(&c.name), true)).collect();
     let initialized = init_specs.iter().all(|c| {
         let sidecar = c.restart_policy.as_deref() == Some("Always");
         match rt.init.get(&c.name).map(|r| &r.state) {
@@ -344,7 +353,9 @@ pub fn render(pod: &Pod, rt: &PodRuntime, settings: &RuntimeSettings, now: Times
     let conditions = current.conditions.clone().unwrap_or_default();
     let gate_problem = gates.iter().find_map(|g| match conditions.iter().find(|c| c.type_ == *g) {
         None => Some(format!("corresponding condition of pod readiness gate \"{g}\" does not exist.")),
-        Some(c) if c.status != "True" => Some(format!("the status of pod readiness gate \"{g}\" is not \"True\", but {}", c.status)),
+        Some(c) if c.status != "True" => {
+            Some(format!("the status of pod readiness gate \"{g}\" is not \"True\", but {}", c.status))
+        }
         Some(_) => None,
     });
     let generation = pod.metadata.generation;
@@ -413,12 +424,7 @@ pub fn render(pod: &Pod, rt: &PodRuntime, settings: &RuntimeSettings, now: Times
 /// Whether `a` and `b` agree on every field the kubelet writes.
 pub fn same_kubelet_fields(a: &PodStatus, b: &PodStatus) -> bool {
     let ours = |s: &PodStatus| -> Vec<PodCondition> {
-        s.conditions
-            .iter()
-            .flatten()
-            .filter(|c| KUBELET_CONDITIONS.contains(&c.type_.as_str()))
-            .cloned()
-            .collect()
+        s.conditions.iter().flatten().filter(|c| KUBELET_CONDITIONS.contains(&c.type_.as_str())).cloned().collect()
     };
     a.phase == b.phase
         && a.host_ip == b.host_ip

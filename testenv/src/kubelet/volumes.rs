@@ -40,8 +40,9 @@ pub(crate) async fn provision(client: kube::Client, shared: Arc<Shared>) {
     let claims = watcher(Api::<PersistentVolumeClaim>::all(client.clone()), watcher::Config::default())
         .default_backoff()
         .applied_objects();
-    let volumes =
-        watcher(Api::<PersistentVolume>::all(client.clone()), watcher::Config::default()).default_backoff().applied_objects();
+    let volumes = watcher(Api::<PersistentVolume>::all(client.clone()), watcher::Config::default())
+        .default_backoff()
+        .applied_objects();
     let mut claims = std::pin::pin!(claims);
     let mut volumes = std::pin::pin!(volumes);
     loop {
@@ -108,7 +109,8 @@ async fn provision_claim(client: &kube::Client, claim: &PersistentVolumeClaim) -
 }
 
 async fn reclaim(client: &kube::Client, pv: &PersistentVolume) {
-    let ours = pv.metadata.annotations.as_ref().and_then(|a| a.get(PROVISIONED_BY)).map(String::as_str) == Some(PROVISIONER);
+    let ours =
+        pv.metadata.annotations.as_ref().and_then(|a| a.get(PROVISIONED_BY)).map(String::as_str) == Some(PROVISIONER);
     let released = pv.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Released");
     let delete = pv.spec.as_ref().and_then(|s| s.persistent_volume_reclaim_policy.as_deref()) == Some("Delete");
     if ours

@@ -12,7 +12,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 fn clonesets(client: kube::Client, ns: &str) -> Api<DynamicObject> {
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("apps.kruise.io", "v1alpha1", "CloneSet"), "clonesets");
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("apps.kruise.io", "v1alpha1", "CloneSet"),
+        "clonesets",
+    );
     Api::namespaced_with(client, ns, &ar)
 }
 
@@ -85,8 +88,10 @@ async fn kube_runtime_finalizer_adds_and_removes_its_finalizer() {
     let deleting = api.get("web").await.unwrap();
     assert!(deleting.metadata.deletion_timestamp.is_some());
     assert_eq!(run(deleting).await.unwrap(), CLEANED);
-    eventually("the CloneSet gone", Duration::from_secs(20), || async { api.get_opt("web").await.ok()?.is_none().then_some(()) })
-        .await;
+    eventually("the CloneSet gone", Duration::from_secs(20), || async {
+        api.get_opt("web").await.ok()?.is_none().then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -94,7 +99,8 @@ async fn two_field_managers_conflict_without_force() {
     let c = cluster();
     let ns = c.namespace("api-ssa").await.unwrap();
     let api: Api<ConfigMap> = Api::namespaced(c.client().await.unwrap(), ns.name());
-    let cm = |v: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shared"}, "data": {"mode": v}});
+    let cm =
+        |v: &str| json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "shared"}, "data": {"mode": v}});
     api.patch("shared", &PatchParams::apply("writer-a"), &Patch::Apply(cm("a"))).await.unwrap();
     match api.patch("shared", &PatchParams::apply("writer-b"), &Patch::Apply(cm("b"))).await {
         Err(kube::Error::Api(s)) => {
@@ -120,11 +126,16 @@ async fn deploy_rbac_lets_the_manager_list_sidecarsets_and_not_delete_namespaces
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = c.service_account_kubeconfig("kruise-system", "kruise-manager", dir.path()).await.unwrap();
     let manager = kruise_testenv::client_from_kubeconfig(&kubeconfig).await.unwrap();
-    let ar = ApiResource::from_gvk_with_plural(&GroupVersionKind::gvk("apps.kruise.io", "v1alpha1", "SidecarSet"), "sidecarsets");
+    let ar = ApiResource::from_gvk_with_plural(
+        &GroupVersionKind::gvk("apps.kruise.io", "v1alpha1", "SidecarSet"),
+        "sidecarsets",
+    );
     let sidecarsets: Api<DynamicObject> = Api::all_with(manager.clone(), &ar);
     // RBAC changes reach the authorizer's cache within a moment.
-    eventually("the manager may list SidecarSets", Duration::from_secs(20), || async { sidecarsets.list(&Default::default()).await.ok() })
-        .await;
+    eventually("the manager may list SidecarSets", Duration::from_secs(20), || async {
+        sidecarsets.list(&Default::default()).await.ok()
+    })
+    .await;
     let ns = c.namespace("api-rbac").await.unwrap();
     match Api::<Namespace>::all(manager).delete(ns.name(), &DeleteParams::default()).await {
         Err(kube::Error::Api(s)) => {
@@ -141,7 +152,9 @@ async fn deleting_an_owner_garbage_collects_its_pods() {
     let ns = c.namespace("api-gc").await.unwrap();
     let client = c.client().await.unwrap();
     let owners: Api<ConfigMap> = Api::namespaced(client.clone(), ns.name());
-    let owner: ConfigMap = serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}})).unwrap();
+    let owner: ConfigMap =
+        serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "owner"}}))
+            .unwrap();
     let owner = owners.create(&PostParams::default(), &owner).await.unwrap();
     let pods: Api<Pod> = Api::namespaced(client, ns.name());
     for i in 0..2 {

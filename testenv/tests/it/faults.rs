@@ -3,14 +3,17 @@
 use crate::common::{cluster, eventually};
 use futures::{StreamExt, TryStreamExt};
 use k8s_openapi::api::core::v1::ConfigMap;
+use kruise_testenv::{Share, WriteFault};
 use kube::api::{Api, PostParams, WatchEvent, WatchParams};
 use kube::runtime::watcher;
-use kruise_testenv::{Share, WriteFault};
 use serde_json::json;
 use std::time::{Duration, Instant};
 
 fn cm(name: &str) -> ConfigMap {
-    serde_json::from_value(json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}})).unwrap()
+    serde_json::from_value(
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": name}, "data": {"k": "v"}}),
+    )
+    .unwrap()
 }
 
 fn api_code(r: Result<ConfigMap, kube::Error>) -> u16 {

@@ -4,8 +4,8 @@
 use crate::common::{cluster, eventually};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::{Node, PersistentVolume, PersistentVolumeClaim, Pod};
-use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use kruise_testenv::KubeletSettings;
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams};
 use serde_json::json;
 use std::time::Duration;
 
@@ -86,10 +86,13 @@ async fn the_apiserver_refuses_env_changes_and_the_kubelet_restarts_image_change
 
     // An image change is accepted and restarts that container only.
     let image = json!([{"op": "replace", "path": "/spec/containers/0/image", "value": "nginx:1.26"}]);
-    api.patch("web", &PatchParams::default(), &Patch::<()>::Json(serde_json::from_value(image).unwrap())).await.unwrap();
+    api.patch("web", &PatchParams::default(), &Patch::<()>::Json(serde_json::from_value(image).unwrap()))
+        .await
+        .unwrap();
     eventually("a NotReady window after the restart", Duration::from_secs(20), || async {
         let p = api.get("web").await.ok()?;
-        (condition(&p, "Ready").as_deref() == Some("False") && app_status(&p).image.ends_with("nginx:1.26")).then_some(())
+        (condition(&p, "Ready").as_deref() == Some("False") && app_status(&p).image.ends_with("nginx:1.26"))
+            .then_some(())
     })
     .await;
     let after = wait_ready(&api, "web").await;
@@ -124,7 +127,11 @@ async fn ready_waits_for_readiness_gates_set_by_a_controller() {
     let gate = json!({"status": {"conditions": [{"type": "InPlaceUpdateReady", "status": "True"}]}});
     api.patch_status("gated", &PatchParams::default(), &Patch::Strategic(&gate)).await.unwrap();
     let p = wait_ready(&api, "gated").await;
-    assert_eq!(condition(&p, "InPlaceUpdateReady").as_deref(), Some("True"), "the kubelet keeps a controller's condition");
+    assert_eq!(
+        condition(&p, "InPlaceUpdateReady").as_deref(),
+        Some("True"),
+        "the kubelet keeps a controller's condition"
+    );
 }
 
 #[tokio::test]
@@ -171,7 +178,10 @@ async fn deleted_pods_go_after_their_grace_period_and_finalizers_hold_them() {
     assert!(p.metadata.deletion_timestamp.is_some(), "kept by its finalizer");
     let release = json!({"metadata": {"finalizers": null}});
     api.patch("held", &PatchParams::default(), &Patch::Merge(&release)).await.unwrap();
-    eventually("the held pod gone", Duration::from_secs(20), || async { api.get_opt("held").await.ok()?.is_none().then_some(()) }).await;
+    eventually("the held pod gone", Duration::from_secs(20), || async {
+        api.get_opt("held").await.ok()?.is_none().then_some(())
+    })
+    .await;
 }
 
 #[tokio::test]
@@ -183,7 +193,9 @@ async fn claims_are_provisioned_and_pods_start_once_bound() {
     let claims: Api<PersistentVolumeClaim> = Api::namespaced(client.clone(), ns.name());
     let mut p = pod("with-data", "nginx");
     let spec = p.spec.as_mut().unwrap();
-    spec.volumes = Some(vec![serde_json::from_value(json!({"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}})).unwrap()]);
+    spec.volumes = Some(vec![
+        serde_json::from_value(json!({"name": "data", "persistentVolumeClaim": {"claimName": "data-0"}})).unwrap(),
+    ]);
     pods.create(&PostParams::default(), &p).await.unwrap();
     tokio::time::sleep(Duration::from_secs(1)).await;
     let waiting = pods.get("with-data").await.unwrap();
@@ -227,9 +239,22 @@ async fn nodes_report_ready_and_renew_their_leases() {
     let mut zones = std::collections::BTreeSet::new();
     for name in c.kubelet().nodes() {
         let node = nodes.get(&name).await.unwrap();
-        let ready = node.status.as_ref().unwrap().conditions.as_ref().unwrap().iter().find(|c| c.type_ == "Ready").unwrap().clone();
+        let ready = node
+            .status
+            .as_ref()
+            .unwrap()
+            .conditions
+            .as_ref()
+            .unwrap()
+            .iter()
+            .find(|c| c.type_ == "Ready")
+            .unwrap()
+            .clone();
         assert_eq!(ready.status, "True");
-        assert!(node.spec.as_ref().unwrap().taints.clone().unwrap_or_default().is_empty(), "node-lifecycle lifted the taints");
+        assert!(
+            node.spec.as_ref().unwrap().taints.clone().unwrap_or_default().is_empty(),
+            "node-lifecycle lifted the taints"
+        );
         zones.insert(node.metadata.labels.as_ref().unwrap()["topology.kubernetes.io/zone"].clone());
         let lease = leases.get(&name).await.unwrap();
         let renewed = lease.spec.unwrap().renew_time.unwrap().0;

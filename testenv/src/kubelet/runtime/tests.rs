@@ -91,9 +91,8 @@ fn a_new_pod_runs_then_turns_ready_after_the_delay() {
 fn readiness_gates_hold_ready_until_their_condition_is_true() {
     let mut p = web("nginx");
     let spec = p.spec.as_mut().unwrap_or_else(|| unreachable!());
-    spec.readiness_gates = Some(vec![k8s_openapi::api::core::v1::PodReadinessGate {
-        condition_type: "InPlaceUpdateReady".into(),
-    }]);
+    spec.readiness_gates =
+        Some(vec![k8s_openapi::api::core::v1::PodReadinessGate { condition_type: "InPlaceUpdateReady".into() }]);
     let rt = advance(&p, empty(at(0)), &settings(0), at(0), &mut Counter(0));
     let (status, _) = render(&p, &rt, &settings(0), at(0));
     assert_eq!(cond(&status, "ContainersReady").status, "True");
