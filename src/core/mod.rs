@@ -1,12 +1,14 @@
 //! Pure decisions: no kube client, no HTTP, no async, no I/O. Everything here takes typed values
 //! and returns plans or verdicts, and is tested with tables at the bottom of each file.
 
+pub mod certs;
 pub mod conversion;
 pub mod defaults;
 pub mod features;
 pub mod field;
 pub mod image;
 pub mod inplace;
+pub mod leader;
 pub mod names;
 pub mod patch;
 pub mod pod_mutation;
