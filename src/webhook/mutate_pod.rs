@@ -5,7 +5,7 @@
 //! handled: other operations are allowed unchanged.
 //!
 //! The handler gathers what the pure decisions need from the cluster view — the SidecarSets
-//! indexed under the pod's namespace (never the whole list), the namespace's labels, and the
+//! indexed under the pod's namespace and labels (never the whole list), the namespace's labels, and the
 //! ControllerRevisions only when a matched set pins a revision — plus the clock and a random
 //! draw, and turns the result into a patch.
 
@@ -55,7 +55,9 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     let mut replaced = BTreeSet::new();
     if pods_resource && is_active(&pod) {
         let namespace = pod_namespace(pod.metadata.namespace.as_deref()).to_string();
-        let candidates = ctx.cluster.sidecarsets_for_namespace(&namespace);
+        let no_labels = std::collections::BTreeMap::new();
+        let pod_labels = pod.metadata.labels.as_ref().unwrap_or(&no_labels);
+        let candidates = ctx.cluster.sidecarsets_for_pod(&namespace, pod_labels);
         if !candidates.is_empty() {
             let labels = namespace_labels(ctx.cluster.as_ref(), &namespace);
             let cluster = Arc::clone(&ctx.cluster);

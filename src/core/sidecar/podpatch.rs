@@ -382,6 +382,7 @@ fn push_index(path: &mut String, i: usize) {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn applied(from: &Value, to: &Value) -> (Value, usize) {
         let mut out = from.clone();
@@ -433,5 +434,10 @@ mod tests {
             json!({"spec": {"containers": [{"name": "app", "image": "a"}, {"name": "side", "image": "s:2"}]}});
         let t = target(&raw, &changed, &replaced);
         assert_eq!(t["spec"]["containers"][1], json!({"name": "side", "image": "s:2"}), "a real replacement");
+        for mutated in [&mutated, &changed] {
+            let one_pass = patch(&raw, mutated, &replaced).map(|p| serde_json::to_string(&p).unwrap());
+            let two_steps = diff(&raw, &target(&raw, mutated, &replaced)).map(|p| serde_json::to_string(&p).unwrap());
+            assert_eq!(one_pass, two_steps);
+        }
     }
 }
