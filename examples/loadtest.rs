@@ -164,7 +164,7 @@ impl Client {
     }
 }
 
-/// Waits until the server answers the review with a patch.
+/// Waits until the server answers the review (with a patch, on `/mutate-pod`).
 async fn wait_ready(server: &Server, path: &str, body: &Bytes, ca: &Path, limit: Duration) {
     let started = Instant::now();
     while std::net::TcpStream::connect(("127.0.0.1", server.port)).is_err() {
@@ -173,11 +173,15 @@ async fn wait_ready(server: &Server, path: &str, body: &Bytes, ca: &Path, limit:
     }
     let answer = connect(server.port, ca).await.post(path, body).await;
     let v: serde_json::Value = serde_json::from_slice(&answer).unwrap();
-    assert!(
-        v["response"]["allowed"] == true && v["response"]["patch"].is_string(),
-        "{} did not inject: {v}",
-        server.name
-    );
+    if path == "/mutate-pod" {
+        assert!(
+            v["response"]["allowed"] == true && v["response"]["patch"].is_string(),
+            "{} did not inject: {v}",
+            server.name
+        );
+    } else {
+        assert!(v["response"]["uid"].is_string(), "{} did not answer a review: {v}", server.name);
+    }
 }
 
 /// What one load run measured.
