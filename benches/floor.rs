@@ -75,7 +75,11 @@ struct StatusOut {
 }
 
 fn sidecar(pod: &Pod) -> Container {
-    let mut mounts = vec![VolumeMount { name: "sidecar-shared".into(), mount_path: "/var/run/sidecar".into(), ..Default::default() }];
+    let mut mounts = vec![VolumeMount {
+        name: "sidecar-shared".into(),
+        mount_path: "/var/run/sidecar".into(),
+        ..Default::default()
+    }];
     let mut env = vec![EnvVar { name: "IS_INJECTED".into(), value: Some("true".into()), value_from: None }];
     for app in pod.spec.iter().flat_map(|s| &s.containers) {
         mounts.extend(app.volume_mounts.iter().flatten().cloned());
@@ -98,8 +102,13 @@ fn sidecar(pod: &Pod) -> Container {
 }
 
 fn inject(pod: &Pod) -> Vec<Op<'static>> {
-    let mut ops = vec![Op { op: "add", path: "/spec/containers/0".into(), value: Value::Container(Box::new(sidecar(pod))) }];
-    let volume = Volume { name: "sidecar-shared".into(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Default::default() };
+    let mut ops =
+        vec![Op { op: "add", path: "/spec/containers/0".into(), value: Value::Container(Box::new(sidecar(pod))) }];
+    let volume = Volume {
+        name: "sidecar-shared".into(),
+        empty_dir: Some(EmptyDirVolumeSource::default()),
+        ..Default::default()
+    };
     if pod.spec.as_ref().and_then(|s| s.volumes.as_ref()).is_none_or(Vec::is_empty) {
         ops.push(Op { op: "add", path: "/spec/volumes".into(), value: Value::Volumes([volume]) });
     } else {
@@ -116,9 +125,10 @@ fn inject(pod: &Pod) -> Vec<Op<'static>> {
 }
 
 async fn mutate_pod(headers: axum::http::HeaderMap, body: Bytes) -> Response {
-    let json = headers.get(header::CONTENT_TYPE).and_then(|v| v.to_str().ok()).is_some_and(|v| {
-        v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json"))
-    });
+    let json = headers
+        .get(header::CONTENT_TYPE)
+        .and_then(|v| v.to_str().ok())
+        .is_some_and(|v| v.split(';').next().is_some_and(|m| m.trim().eq_ignore_ascii_case("application/json")));
     if !json {
         return (StatusCode::UNSUPPORTED_MEDIA_TYPE, "Content-Type must be application/json").into_response();
     }
@@ -168,7 +178,8 @@ async fn main() {
     let mut config = rustls::ServerConfig::builder().with_no_client_auth().with_single_cert(chain, key).unwrap();
     config.alpn_protocols = vec![b"http/1.1".to_vec()];
     let acceptor = tokio_rustls::TlsAcceptor::from(Arc::new(config));
-    let app = Router::new().route("/mutate-pod", post(mutate_pod)).route("/healthz", axum::routing::get(|| async { "ok" }));
+    let app =
+        Router::new().route("/mutate-pod", post(mutate_pod)).route("/healthz", axum::routing::get(|| async { "ok" }));
     let listener = tokio::net::TcpListener::bind(&addr).await.unwrap();
     eprintln!("floor serving on {addr}");
     loop {
@@ -178,7 +189,10 @@ async fn main() {
             let _ = tcp.set_nodelay(true);
             let Ok(tls) = acceptor.accept(tcp).await else { return };
             let service = TowerToHyperService::new(app);
-            let _ = auto::Builder::new(TokioExecutor::new()).http1_only().serve_connection(TokioIo::new(tls), service).await;
+            let _ = auto::Builder::new(TokioExecutor::new())
+                .http1_only()
+                .serve_connection(TokioIo::new(tls), service)
+                .await;
         });
     }
 }

@@ -42,7 +42,11 @@ fn free_port() -> u16 {
 }
 
 fn has(program: &str) -> bool {
-    Command::new("sh").args(["-c", &format!("command -v {program}")]).stdout(Stdio::null()).status().is_ok_and(|s| s.success())
+    Command::new("sh")
+        .args(["-c", &format!("command -v {program}")])
+        .stdout(Stdio::null())
+        .status()
+        .is_ok_and(|s| s.success())
 }
 
 /// One server under test.
@@ -251,7 +255,14 @@ impl Generator {
             }
             Load::Rate { connections, rate, seconds } => {
                 let per_client = *rate as f64 / *connections as f64;
-                cmd.args(["-c", &connections.to_string(), "--rps", &format!("{per_client}"), "-D", &seconds.to_string()]);
+                cmd.args([
+                    "-c",
+                    &connections.to_string(),
+                    "--rps",
+                    &format!("{per_client}"),
+                    "-D",
+                    &seconds.to_string(),
+                ]);
             }
         }
         cmd.arg(format!("https://127.0.0.1:{}{}", server.port, self.path));
@@ -327,7 +338,12 @@ impl Generator {
 }
 
 fn load_average() -> String {
-    std::fs::read_to_string("/proc/loadavg").unwrap_or_default().split_whitespace().take(3).collect::<Vec<_>>().join(" ")
+    std::fs::read_to_string("/proc/loadavg")
+        .unwrap_or_default()
+        .split_whitespace()
+        .take(3)
+        .collect::<Vec<_>>()
+        .join(" ")
 }
 
 fn spread(values: &[f64]) -> String {
@@ -496,7 +512,9 @@ async fn main() {
 
     println!();
     println!("{:<34}{}", "", names.iter().map(|n| format!("{n:>22}")).collect::<String>());
-    let row = |label: &str, cells: Vec<String>| println!("{label:<34}{}", cells.iter().map(|c| format!("{c:>22}")).collect::<String>());
+    let row = |label: &str, cells: Vec<String>| {
+        println!("{label:<34}{}", cells.iter().map(|c| format!("{c:>22}")).collect::<String>())
+    };
     let rps: Vec<Vec<f64>> = runs.iter().map(|rs| rs.iter().map(|r| r.rps).collect()).collect();
     row(&format!("req/s, {connections} conns (median, range)"), rps.iter().map(|v| spread(v)).collect());
     let merged: Vec<Run> = runs
@@ -519,7 +537,10 @@ async fn main() {
     );
     row(&format!("p99 at {rate} req/s (ms)"), fixed.iter().map(|r| format!("{:.3}", r.pct(0.99))).collect());
     row("RSS idle (MiB)", idle.iter().map(|k| format!("{:.1}", *k as f64 / 1024.0)).collect());
-    row(&format!("RSS after {total} requests (MiB)"), after.iter().map(|k| format!("{:.1}", *k as f64 / 1024.0)).collect());
+    row(
+        &format!("RSS after {total} requests (MiB)"),
+        after.iter().map(|k| format!("{:.1}", *k as f64 / 1024.0)).collect(),
+    );
     let median = |v: &[f64]| {
         let mut v = v.to_vec();
         v.sort_by(|a, b| a.partial_cmp(b).unwrap());

@@ -40,7 +40,8 @@ fn examples(name: &str) -> Value {
 }
 
 async fn answer(app: &axum::Router, path: &str, body: Vec<u8>) -> (u16, Vec<u8>) {
-    let req = axum::http::Request::post(path).header("content-type", "application/json").body(Body::from(body)).unwrap();
+    let req =
+        axum::http::Request::post(path).header("content-type", "application/json").body(Body::from(body)).unwrap();
     let resp = app.clone().oneshot(req).await.unwrap();
     let code = resp.status().as_u16();
     (code, resp.into_body().collect().await.unwrap().to_bytes().to_vec())
@@ -108,7 +109,8 @@ fn patched_request(request: &[u8], answer: &[u8]) -> Option<Vec<u8>> {
 }
 
 fn compare(corpus: &str, got: &str) {
-    let file = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/answers").join(format!("{corpus}.txt"));
+    let file =
+        std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/data/answers").join(format!("{corpus}.txt"));
     if std::env::var_os("KRUISE_RECORD_ANSWERS").is_some() {
         std::fs::create_dir_all(file.parent().unwrap()).unwrap();
         std::fs::write(&file, got).unwrap();
@@ -148,6 +150,9 @@ fn edit(v: &Value, edits: &[(&str, Option<Value>)]) -> Value {
     out
 }
 
+/// Pointers to set (or remove, with `None`) in a review.
+type Edits = Vec<(String, Option<Value>)>;
+
 fn request(name: impl Into<String>, path: &'static str, review: &Value) -> Request {
     Request { name: name.into(), path, body: serde_json::to_vec(review).unwrap() }
 }
@@ -159,7 +164,7 @@ async fn workload_and_sidecarset_answers_are_unchanged() {
     let asts = examples("statefulset-create.json");
     let sidecar = examples("sidecarset-create.json");
     let o = "/request/object";
-    let cloneset_edits: Vec<(&str, Vec<(String, Option<Value>)>)> = vec![
+    let cloneset_edits: Vec<(&str, Edits)> = vec![
         ("as sent", vec![]),
         ("no replicas", vec![(format!("{o}/spec/replicas"), None)]),
         ("negative replicas", vec![(format!("{o}/spec/replicas"), Some(json!(-1)))]),
@@ -190,10 +195,13 @@ async fn workload_and_sidecarset_answers_are_unchanged() {
         ("scale strategy", vec![(format!("{o}/spec/scaleStrategy"), Some(json!({"maxUnavailable": "10%"})))]),
         ("empty template", vec![(format!("{o}/spec/template"), Some(json!({})))]),
     ];
-    let asts_edits: Vec<(&str, Vec<(String, Option<Value>)>)> = vec![
+    let asts_edits: Vec<(&str, Edits)> = vec![
         ("as sent", vec![]),
         ("ordered with max unavailable", vec![(format!("{o}/spec/podManagementPolicy"), Some(json!("OrderedReady")))]),
-        ("no replicas, no policy", vec![(format!("{o}/spec/replicas"), None), (format!("{o}/spec/podManagementPolicy"), None)]),
+        (
+            "no replicas, no policy",
+            vec![(format!("{o}/spec/replicas"), None), (format!("{o}/spec/podManagementPolicy"), None)],
+        ),
         ("status on create", vec![(format!("{o}/status"), Some(json!({"replicas": 3, "future": 1})))]),
         ("reserve ordinals", vec![(format!("{o}/spec/reserveOrdinals"), Some(json!([1, "3-5"])))]),
         (
@@ -204,7 +212,10 @@ async fn workload_and_sidecarset_answers_are_unchanged() {
             )],
         ),
         ("v1alpha1", vec![(format!("{o}/apiVersion"), Some(json!("apps.kruise.io/v1alpha1")))]),
-        ("bad max unavailable", vec![(format!("{o}/spec/updateStrategy/rollingUpdate/maxUnavailable"), Some(json!("150%")))]),
+        (
+            "bad max unavailable",
+            vec![(format!("{o}/spec/updateStrategy/rollingUpdate/maxUnavailable"), Some(json!("150%")))],
+        ),
     ];
     let mut requests = Vec::new();
     for (name, edits) in &cloneset_edits {
@@ -221,7 +232,7 @@ async fn workload_and_sidecarset_answers_are_unchanged() {
         let review = edit(&asts, &edits);
         requests.push(request(format!("asts mutate {name}"), paths::MUTATE_STATEFULSET, &review));
         requests.push(request(format!("asts validate {name}"), paths::VALIDATE_STATEFULSET, &review));
-            }
+    }
     for (name, review) in [
         ("as sent", sidecar.clone()),
         ("v1beta1 review", edit(&sidecar, &[("/apiVersion", Some(json!("admission.k8s.io/v1beta1")))])),
@@ -235,7 +246,11 @@ async fn workload_and_sidecarset_answers_are_unchanged() {
         ("not a review", b"{\"kind\":\"Pod\",\"apiVersion\":\"v1\"}".to_vec()),
         ("no request", b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\"}".to_vec()),
     ] {
-        requests.push(Request { name: format!("malformed {name}"), path: "/mutate-apps-kruise-io-v1alpha1-cloneset", body });
+        requests.push(Request {
+            name: format!("malformed {name}"),
+            path: "/mutate-apps-kruise-io-v1alpha1-cloneset",
+            body,
+        });
     }
     let routed = paths::routed_paths();
     for r in &requests {
@@ -265,7 +280,8 @@ impl Rng {
 
 fn gen_container(rng: &mut Rng, name: &str) -> Value {
     let mut c = json!({"name": name, "image": format!("app:{}", rng.below(3))});
-    let envs: Vec<Value> = (0..rng.below(3)).map(|e| json!({"name": format!("E{e}"), "value": format!("{name}-{e}")})).collect();
+    let envs: Vec<Value> =
+        (0..rng.below(3)).map(|e| json!({"name": format!("E{e}"), "value": format!("{name}-{e}")})).collect();
     if !envs.is_empty() {
         c["env"] = json!(envs);
     }
@@ -347,8 +363,9 @@ fn gen_set(rng: &mut Rng, i: u64) -> Value {
         2 => json!({"matchExpressions": [{"key": "app", "operator": "Exists"}]}),
         _ => json!({"matchLabels": {"tier": "x"}}),
     };
-    let volumes: Vec<Value> =
-        (0..rng.below(3)).map(|k| json!({"name": if k == 0 { "v0".into() } else { format!("s{i}-v{k}") }, "emptyDir": {}})).collect();
+    let volumes: Vec<Value> = (0..rng.below(3))
+        .map(|k| json!({"name": if k == 0 { "v0".into() } else { format!("s{i}-v{k}") }, "emptyDir": {}}))
+        .collect();
     let containers: Vec<Value> = (0..rng.below(3))
         .map(|j| {
             let mut c = json!({"name": format!("s{i}-c{j}"), "image": format!("side{i}:1"),
@@ -389,7 +406,10 @@ fn gen_set(rng: &mut Rng, i: u64) -> Value {
     }
     match rng.below(5) {
         1 => spec["patchPodMetadata"] = json!([{"annotations": {format!("set-{i}/x"): "r"}, "patchPolicy": "Retain"}]),
-        2 => spec["patchPodMetadata"] = json!([{"annotations": {"merge": format!("{{\"s{i}\":1}}")}, "patchPolicy": "MergePatchJson"}]),
+        2 => {
+            spec["patchPodMetadata"] =
+                json!([{"annotations": {"merge": format!("{{\"s{i}\":1}}")}, "patchPolicy": "MergePatchJson"}])
+        }
         _ => {}
     }
     sidecarset(&format!("set-{i}"), spec)

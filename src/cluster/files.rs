@@ -491,11 +491,20 @@ metadata: {name: ignored}
         let c = serde_json::json!([{"name": "c", "image": "busybox"}]);
         let sets = [
             ("web", serde_json::json!({"selector": {"matchLabels": {"app": "web"}}, "containers": c})),
-            ("scoped", serde_json::json!({"namespace": "a", "selector": {"matchLabels": {"app": "db"}}, "containers": c})),
+            (
+                "scoped",
+                serde_json::json!({"namespace": "a", "selector": {"matchLabels": {"app": "db"}}, "containers": c}),
+            ),
             ("tier", serde_json::json!({"selector": {"matchLabels": {"tier": "x", "app": "web"}}, "containers": c})),
-            ("exists", serde_json::json!({"selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}, "containers": c})),
-            ("invalid", serde_json::json!({"selector": {"matchLabels": {"app": "none"},
-                "matchExpressions": [{"key": "app", "operator": "Bogus"}]}, "containers": c})),
+            (
+                "exists",
+                serde_json::json!({"selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}, "containers": c}),
+            ),
+            (
+                "invalid",
+                serde_json::json!({"selector": {"matchLabels": {"app": "none"},
+                "matchExpressions": [{"key": "app", "operator": "Bogus"}]}, "containers": c}),
+            ),
             ("db", serde_json::json!({"selector": {"matchLabels": {"app": "db"}}, "containers": c})),
         ];
         for (name, spec) in sets {
@@ -512,7 +521,8 @@ metadata: {name: ignored}
         assert_eq!(names(&[("app", "web")]), ["scoped", "web", "tier", "exists", "invalid"]);
         assert_eq!(names(&[("app", "db"), ("tier", "x")]), ["scoped", "exists", "invalid", "db"]);
         assert_eq!(names(&[]), ["scoped", "exists", "invalid"]);
-        let all: Vec<String> = snap.sidecarsets_for_namespace("a").iter().map(|s| s.metadata.name.clone().unwrap()).collect();
+        let all: Vec<String> =
+            snap.sidecarsets_for_namespace("a").iter().map(|s| s.metadata.name.clone().unwrap()).collect();
         assert_eq!(all, ["scoped", "web", "tier", "exists", "invalid", "db"]);
     }
 

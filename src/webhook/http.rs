@@ -126,7 +126,12 @@ impl PathMetrics {
     }
 }
 
-async fn serve(State(state): State<Arc<AppState>>, metrics: Arc<PathMetrics>, headers: HeaderMap, body: Body) -> Response {
+async fn serve(
+    State(state): State<Arc<AppState>>,
+    metrics: Arc<PathMetrics>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let started = Instant::now();
     let gauge = metrics.in_flight(&state.metrics);
     gauge.inc();

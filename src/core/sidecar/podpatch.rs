@@ -14,8 +14,8 @@
 
 use std::collections::BTreeSet;
 
-use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOperation};
 use json_patch::jsonptr::PointerBuf;
+use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOperation};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use serde_json::{Map, Value};
 
