@@ -82,7 +82,15 @@ impl Server {
             .sum()
     }
 
-    fn stop(mut self) {
+    /// Stops the server (SIGTERM, then SIGKILL after 10 s).
+    fn stop(self) {
+        drop(self);
+    }
+}
+
+/// A server is stopped however the load test ends, a failed assertion included.
+impl Drop for Server {
+    fn drop(&mut self) {
         let _ = Command::new("kill").args(["-TERM", &self.pid().to_string()]).status();
         let deadline = Instant::now() + Duration::from_secs(10);
         while Instant::now() < deadline {
