@@ -4,13 +4,7 @@
 pub mod conversion;
 pub mod defaults;
 pub mod features;
-pub mod field;
-pub mod image;
 pub mod inplace;
-pub mod names;
-pub mod patch;
 pub mod pod_mutation;
-pub mod quantity;
-pub mod selector;
 pub mod sidecar;
 pub mod validation;

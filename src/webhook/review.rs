@@ -11,6 +11,8 @@ use kube::core::Status;
 use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
 use serde_json::Value;
 
+use crate::compat::field::{FieldError, aggregate};
+
 /// AdmissionReview versions the apiserver may send.
 pub const ADMISSION_V1: &str = "admission.k8s.io/v1";
 /// The deprecated version still sent by old apiservers.
@@ -113,6 +115,12 @@ impl Verdict {
     /// 422 invalid object, 403 policy.
     pub fn errored(code: u16, message: impl Into<String>) -> Self {
         Verdict { allowed: false, code, reason: String::new(), message: message.into(), patch: None, warnings: vec![] }
+    }
+
+    /// The answer of a validating handler: allowed when there are no field errors, else 422 with
+    /// them aggregated in Kubernetes' format.
+    pub fn validated(errors: &[FieldError]) -> Self {
+        if errors.is_empty() { Verdict::allow() } else { Verdict::errored(422, aggregate(errors)) }
     }
 
     /// Refused by policy (controller-runtime `Denied`): 403 Forbidden.

@@ -8,7 +8,7 @@ use crate::apis::common::InPlaceUpdateStrategy;
 use crate::core::features::FeatureGates;
 
 /// Defaults a CloneSet spec. Template and volume claim template defaults are applied only when
-/// `inject_template_defaults` (see [`should_inject_template_defaults`]).
+/// `inject_template_defaults` (see [`super::pod::should_inject_template_defaults`]).
 pub fn default_cloneset(
     spec: &mut CloneSetSpec,
     inject_template_defaults: bool,
@@ -38,32 +38,9 @@ pub fn default_cloneset(
     Ok(())
 }
 
-/// Template defaults are injected on CREATE, and on UPDATE only when the template changed, never
-/// with gate `TemplateNoDefaults` (spec §1.1.3 item 3). `old_template_equal` is `None` on CREATE.
-pub fn should_inject_template_defaults(old_template_equal: Option<bool>, gates: &FeatureGates) -> bool {
-    if gates.enabled(crate::core::features::Gate::TemplateNoDefaults) {
-        return false;
-    }
-    match old_template_equal {
-        None => true,
-        Some(equal) => !equal,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::features::Gate;
-
-    #[test]
-    fn inject_rule() {
-        let g = FeatureGates::default();
-        assert!(should_inject_template_defaults(None, &g));
-        assert!(should_inject_template_defaults(Some(false), &g));
-        assert!(!should_inject_template_defaults(Some(true), &g));
-        let g = g.with(Gate::TemplateNoDefaults, true);
-        assert!(!should_inject_template_defaults(None, &g));
-    }
 
     #[test]
     fn strategy_defaults() {

@@ -38,7 +38,7 @@ use super::{
 use crate::apis::SidecarSet;
 use crate::apis::keys::{SIDECARSET_HASH, SIDECARSET_HASH_WITHOUT_IMAGE, SIDECARSET_INJECTED_LIST};
 use crate::apis::sidecarset::SidecarContainer;
-use crate::core::names::is_qualified_name;
+use crate::compat::names::is_qualified_name;
 
 /// What injection reads besides the pod and the candidate sets.
 pub struct InjectionInput<'a> {

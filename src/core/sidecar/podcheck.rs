@@ -18,8 +18,8 @@ use std::collections::BTreeSet;
 use k8s_openapi::api::core::v1::{Container, Volume};
 use serde_json::Value;
 
-use crate::core::field::{FieldError, child, index};
-use crate::core::names::is_dns1123_label;
+use crate::compat::field::{FieldError, child, index};
+use crate::compat::names::is_dns1123_label;
 
 /// Validates the fake pod built from the sidecars.
 pub fn validate_fake_pod(init: &[Container], containers: &[Container], volumes: &[Volume]) -> Vec<FieldError> {
@@ -260,7 +260,7 @@ fn validate_descending_path(target: &str, path: &str, errs: &mut Vec<FieldError>
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::field::aggregate;
+    use crate::compat::field::aggregate;
     use serde_json::json;
 
     fn check(init: Value, containers: Value, volumes: Value) -> String {

@@ -1,12 +1,10 @@
 //! Validation of the kruise workloads (spec §2): pure functions from typed objects to a list of
-//! [`FieldError`](crate::core::field::FieldError)s in Kubernetes' format, plus the decisions the
+//! [`FieldError`](crate::compat::field::FieldError)s in Kubernetes' format, plus the decisions the
 //! validating handlers add on top (the InPlaceOnly guard, the recreate warning, deletion
 //! protection). One file per resource or concern, tests at the bottom of each.
 
 pub mod cloneset;
-pub mod intstr;
 pub mod meta;
-pub mod normalize;
 pub mod podtemplate;
 pub mod protection;
 pub mod statefulset;

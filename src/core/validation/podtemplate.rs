@@ -22,9 +22,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Container, PodSpec, PodTemplateSpec, Volume};
 
-use crate::core::field::{FieldError, child, index};
-use crate::core::names::{is_dns1123_label, validate_annotations, validate_labels};
-use crate::core::selector::Selector;
+use crate::compat::field::{FieldError, child, index};
+use crate::compat::names::{is_dns1123_label, validate_annotations, validate_labels};
+use crate::compat::selector::Selector;
 
 /// Volume sources in the order Kubernetes' `validateVolumeSource` checks them (JSON names).
 const VOLUME_SOURCES: &[&str] = &[
@@ -88,8 +88,8 @@ pub fn validate_workload_selector(
     match selector {
         None => errs.push(FieldError::required("spec.selector", "")),
         Some(sel) => {
-            errs.extend(crate::core::selector::validate_label_selector(sel, "spec.selector"));
-            if crate::core::selector::is_empty(sel) {
+            errs.extend(crate::compat::selector::validate_label_selector(sel, "spec.selector"));
+            if crate::compat::selector::is_empty(sel) {
                 let detail = format!("empty selector is invalid for {kind}");
                 errs.push(FieldError::invalid("spec.selector", super::json(sel), &detail));
             }
@@ -435,9 +435,9 @@ fn volume_mounts(c: &Container, volumes: &BTreeSet<String>, path: &str) -> Vec<F
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::compat::field::aggregate;
     use crate::core::defaults::pod::default_pod_spec;
     use crate::core::features::FeatureGates;
-    use crate::core::field::aggregate;
     use serde_json::{Value, json};
 
     /// A valid template, defaulted as the webhook sees it.

@@ -5,10 +5,11 @@ use kube::core::admission::Operation;
 use serde_json::json;
 
 use super::review::{Review, Verdict};
-use super::{Context, decode_object, writes_object};
+use super::{Context, decode_object, require_version, writes_object};
 use crate::apis::CloneSet;
-use crate::core::defaults::cloneset::{default_cloneset, should_inject_template_defaults};
-use crate::core::patch::Overlay;
+use crate::compat::patch::Overlay;
+use crate::core::defaults::cloneset::default_cloneset;
+use crate::core::defaults::pod::should_inject_template_defaults;
 
 /// Answers a CloneSet CREATE or UPDATE with its defaults.
 pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
@@ -16,8 +17,8 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     if !writes_object(&req.operation) {
         return Verdict::allow();
     }
-    if req.resource.version != "v1alpha1" {
-        return Verdict::errored(400, format!("unsupported version: {}", req.resource.version));
+    if let Err(v) = require_version(review, "v1alpha1") {
+        return v;
     }
     let mut cloneset: CloneSet = match decode_object(review.object.as_ref(), "CloneSet") {
         Ok(c) => c,
