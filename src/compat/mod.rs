@@ -9,6 +9,7 @@
 //! | [`field`] | `k8s.io/apimachinery/pkg/util/validation/field` and `pkg/util/errors.NewAggregate` |
 //! | [`selector`] | `k8s.io/apimachinery/pkg/labels`, `pkg/apis/meta/v1` label-selector helpers and validation; kruise `pkg/util/selector.go` |
 //! | [`names`] | `k8s.io/apimachinery/pkg/util/validation` (DNS-1123, qualified names, label values), `pkg/apis/meta/v1/validation`, `pkg/api/validation/objectmeta.go` |
+//! | [`podspec`] | `k8s.io/kubernetes/pkg/apis/core/validation` v1.32 (`ValidatePodTemplateSpec`, `ValidatePodSpec`, `ValidatePodCreate`: the covered part) |
 //! | [`image`] | `k8s.io/kubernetes/pkg/util/parsers` over `github.com/distribution/reference` (and the older `docker/distribution` reference for ImagePullJob) |
 //! | [`intstr`] | `k8s.io/apimachinery/pkg/util/intstr`, kruise `pkg/util` int-or-percent helpers, Go `strconv` error texts |
 //! | [`normalize`] | `encoding/json` `omitempty` on pod templates and `apimachinery/pkg/api/equality.Semantic.DeepEqual` |
@@ -28,5 +29,6 @@ pub mod metapatch;
 pub mod names;
 pub mod normalize;
 pub mod patch;
+pub mod podspec;
 pub mod quantity;
 pub mod selector;

@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::json;
 use super::meta::{validate_object_meta, validate_object_meta_update};
-use super::podtemplate::{validate_pod_template_spec, validate_workload_selector};
+use super::podtemplate::validate_workload_selector;
 use super::template_update::{in_place_only_violation, normalized_template};
 use super::update_order::{validate_priority, validate_scatter};
 use crate::apis::CloneSet;
@@ -29,6 +29,7 @@ use crate::apis::cloneset::{
 use crate::compat::field::FieldError;
 use crate::compat::intstr::{go_string_opt, kruise_scaled_value, to_value, validate_nonnegative};
 use crate::compat::normalize::semantic_eq;
+use crate::compat::podspec::validate_pod_template_spec;
 use crate::core::features::FeatureGates;
 
 /// Pods named in `podsToDelete`, by name, as found in the CloneSet's namespace (absent = not

@@ -25,7 +25,7 @@ use serde_json::Value;
 
 use super::json;
 use super::meta::{validate_object_meta, validate_object_meta_update};
-use super::podtemplate::{validate_template_metadata, validate_workload_selector};
+use super::podtemplate::validate_workload_selector;
 use super::template_update::{in_place_only_violation, normalized_template};
 use super::update_order::priority_problem;
 use crate::apis::keys::IN_PLACE_UPDATE_READY;
@@ -39,6 +39,7 @@ use crate::compat::intstr::{
     go_atoi, k8s_value_from_int_or_percent, to_value, validate_nonnegative, validate_positive_int_or_percent,
 };
 use crate::compat::normalize::semantic_eq;
+use crate::compat::podspec::validate_template_metadata;
 use crate::compat::quantity::Quantity;
 use crate::core::features::{FeatureGates, Gate};
 
