@@ -5,25 +5,35 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod sidecar_common;
+mod common;
 
+use common::sidecar::*;
+use common::*;
+use kruise::webhook::request::ReviewRequest;
 use kruise::webhook::{Context, Handler};
+use kube::core::admission::Operation;
 use serde_json::{Value, json};
-use sidecar_common::*;
 
-const RESOURCE: (&str, &str, &str) = ("apps.kruise.io", "v1alpha1", "sidecarsets");
+/// A review of SidecarSet `set` (with `old` as oldObject, if any).
+fn review(op: Operation, set: &Value, old: Option<&Value>) -> ReviewRequest {
+    let review = ReviewRequest::new(op, "apps.kruise.io", "v1alpha1", "SidecarSet", "sidecarsets").object(set.clone());
+    match old {
+        Some(old) => review.old_object(old.clone()),
+        None => review,
+    }
+}
 
 /// Mutates then validates `set` (and `old` for an UPDATE); returns the validating verdict.
 fn admit(ctx: &Context, set: &Value, old: Option<&Value>) -> kruise::webhook::Verdict {
-    let op = if old.is_some() { "UPDATE" } else { "CREATE" };
-    let mutate = |obj: &Value, op: &str, old: Option<&Value>| {
-        let v = run(ctx, Handler::MutateSidecarSet, &review_json(op, RESOURCE, "", obj, old));
+    let op = if old.is_some() { Operation::Update } else { Operation::Create };
+    let mutate = |obj: &Value, op: Operation, old: Option<&Value>| {
+        let v = run(ctx, Handler::MutateSidecarSet, &review(op, obj, old));
         assert!(v.allowed, "mutation refused: {}", v.message);
-        apply(obj, &v)
+        apply(obj, v.patch.as_ref())
     };
-    let old = old.map(|o| mutate(o, "CREATE", None));
-    let set = mutate(set, op, old.as_ref());
-    run(ctx, Handler::ValidateSidecarSet, &review_json(op, RESOURCE, "", &set, old.as_ref()))
+    let old = old.map(|o| mutate(o, Operation::Create, None));
+    let set = mutate(set, op.clone(), old.as_ref());
+    run(ctx, Handler::ValidateSidecarSet, &review(op, &set, old.as_ref()))
 }
 
 enum Want {
@@ -105,8 +115,8 @@ fn mutation_defaults_and_hashes() {
         json!({"containers": [{"name": "dns-f", "image": "dns:1.0"}],
         "patchPodMetadata": [{"annotations": {"key1": "value1"}}], "injectionStrategy": {"revision": {"customVersion": "1"}}}),
     );
-    let v = run(&ctx, Handler::MutateSidecarSet, &review_json("CREATE", RESOURCE, "", &fixture, None));
-    let out = apply(&fixture, &v);
+    let v = run(&ctx, Handler::MutateSidecarSet, &review(Operation::Create, &fixture, None));
+    let out = apply(&fixture, v.patch.as_ref());
     assert_eq!(
         out["metadata"]["annotations"]["kruise.io/sidecarset-hash"],
         "6wbd76bd7984x24fb4f44fv9222cw9v9bcf85x766744wddd4zwx927zzz2zb684"
@@ -120,19 +130,21 @@ fn mutation_defaults_and_hashes() {
     assert_eq!(out["spec"]["patchPodMetadata"][0]["patchPolicy"], "Retain");
     assert_eq!(out["spec"]["revisionHistoryLimit"], 10);
     // Defaulted objects are left alone; unknown fields survive.
-    let again = run(&ctx, Handler::MutateSidecarSet, &review_json("UPDATE", RESOURCE, "", &out, Some(&out)));
+    let again = run(&ctx, Handler::MutateSidecarSet, &review(Operation::Update, &out, Some(&out)));
     assert!(again.patch.is_none(), "{:?}", again.patch);
     let extra = with_field(&fixture, "futureField", json!(1));
     assert_eq!(
-        apply(&extra, &run(&ctx, Handler::MutateSidecarSet, &review_json("CREATE", RESOURCE, "", &extra, None)))["spec"]
+        apply(&extra, run(&ctx, Handler::MutateSidecarSet, &review(Operation::Create, &extra, None)).patch.as_ref())["spec"]
             ["futureField"],
         1
     );
     // A changed image changes the hash but not the hash without image.
     let mut newer = out.clone();
     newer["spec"]["containers"][0]["image"] = json!("dns:2.0");
-    let newer =
-        apply(&newer, &run(&ctx, Handler::MutateSidecarSet, &review_json("UPDATE", RESOURCE, "", &newer, Some(&out))));
+    let newer = apply(
+        &newer,
+        run(&ctx, Handler::MutateSidecarSet, &review(Operation::Update, &newer, Some(&out))).patch.as_ref(),
+    );
     assert_ne!(
         newer["metadata"]["annotations"]["kruise.io/sidecarset-hash"],
         out["metadata"]["annotations"]["kruise.io/sidecarset-hash"]
@@ -142,17 +154,16 @@ fn mutation_defaults_and_hashes() {
         out["metadata"]["annotations"]["kruise.io/sidecarset-hash-without-image"]
     );
     // Other versions and bad quantities are refused with 400; DELETE is allowed untouched.
-    let mut body = review_json("CREATE", ("apps.kruise.io", "v1beta1", "sidecarsets"), "", &fixture, None);
+    let mut body = ReviewRequest::new(Operation::Create, "apps.kruise.io", "v1beta1", "SidecarSet", "sidecarsets")
+        .object(fixture.clone());
     assert_eq!(run(&ctx, Handler::MutateSidecarSet, &body).code, 400);
-    body = review_json(
-        "CREATE",
-        RESOURCE,
-        "",
+    body = review(
+        Operation::Create,
         &spec(json!({"containers": [container(json!({"resources": {"limits": {"cpu": "lots"}}}))]})),
         None,
     );
     assert_eq!(run(&ctx, Handler::MutateSidecarSet, &body).code, 400);
-    body = review_json("DELETE", RESOURCE, "", &fixture, None);
+    body = review(Operation::Delete, &fixture, None);
     assert!(run(&ctx, Handler::MutateSidecarSet, &body).allowed);
     assert!(run(&ctx, Handler::ValidateSidecarSet, &body).allowed);
 }

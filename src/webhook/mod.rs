@@ -9,6 +9,7 @@ pub mod mutate_pod;
 pub mod mutate_sidecarset;
 pub mod mutate_statefulset;
 pub mod paths;
+pub mod request;
 pub mod review;
 pub mod validate_cloneset;
 pub mod validate_sidecarset;

@@ -7,7 +7,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Container, EphemeralContainer, HTTPGetAction, Lifecycle, ObjectFieldSelector, PersistentVolumeClaim,
-    PodSecurityContext, PodSpec, Probe, ResourceRequirements, Volume,
+    PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, Volume,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -43,6 +43,22 @@ pub fn should_inject_template_defaults(old_template_equal: Option<bool>, gates: 
         None => true,
         Some(equal) => !equal,
     }
+}
+
+/// The template defaults of a CloneSet or Advanced StatefulSet (`spec.template.spec`,
+/// `spec.volumeClaimTemplates[i]`), applied when [`should_inject_template_defaults`].
+pub fn default_workload_templates(
+    template: &mut PodTemplateSpec,
+    claims: &mut [PersistentVolumeClaim],
+    gates: &FeatureGates,
+) -> Result<(), QuantityError> {
+    if let Some(pod_spec) = template.spec.as_mut() {
+        default_pod_spec(pod_spec, gates, "spec.template.spec")?;
+    }
+    for (i, vct) in claims.iter_mut().enumerate() {
+        default_volume_claim_template(vct, &format!("spec.volumeClaimTemplates[{i}]"))?;
+    }
+    Ok(())
 }
 
 /// Applies kruise's `SetDefaultPodSpec` to a pod template spec. `path` names the spec in errors.
