@@ -495,3 +495,6 @@ fn validate_container_changes(new: &[SidecarContainer], old: &[SidecarContainer]
     }
     errs
 }
+
+#[cfg(test)]
+mod tests;
