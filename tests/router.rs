@@ -9,12 +9,6 @@ mod common;
 
 use common::app::App;
 use common::*;
-use serde_json::{Value, json};
-
-fn review_body(mut review: Value, api_version: &str) -> Vec<u8> {
-    review["apiVersion"] = json!(api_version);
-    serde_json::to_vec(&review).unwrap()
-}
 
 #[tokio::test]
 async fn negative_http_cases() {

@@ -10,12 +10,6 @@ mod common;
 use std::time::Duration;
 
 use common::*;
-use serde_json::{Value, json};
-
-fn review_body(mut review: Value, api_version: &str) -> Vec<u8> {
-    review["apiVersion"] = json!(api_version);
-    serde_json::to_vec(&review).unwrap()
-}
 
 #[tokio::test]
 async fn tls_round_trip_verifies_ca_and_service_name() {

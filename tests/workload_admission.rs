@@ -11,7 +11,7 @@ mod common;
 use std::sync::Arc;
 
 use common::app::App;
-use common::objects::{CloneSetBuilder, ContainerExt, StatefulSetBuilder, container};
+use common::objects::{CloneSetBuilder, ContainerExt, StatefulSetBuilder, WorkloadBuilder, container};
 use common::*;
 use kruise::cluster::files::Snapshot;
 use kruise::core::features::{FeatureGates, Gate};

@@ -17,6 +17,7 @@ pub mod validate_statefulset;
 
 use std::sync::Arc;
 
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::admission::Operation;
 use serde::de::DeserializeOwned;
 use serde_json::Value;
@@ -61,6 +62,29 @@ pub(crate) fn decode_object<T: DeserializeOwned>(raw: Option<&Value>, what: &str
 /// Whether the operation carries a new object (CREATE or UPDATE).
 pub(crate) fn writes_object(op: &Operation) -> bool {
     matches!(op, Operation::Create | Operation::Update)
+}
+
+/// The answer to a workload DELETE: 403 when deletion protection forbids it.
+pub(crate) fn deletion_verdict(meta: &ObjectMeta, replicas: Option<i32>, gates: &FeatureGates) -> Verdict {
+    match crate::core::validation::protection::check_workload_deletion(meta, replicas, gates) {
+        Ok(()) => Verdict::allow(),
+        Err(msg) => Verdict::errored(403, msg),
+    }
+}
+
+/// The new object of a CREATE or UPDATE for a handler serving one API version: `None` for
+/// other operations (nothing to mutate or validate), 400 for another version or an object that
+/// does not decode.
+pub(crate) fn decode_written<T: DeserializeOwned>(
+    review: &Review,
+    served: &str,
+    what: &str,
+) -> Result<Option<T>, Verdict> {
+    if !writes_object(&review.request.operation) {
+        return Ok(None);
+    }
+    require_version(review, served)?;
+    decode_object(review.object.as_ref(), what).map(Some)
 }
 
 /// 400 unless the request is for the one API version a handler serves.

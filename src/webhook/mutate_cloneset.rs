@@ -5,7 +5,7 @@ use kube::core::admission::Operation;
 use serde_json::json;
 
 use super::review::{Review, Verdict};
-use super::{Context, decode_object, require_version, writes_object};
+use super::{Context, decode_object, decode_written};
 use crate::apis::CloneSet;
 use crate::compat::patch::Overlay;
 use crate::core::defaults::cloneset::default_cloneset;
@@ -14,14 +14,9 @@ use crate::core::defaults::pod::should_inject_template_defaults;
 /// Answers a CloneSet CREATE or UPDATE with its defaults.
 pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     let req = &review.request;
-    if !writes_object(&req.operation) {
-        return Verdict::allow();
-    }
-    if let Err(v) = require_version(review, "v1alpha1") {
-        return v;
-    }
-    let mut cloneset: CloneSet = match decode_object(review.object.as_ref(), "CloneSet") {
-        Ok(c) => c,
+    let mut cloneset: CloneSet = match decode_written(review, "v1alpha1", "CloneSet") {
+        Ok(Some(o)) => o,
+        Ok(None) => return Verdict::allow(),
         Err(v) => return v,
     };
     let template_equal = if req.operation == Operation::Update {

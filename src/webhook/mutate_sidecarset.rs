@@ -2,7 +2,7 @@
 //! annotations (spec §4.11, §1.3.2); only the spec and the two hash annotations change.
 
 use super::review::{Review, Verdict};
-use super::{Context, decode_object, require_version, writes_object};
+use super::{Context, decode_written};
 use crate::apis::SidecarSet;
 use crate::apis::keys::{SIDECARSET_HASH, SIDECARSET_HASH_WITHOUT_IMAGE};
 use crate::compat::patch::Overlay;
@@ -10,14 +10,9 @@ use crate::core::sidecar::defaults::default_sidecarset;
 
 /// Answers a SidecarSet CREATE or UPDATE with its defaults and hash annotations.
 pub fn mutate(_ctx: &Context, review: &Review) -> Verdict {
-    if !writes_object(&review.request.operation) {
-        return Verdict::allow();
-    }
-    if let Err(v) = require_version(review, "v1alpha1") {
-        return v;
-    }
-    let mut set: SidecarSet = match decode_object(review.object.as_ref(), "SidecarSet") {
-        Ok(s) => s,
+    let mut set: SidecarSet = match decode_written(review, "v1alpha1", "SidecarSet") {
+        Ok(Some(o)) => o,
+        Ok(None) => return Verdict::allow(),
         Err(v) => return v,
     };
     if let Err(e) = default_sidecarset(&mut set) {

@@ -135,6 +135,15 @@ impl Verdict {
         self
     }
 
+    /// Adds the warning, if any.
+    #[must_use]
+    pub fn with_warning(self, warning: Option<String>) -> Self {
+        match warning {
+            Some(w) => self.warn(w),
+            None => self,
+        }
+    }
+
     /// Whether a patch is returned.
     pub fn is_patched(&self) -> bool {
         self.patch.is_some()

@@ -7,12 +7,11 @@
 use kube::core::admission::Operation;
 
 use super::review::{Review, Verdict};
-use super::{Context, decode_object, require_version};
+use super::{Context, decode_object, deletion_verdict, require_version};
 use crate::apis::CloneSet;
 use crate::apis::cloneset::IN_PLACE_IF_POSSIBLE;
 use crate::compat::normalize::semantic_eq;
 use crate::core::validation::cloneset::{PodsByName, pods_to_look_up, validate_create, validate_update};
-use crate::core::validation::protection::check_workload_deletion;
 use crate::core::validation::template_update::recreate_warning;
 
 /// Answers a CloneSet CREATE, UPDATE or DELETE.
@@ -46,10 +45,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 &serde_json::to_value(&old.spec.volume_claim_templates).unwrap_or_default(),
                 &serde_json::to_value(&new.spec.volume_claim_templates).unwrap_or_default(),
             );
-            match recreate_warning(&old.spec.template, &new.spec.template, &ctx.gates, claims_changed) {
-                Some(w) => answer.warn(w),
-                None => answer,
-            }
+            answer.with_warning(recreate_warning(&old.spec.template, &new.spec.template, &ctx.gates, claims_changed))
         }
         Operation::Delete => {
             // Kubernetes < 1.16 sends no oldObject on DELETE: nothing to check.
@@ -60,10 +56,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 Ok(c) => c,
                 Err(v) => return v,
             };
-            match check_workload_deletion(&old.metadata, old.spec.replicas, &ctx.gates) {
-                Ok(()) => Verdict::allow(),
-                Err(msg) => Verdict::errored(403, msg),
-            }
+            deletion_verdict(&old.metadata, old.spec.replicas, &ctx.gates)
         }
         Operation::Connect => Verdict::allow(),
     }

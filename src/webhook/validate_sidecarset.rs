@@ -7,7 +7,7 @@ use std::sync::OnceLock;
 use kube::core::admission::Operation;
 
 use super::review::{Review, Verdict};
-use super::{Context, decode_object, require_version, writes_object};
+use super::{Context, decode_object, decode_written};
 use crate::apis::SidecarSet;
 use crate::core::sidecar::DEFAULT_KRUISE_NAMESPACE;
 use crate::core::sidecar::validate::{CONFIGURATION_NAME, ValidationInput, WHITELIST_KEY, validate_sidecarset};
@@ -27,14 +27,9 @@ pub(crate) fn kruise_namespace() -> &'static str {
 /// Answers a SidecarSet CREATE or UPDATE: allowed, or 422 with every field error.
 pub fn validate(ctx: &Context, review: &Review) -> Verdict {
     let req = &review.request;
-    if !writes_object(&req.operation) {
-        return Verdict::allow();
-    }
-    if let Err(v) = require_version(review, "v1alpha1") {
-        return v;
-    }
-    let set: SidecarSet = match decode_object(review.object.as_ref(), "SidecarSet") {
-        Ok(s) => s,
+    let set: SidecarSet = match decode_written(review, "v1alpha1", "SidecarSet") {
+        Ok(Some(o)) => o,
+        Ok(None) => return Verdict::allow(),
         Err(v) => return v,
     };
     let old: Option<SidecarSet> = if req.operation == Operation::Update {

@@ -7,9 +7,8 @@
 use kube::core::admission::Operation;
 
 use super::review::{Review, Verdict};
-use super::{Context, decode_statefulset};
+use super::{Context, decode_statefulset, deletion_verdict};
 use crate::apis::statefulset::IN_PLACE_IF_POSSIBLE;
-use crate::core::validation::protection::check_workload_deletion;
 use crate::core::validation::statefulset::{validate_create, validate_update};
 use crate::core::validation::template_update::recreate_warning;
 
@@ -35,10 +34,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
             if !answer.allowed || policy != Some(IN_PLACE_IF_POSSIBLE) {
                 return answer;
             }
-            match recreate_warning(&old.spec.template, &new.spec.template, &ctx.gates, false) {
-                Some(w) => answer.warn(w),
-                None => answer,
-            }
+            answer.with_warning(recreate_warning(&old.spec.template, &new.spec.template, &ctx.gates, false))
         }
         Operation::Delete => {
             // Kubernetes < 1.16 sends no oldObject on DELETE: nothing to check.
@@ -46,10 +42,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 return Verdict::allow();
             }
             match decode(review.old_object.as_ref(), "old StatefulSet") {
-                Ok(old) => match check_workload_deletion(&old.metadata, old.spec.replicas, &ctx.gates) {
-                    Ok(()) => Verdict::allow(),
-                    Err(msg) => Verdict::errored(403, msg),
-                },
+                Ok(old) => deletion_verdict(&old.metadata, old.spec.replicas, &ctx.gates),
                 Err(v) => v,
             }
         }

@@ -76,6 +76,12 @@ pub fn example_review(name: &str) -> Value {
     serde_json::from_slice(&std::fs::read(&path).expect("example")).expect("example JSON")
 }
 
+/// A review body with its envelope's `apiVersion` set (`admission.k8s.io/v1` or `v1beta1`).
+pub fn review_body(mut review: Value, api_version: &str) -> Vec<u8> {
+    review["apiVersion"] = api_version.into();
+    serde_json::to_vec(&review).unwrap()
+}
+
 /// `v` with the JSON pointer `pointer` set to `value` (a missing last key is added to its
 /// existing parent object).
 pub fn set(mut v: Value, pointer: &str, value: Value) -> Value {

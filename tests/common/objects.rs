@@ -1,13 +1,14 @@
 //! Typed builders of the objects tests and benches send: each starts from the smallest valid
 //! manifest a user would write (no defaults) and changes one thing per call, e.g.
-//! `CloneSetBuilder::new("web").replicas(3).container(container("main", "nginx:1.27"))`.
+//! `CloneSetBuilder::new("web").replicas(3).container(container("main", "nginx:1.27"))` (the
+//! workload methods come from [`WorkloadBuilder`]).
 //! `build()` gives the typed object, `json()` the manifest as the apiserver would send it.
 //! (Tests that probe raw JSON — unknown fields, odd keys, wrong types — keep writing JSON.)
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
-    Container, EmptyDirVolumeSource, EnvVar, Pod, PodSpec, PodTemplateSpec, Volume, VolumeMount,
+    Container, EmptyDirVolumeSource, EnvVar, Pod, PodReadinessGate, PodSpec, PodTemplateSpec, Volume, VolumeMount,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
@@ -70,62 +71,112 @@ impl ContainerExt for Container {
     }
 }
 
-/// A pod template with labels and containers.
-fn template(labels_: &BTreeMap<String, String>, containers: &[Container]) -> PodTemplateSpec {
-    PodTemplateSpec {
-        metadata: Some(ObjectMeta { labels: Some(labels_.clone()), ..Default::default() }),
-        spec: Some(PodSpec { containers: containers.to_vec(), ..Default::default() }),
+/// What CloneSets and Advanced StatefulSets share: metadata, replicas, the selector and the pod
+/// template.
+pub struct Workload {
+    metadata: ObjectMeta,
+    replicas: Option<i32>,
+    labels: BTreeMap<String, String>,
+    containers: Vec<Container>,
+    readiness_gates: Vec<String>,
+}
+
+impl Workload {
+    fn new(name: &str) -> Self {
+        Workload {
+            metadata: meta(name, Some("default")),
+            replicas: None,
+            labels: labels(&[("app", name)]),
+            containers: Vec::new(),
+            readiness_gates: Vec::new(),
+        }
+    }
+
+    fn selector(&self) -> Option<LabelSelector> {
+        Some(LabelSelector { match_labels: Some(self.labels.clone()), ..Default::default() })
+    }
+
+    /// The template: the labels, the containers (`main`/`nginx:1.27` when none) and the gates.
+    fn template(&self) -> PodTemplateSpec {
+        let containers =
+            if self.containers.is_empty() { vec![container("main", "nginx:1.27")] } else { self.containers.clone() };
+        let gates: Vec<PodReadinessGate> =
+            self.readiness_gates.iter().map(|c| PodReadinessGate { condition_type: c.clone() }).collect();
+        PodTemplateSpec {
+            metadata: Some(ObjectMeta { labels: Some(self.labels.clone()), ..Default::default() }),
+            spec: Some(PodSpec {
+                containers,
+                readiness_gates: (!gates.is_empty()).then_some(gates),
+                ..Default::default()
+            }),
+        }
     }
 }
 
-/// A CloneSet `apps.kruise.io/v1alpha1` in namespace `default`, selecting and labelling its pods
-/// `app=<name>`.
+/// The builder methods of every workload: in namespace `default`, selecting and labelling its
+/// pods `app=<name>`.
+pub trait WorkloadBuilder: Sized {
+    fn workload(&mut self) -> &mut Workload;
+
+    fn namespace(mut self, namespace: &str) -> Self {
+        self.workload().metadata.namespace = Some(namespace.into());
+        self
+    }
+
+    fn uid(mut self, uid: &str) -> Self {
+        self.workload().metadata.uid = Some(uid.into());
+        self
+    }
+
+    fn replicas(mut self, replicas: i32) -> Self {
+        self.workload().replicas = Some(replicas);
+        self
+    }
+
+    /// Appends a container to the template.
+    fn container(mut self, container: Container) -> Self {
+        self.workload().containers.push(container);
+        self
+    }
+
+    /// Adds a readiness gate to the template (e.g. `InPlaceUpdateReady`).
+    fn readiness_gate(mut self, condition: &str) -> Self {
+        self.workload().readiness_gates.push(condition.into());
+        self
+    }
+}
+
+/// A CloneSet `apps.kruise.io/v1alpha1`.
 pub struct CloneSetBuilder {
-    object: CloneSet,
-    labels: BTreeMap<String, String>,
-    containers: Vec<Container>,
+    workload: Workload,
+    update_strategy: String,
+}
+
+impl WorkloadBuilder for CloneSetBuilder {
+    fn workload(&mut self) -> &mut Workload {
+        &mut self.workload
+    }
 }
 
 impl CloneSetBuilder {
     pub fn new(name: &str) -> Self {
-        let mut object = CloneSet::new(name, Default::default());
-        object.metadata.namespace = Some("default".into());
-        CloneSetBuilder { object, labels: labels(&[("app", name)]), containers: Vec::new() }
-    }
-
-    pub fn namespace(mut self, namespace: &str) -> Self {
-        self.object.metadata.namespace = Some(namespace.into());
-        self
-    }
-
-    pub fn uid(mut self, uid: &str) -> Self {
-        self.object.metadata.uid = Some(uid.into());
-        self
-    }
-
-    pub fn replicas(mut self, replicas: i32) -> Self {
-        self.object.spec.replicas = Some(replicas);
-        self
-    }
-
-    /// Appends a container to the template (a CloneSet without one gets `main`/`nginx:1.27`).
-    pub fn container(mut self, container: Container) -> Self {
-        self.containers.push(container);
-        self
+        CloneSetBuilder { workload: Workload::new(name), update_strategy: String::new() }
     }
 
     /// `spec.updateStrategy.type`.
     pub fn update_strategy(mut self, type_: &str) -> Self {
-        self.object.spec.update_strategy.type_ = type_.into();
+        self.update_strategy = type_.into();
         self
     }
 
     pub fn build(self) -> CloneSet {
-        let mut object = self.object;
-        let containers =
-            if self.containers.is_empty() { vec![container("main", "nginx:1.27")] } else { self.containers };
-        object.spec.selector = Some(LabelSelector { match_labels: Some(self.labels.clone()), ..Default::default() });
-        object.spec.template = template(&self.labels, &containers);
+        let w = &self.workload;
+        let mut object = CloneSet::new(w.metadata.name.as_deref().unwrap_or_default(), Default::default());
+        object.metadata = w.metadata.clone();
+        object.spec.replicas = w.replicas;
+        object.spec.selector = w.selector();
+        object.spec.template = w.template();
+        object.spec.update_strategy.type_ = self.update_strategy;
         object
     }
 
@@ -134,66 +185,31 @@ impl CloneSetBuilder {
     }
 }
 
-/// An Advanced StatefulSet (built as v1beta1; `json_v1alpha1` converts) in namespace `default`,
-/// selecting and labelling its pods `app=<name>`, with `serviceName: <name>`.
+/// An Advanced StatefulSet (built as v1beta1; `json_v1alpha1` converts), `serviceName: <name>`.
 pub struct StatefulSetBuilder {
-    object: v1beta1::StatefulSet,
-    labels: BTreeMap<String, String>,
-    containers: Vec<Container>,
-    readiness_gates: Vec<String>,
+    workload: Workload,
+}
+
+impl WorkloadBuilder for StatefulSetBuilder {
+    fn workload(&mut self) -> &mut Workload {
+        &mut self.workload
+    }
 }
 
 impl StatefulSetBuilder {
     pub fn new(name: &str) -> Self {
-        let mut object = v1beta1::StatefulSet::new(name, Default::default());
-        object.metadata.namespace = Some("default".into());
-        object.spec.service_name = name.into();
-        StatefulSetBuilder { object, labels: labels(&[("app", name)]), containers: Vec::new(), readiness_gates: vec![] }
-    }
-
-    pub fn namespace(mut self, namespace: &str) -> Self {
-        self.object.metadata.namespace = Some(namespace.into());
-        self
-    }
-
-    pub fn uid(mut self, uid: &str) -> Self {
-        self.object.metadata.uid = Some(uid.into());
-        self
-    }
-
-    pub fn replicas(mut self, replicas: i32) -> Self {
-        self.object.spec.replicas = Some(replicas);
-        self
-    }
-
-    /// Appends a container to the template (a set without one gets `main`/`nginx:1.27`).
-    pub fn container(mut self, container: Container) -> Self {
-        self.containers.push(container);
-        self
-    }
-
-    /// Adds a readiness gate to the template (e.g. `InPlaceUpdateReady`).
-    pub fn readiness_gate(mut self, condition: &str) -> Self {
-        self.readiness_gates.push(condition.into());
-        self
+        StatefulSetBuilder { workload: Workload::new(name) }
     }
 
     pub fn build(self) -> v1beta1::StatefulSet {
-        let mut object = self.object;
-        let containers =
-            if self.containers.is_empty() { vec![container("main", "nginx:1.27")] } else { self.containers };
-        object.spec.selector = Some(LabelSelector { match_labels: Some(self.labels.clone()), ..Default::default() });
-        object.spec.template = template(&self.labels, &containers);
-        if !self.readiness_gates.is_empty()
-            && let Some(spec) = object.spec.template.spec.as_mut()
-        {
-            spec.readiness_gates = Some(
-                self.readiness_gates
-                    .iter()
-                    .map(|c| k8s_openapi::api::core::v1::PodReadinessGate { condition_type: c.clone() })
-                    .collect(),
-            );
-        }
+        let w = &self.workload;
+        let name = w.metadata.name.as_deref().unwrap_or_default();
+        let mut object = v1beta1::StatefulSet::new(name, Default::default());
+        object.metadata = w.metadata.clone();
+        object.spec.service_name = name.into();
+        object.spec.replicas = w.replicas;
+        object.spec.selector = w.selector();
+        object.spec.template = w.template();
         object
     }
 
@@ -274,47 +290,40 @@ impl SidecarSetBuilder {
 
 /// A Pod in namespace `default`.
 pub struct PodBuilder {
-    object: Pod,
+    metadata: ObjectMeta,
+    spec: PodSpec,
 }
 
 impl PodBuilder {
     pub fn new(name: &str) -> Self {
-        let object =
-            Pod { metadata: meta(name, Some("default")), spec: Some(PodSpec::default()), ..Default::default() };
-        PodBuilder { object }
+        PodBuilder { metadata: meta(name, Some("default")), spec: PodSpec::default() }
     }
 
     pub fn namespace(mut self, namespace: &str) -> Self {
-        self.object.metadata.namespace = Some(namespace.into());
+        self.metadata.namespace = Some(namespace.into());
         self
     }
 
     pub fn label(mut self, key: &str, value: &str) -> Self {
-        self.object.metadata.labels.get_or_insert_with(BTreeMap::new).insert(key.into(), value.into());
+        self.metadata.labels.get_or_insert_with(BTreeMap::new).insert(key.into(), value.into());
         self
     }
 
     pub fn container(mut self, container: Container) -> Self {
-        if let Some(spec) = self.object.spec.as_mut() {
-            spec.containers.push(container);
-        }
+        self.spec.containers.push(container);
         self
     }
 
     /// Adds an `emptyDir` volume.
     pub fn empty_dir(mut self, name: &str) -> Self {
-        if let Some(spec) = self.object.spec.as_mut() {
-            spec.volumes.get_or_insert_with(Vec::new).push(Volume {
-                name: name.into(),
-                empty_dir: Some(EmptyDirVolumeSource::default()),
-                ..Default::default()
-            });
-        }
+        let volume =
+            Volume { name: name.into(), empty_dir: Some(EmptyDirVolumeSource::default()), ..Default::default() };
+        self.spec.volumes.get_or_insert_with(Vec::new).push(volume);
         self
     }
 
     pub fn build(self) -> Pod {
-        self.object
+        Pod { metadata: self.metadata, spec: Some(self.spec), ..Default::default() }
     }
 
     pub fn json(self) -> Value {

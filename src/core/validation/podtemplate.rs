@@ -189,6 +189,43 @@ mod tests {
               alphanumeric characters, '-', '_' or '.', and must start and end with an alphanumeric character (e.g. \
               'MyValue',  or 'my_value',  or '12345', regex used for validation is \
               '(([A-Za-z0-9][-A-Za-z0-9_.]*)?[A-Za-z0-9])?')".into()),
+            // Mounts and devices.
+            ("device on a claim", with(|v| v["spec"]["containers"][0]["volumeDevices"] =
+                json!([{"name": "data", "devicePath": "/dev/xvda"}])), &["data"], String::new()),
+            ("device on a missing volume", with(|v| v["spec"]["containers"][0]["volumeDevices"] =
+                json!([{"name": "nope", "devicePath": "/dev/xvda"}])), &[],
+             "spec.template.spec.containers[0].volumeDevices[0].name: Not found: \"nope\"".into()),
+            ("device on a configMap", with(|v| v["spec"]["containers"][0]["volumeDevices"] =
+                json!([{"name": "conf", "devicePath": "/dev/xvda"}])), &[],
+             "[spec.template.spec.containers[0].volumeMounts[0].name: Invalid value: \"conf\": must not already exist in volumeDevices, \
+                      spec.template.spec.containers[0].volumeDevices[0].name: Invalid value: \"conf\": can only use volume source type of \
+                      PersistentVolumeClaim or Ephemeral for block mode, \
+                      spec.template.spec.containers[0].volumeDevices[0].name: Invalid value: \"conf\": must not already exist in volumeMounts]".into()),
+            ("device path twice", with(|v| v["spec"]["containers"][0]["volumeDevices"] =
+                json!([{"name": "a", "devicePath": "/dev/x"}, {"name": "b", "devicePath": "/dev/x"}])), &["a", "b"],
+             "spec.template.spec.containers[0].volumeDevices[1].devicePath: Invalid value: \"/dev/x\": must be unique".into()),
+            ("device path with backsteps", with(|v| v["spec"]["containers"][0]["volumeDevices"] =
+                json!([{"name": "a", "devicePath": "/dev/../x"}])), &["a"],
+             "spec.template.spec.containers[0].volumeDevices[0].devicePath: Invalid value: \"/dev/../x\": can not contain backsteps ('..')".into()),
+            ("mount path used by a device", with(|v| v["spec"]["containers"][0]["volumeDevices"] =
+                json!([{"name": "data", "devicePath": "/etc/conf"}])), &["data"],
+             "[spec.template.spec.containers[0].volumeMounts[0].mountPath: Invalid value: \"/etc/conf\": must not already exist as a path in volumeDevices, \
+                      spec.template.spec.containers[0].volumeDevices[0].devicePath: Invalid value: \"/etc/conf\": must not already exist as a path in volumeMounts]".into()),
+            ("absolute subPath", with(|v| v["spec"]["containers"][0]["volumeMounts"][0]["subPath"] = json!("/x")), &[],
+             "spec.template.spec.containers[0].volumeMounts.subPath: Invalid value: \"/x\": must be a relative path".into()),
+            ("subPath with backsteps", with(|v| v["spec"]["containers"][0]["volumeMounts"][0]["subPath"] = json!("a/../b")), &[],
+             "spec.template.spec.containers[0].volumeMounts.subPath: Invalid value: \"a/../b\": must not contain '..'".into()),
+            ("a backslash is not a separator", with(|v| v["spec"]["containers"][0]["volumeMounts"][0]["subPath"] = json!("a\\..")), &[],
+             String::new()),
+            ("subPath and subPathExpr", with(|v| {
+                v["spec"]["containers"][0]["volumeMounts"][0]["subPath"] = json!("a");
+                v["spec"]["containers"][0]["volumeMounts"][0]["subPathExpr"] = json!("$(POD)");
+            }), &[], "spec.template.spec.containers[0].volumeMounts[0].subPathExpr: Invalid value: \"$(POD)\": subPathExpr and subPath are mutually exclusive".into()),
+            ("a volume with errors cannot be mounted", with(|v| v["spec"]["volumes"][0]["name"] = json!("Conf")), &[],
+             "[spec.template.spec.volumes[0].name: Invalid value: \"Conf\": a lowercase RFC 1123 label must consist of \
+                      lower case alphanumeric characters or '-', and must start and end with an alphanumeric character (e.g. \
+                      'my-name',  or '123-abc', regex used for validation is '[a-z0-9]([-a-z0-9]*[a-z0-9])?'), \
+                      spec.template.spec.containers[0].volumeMounts[0].name: Not found: \"conf\"]".into()),
         ];
         for (name, template, claims, want) in cases {
             assert_eq!(check(template, claims), want, "{name}");
