@@ -29,14 +29,10 @@ fn review(
     object: &Value,
     old: Option<&Value>,
 ) -> ReviewRequest {
-    let review = ReviewRequest::new(op, "apps.kruise.io", version, kind, resource)
+    ReviewRequest::new(op, "apps.kruise.io", version, kind, resource)
         .name("x")
         .namespace("default")
-        .object(object.clone());
-    match old {
-        Some(old) => review.old_object(old.clone()),
-        None => review,
-    }
+        .objects(Some(object), old)
 }
 
 /// Runs a handler; returns the verdict and the object with the patch applied.

@@ -17,11 +17,7 @@ use serde_json::{Value, json};
 
 /// A review of SidecarSet `set` (with `old` as oldObject, if any).
 fn review(op: Operation, set: &Value, old: Option<&Value>) -> ReviewRequest {
-    let review = ReviewRequest::new(op, "apps.kruise.io", "v1alpha1", "SidecarSet", "sidecarsets").object(set.clone());
-    match old {
-        Some(old) => review.old_object(old.clone()),
-        None => review,
-    }
+    ReviewRequest::new(op, "apps.kruise.io", "v1alpha1", "SidecarSet", "sidecarsets").objects(Some(set), old)
 }
 
 /// Mutates then validates `set` (and `old` for an UPDATE); returns the validating verdict.

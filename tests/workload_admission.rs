@@ -27,14 +27,7 @@ const MUTATE_STS: &str = "/mutate-apps-kruise-io-statefulset";
 /// A review of the CloneSet or StatefulSet `web` in namespace `ns` at `version`.
 fn review(kind: &str, version: &str, op: Operation, object: Option<&Value>, old: Option<&Value>) -> ReviewRequest {
     let resource = format!("{}s", kind.to_lowercase());
-    let mut review = ReviewRequest::new(op, "apps.kruise.io", version, kind, &resource).name("web").namespace("ns");
-    if let Some(o) = object {
-        review = review.object(o.clone());
-    }
-    if let Some(o) = old {
-        review = review.old_object(o.clone());
-    }
-    review
+    ReviewRequest::new(op, "apps.kruise.io", version, kind, &resource).name("web").namespace("ns").objects(object, old)
 }
 
 fn denied(response: &Value) -> (i64, String) {

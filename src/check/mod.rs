@@ -225,13 +225,7 @@ fn review_body(
     } else {
         review.cluster_scoped()
     };
-    if let Some(o) = object {
-        review = review.object(o.clone());
-    }
-    if let Some(o) = old {
-        review = review.old_object(o.clone());
-    }
-    review.to_bytes()
+    review.objects(object, old).to_bytes()
 }
 
 fn base_outcome(m: &Manifest, object: &Value, op: &'static str, ns: &str) -> Outcome {

@@ -76,6 +76,12 @@ impl ReviewRequest {
         self
     }
 
+    /// `request.object` and `request.oldObject` where given (`null` otherwise).
+    #[must_use]
+    pub fn objects(self, object: Option<&Value>, old: Option<&Value>) -> Self {
+        ReviewRequest { object: object.cloned(), old_object: old.cloned(), ..self }
+    }
+
     /// `request.uid`.
     #[must_use]
     pub fn uid(mut self, uid: impl Into<String>) -> Self {
