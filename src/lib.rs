@@ -11,6 +11,7 @@ pub mod check;
 pub mod cli;
 pub mod cluster;
 pub mod compat;
+pub mod config;
 pub mod core;
 pub mod manifests;
 pub mod metrics;
@@ -160,7 +161,7 @@ pub async fn serve(args: ServeArgs) -> Result<(), RunError> {
     let metrics = metrics::Metrics::new();
     let cluster = cluster_view(&args)?;
     let state = Arc::new(webhook::http::AppState {
-        ctx: webhook::Context { gates: args.feature_gates.clone(), cluster },
+        ctx: webhook::Context::with_gates(args.feature_gates.clone(), cluster),
         metrics: metrics.clone(),
     });
     let opts = server::ServeOptions {

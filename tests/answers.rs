@@ -127,7 +127,7 @@ fn compare(corpus: &str, got: &str) {
 }
 
 fn app(objects: &[Value], gates: &str) -> axum::Router {
-    let ctx = Context { gates: FeatureGates::parse(gates).unwrap(), cluster: Arc::new(snapshot(objects)) };
+    let ctx = Context::with_gates(FeatureGates::parse(gates).unwrap(), Arc::new(snapshot(objects)));
     router(Arc::new(AppState { ctx, metrics: Metrics::new() }))
 }
 

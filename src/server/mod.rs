@@ -11,7 +11,6 @@ pub mod tls;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -25,6 +24,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 use crate::metrics::Metrics;
+pub use admin::Readiness;
 use tls::{CertStore, TlsError};
 
 /// Transport settings of the HTTPS server.
@@ -95,7 +95,7 @@ pub struct ServerHandle {
     pub admin_addr: SocketAddr,
     /// The certificate store (tests read the served leaf).
     pub certs: Arc<CertStore>,
-    ready: Arc<AtomicBool>,
+    readiness: Arc<Readiness>,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
 }
@@ -103,13 +103,13 @@ pub struct ServerHandle {
 impl ServerHandle {
     /// Starts the shutdown sequence (what SIGTERM does).
     pub fn shutdown(&self) {
-        self.ready.store(false, Ordering::SeqCst);
+        self.readiness.shutting_down();
         let _ = self.stop.send(true);
     }
 
     /// Whether `/readyz` answers ok.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::SeqCst)
+        self.readiness.is_ready()
     }
 
     /// Waits until the server stopped.
@@ -118,36 +118,44 @@ impl ServerHandle {
     }
 }
 
-/// Loads certificates, binds both listeners and serves `app` until [`ServerHandle::shutdown`].
+/// The certificate of `--cert-dir`, both listeners and `app`, until [`ServerHandle::shutdown`]
+/// (`kruise serve --standalone` and the transport tests; in a cluster the process root composes
+/// [`bind`], [`admin::serve`] and [`serve_https`] itself).
 pub async fn start(opts: ServeOptions, app: Router, metrics: Metrics) -> Result<ServerHandle, ServeError> {
     let certs = Arc::new(CertStore::load(&opts.cert_dir)?);
-    let config = tls::server_config(Arc::clone(&certs), opts.http2)?;
-    let listener = TcpListener::bind(opts.addr).await.map_err(|source| ServeError::Bind { addr: opts.addr, source })?;
-    let admin = TcpListener::bind(opts.admin_addr)
-        .await
-        .map_err(|source| ServeError::Bind { addr: opts.admin_addr, source })?;
-    let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: opts.addr, source })?;
-    let admin_addr = admin.local_addr().map_err(|source| ServeError::Bind { addr: opts.admin_addr, source })?;
-
-    let ready = Arc::new(AtomicBool::new(true));
+    let admin = bind(opts.admin_addr).await?;
+    let admin_addr = local_addr(&admin, opts.admin_addr)?;
+    let readiness = Readiness::new(&[]);
+    let listener = bind(opts.addr).await?;
+    let addr = local_addr(&listener, opts.addr)?;
     let (stop, stop_rx) = watch::channel(false);
-
     let reload = tokio::spawn(reload_loop(Arc::clone(&certs), metrics.clone(), opts.cert_reload_interval));
     // The admin server outlives the drain so that `/readyz` answers false meanwhile.
     let (admin_stop, admin_stop_rx) = watch::channel(false);
-    let admin_task = tokio::spawn(admin::serve(admin, Arc::clone(&ready), metrics.clone(), admin_stop_rx));
-    let acceptor = TlsAcceptor::from(config);
+    let admin_task = tokio::spawn(admin::serve(admin, Arc::clone(&readiness), metrics.clone(), admin_stop_rx));
+    let config = tls::server_config(Arc::clone(&certs), opts.http2)?;
     let task = tokio::spawn(async move {
-        serve_tls(listener, acceptor, app, opts, stop_rx).await;
+        serve_https(listener, config, app, opts, stop_rx).await;
         reload.abort();
         let _ = admin_stop.send(true);
         let _ = admin_task.await;
     });
     tracing::info!(%addr, %admin_addr, "serving admission webhooks");
-    Ok(ServerHandle { addr, admin_addr, certs, ready, stop, task })
+    Ok(ServerHandle { addr, admin_addr, certs, readiness, stop, task })
 }
 
-async fn reload_loop(certs: Arc<CertStore>, metrics: Metrics, every: Duration) {
+/// Binds a listener.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, ServeError> {
+    TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })
+}
+
+/// The address a listener is bound to.
+pub fn local_addr(listener: &TcpListener, requested: SocketAddr) -> Result<SocketAddr, ServeError> {
+    listener.local_addr().map_err(|source| ServeError::Bind { addr: requested, source })
+}
+
+/// Re-reads the certificate files every `every`, counting reloads.
+pub async fn reload_loop(certs: Arc<CertStore>, metrics: Metrics, every: Duration) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -164,6 +172,19 @@ async fn reload_loop(certs: Arc<CertStore>, metrics: Metrics, every: Duration) {
             }
         }
     }
+}
+
+/// Serves `app` over TLS on `listener` until `stop` fires, then drains: keeps serving for the
+/// shutdown delay (new connections serve one request and close), then closes connections after
+/// their in-flight requests, waiting at most the shutdown timeout.
+pub async fn serve_https(
+    listener: TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    app: Router,
+    opts: ServeOptions,
+    stop: watch::Receiver<bool>,
+) {
+    serve_tls(listener, TlsAcceptor::from(config), app, opts, stop).await;
 }
 
 async fn serve_tls(

@@ -24,18 +24,31 @@ use serde_json::Value;
 
 use crate::apis::statefulset::{v1alpha1, v1beta1};
 use crate::cluster::ClusterView;
+use crate::config::Config;
 use crate::core::conversion::statefulset_to_v1beta1;
 use crate::core::features::FeatureGates;
 pub use paths::Handler;
 pub use review::{Review, Verdict};
 
-/// What handlers may read: the feature gates and the cluster view.
+/// What handlers may read: the process settings and the cluster view.
 #[derive(Clone)]
 pub struct Context {
-    /// Effective feature gates.
-    pub gates: FeatureGates,
+    /// Manager namespace, feature gates, clock.
+    pub config: Arc<Config>,
     /// Other objects of the cluster.
     pub cluster: Arc<dyn ClusterView>,
+}
+
+impl Context {
+    /// A context over `cluster` with these settings.
+    pub fn new(config: Arc<Config>, cluster: Arc<dyn ClusterView>) -> Self {
+        Self { config, cluster }
+    }
+
+    /// The default settings with these gates (tests, benches).
+    pub fn with_gates(gates: FeatureGates, cluster: Arc<dyn ClusterView>) -> Self {
+        Self::new(Arc::new(Config::with_gates(gates)), cluster)
+    }
 }
 
 /// Answers a review with the given handler. `None` when the handler does not exist yet.
