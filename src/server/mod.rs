@@ -98,6 +98,7 @@ pub struct ServerHandle {
     readiness: Arc<Readiness>,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
+    reload: Option<JoinHandle<()>>,
 }
 
 impl ServerHandle {
@@ -112,36 +113,61 @@ impl ServerHandle {
         self.readiness.is_ready()
     }
 
+    /// The readiness conditions behind `/readyz`.
+    pub fn readiness(&self) -> &Arc<Readiness> {
+        &self.readiness
+    }
+
     /// Waits until the server stopped.
     pub async fn wait(self) {
         let _ = self.task.await;
+        if let Some(reload) = self.reload {
+            reload.abort();
+        }
     }
 }
 
 /// The certificate of `--cert-dir`, both listeners and `app`, until [`ServerHandle::shutdown`]
-/// (`kruise serve --standalone` and the transport tests; in a cluster the process root composes
-/// [`bind`], [`admin::serve`] and [`serve_https`] itself).
+/// (`kruise serve --standalone` and the transport tests). The files are re-read every
+/// `cert_reload_interval`.
 pub async fn start(opts: ServeOptions, app: Router, metrics: Metrics) -> Result<ServerHandle, ServeError> {
     let certs = Arc::new(CertStore::load(&opts.cert_dir)?);
+    let reload = tokio::spawn(reload_loop(Arc::clone(&certs), metrics.clone(), opts.cert_reload_interval));
+    let handle = start_with(opts, certs, Readiness::new(&[]), app, metrics).await;
+    if handle.is_err() {
+        reload.abort();
+    }
+    let mut handle = handle?;
+    handle.reload = Some(reload);
+    Ok(handle)
+}
+
+/// Both listeners and `app`, serving whatever `certs` holds (the process root in a cluster,
+/// where the certificate Secret's watcher fills the store) and answering `/readyz` from
+/// `readiness`, until [`ServerHandle::shutdown`].
+pub async fn start_with(
+    opts: ServeOptions,
+    certs: Arc<CertStore>,
+    readiness: Arc<Readiness>,
+    app: Router,
+    metrics: Metrics,
+) -> Result<ServerHandle, ServeError> {
     let admin = bind(opts.admin_addr).await?;
     let admin_addr = local_addr(&admin, opts.admin_addr)?;
-    let readiness = Readiness::new(&[]);
     let listener = bind(opts.addr).await?;
     let addr = local_addr(&listener, opts.addr)?;
     let (stop, stop_rx) = watch::channel(false);
-    let reload = tokio::spawn(reload_loop(Arc::clone(&certs), metrics.clone(), opts.cert_reload_interval));
     // The admin server outlives the drain so that `/readyz` answers false meanwhile.
     let (admin_stop, admin_stop_rx) = watch::channel(false);
     let admin_task = tokio::spawn(admin::serve(admin, Arc::clone(&readiness), metrics.clone(), admin_stop_rx));
     let config = tls::server_config(Arc::clone(&certs), opts.http2)?;
     let task = tokio::spawn(async move {
         serve_https(listener, config, app, opts, stop_rx).await;
-        reload.abort();
         let _ = admin_stop.send(true);
         let _ = admin_task.await;
     });
     tracing::info!(%addr, %admin_addr, "serving admission webhooks");
-    Ok(ServerHandle { addr, admin_addr, certs, readiness, stop, task })
+    Ok(ServerHandle { addr, admin_addr, certs, readiness, stop, task, reload: None })
 }
 
 /// Binds a listener.

@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use arc_swap::ArcSwap;
+use arc_swap::ArcSwapOption;
 use rustls::ServerConfig;
 use rustls::crypto::CryptoProvider;
 use rustls::server::{ClientHello, ResolvesServerCert};
@@ -80,7 +80,7 @@ pub fn certified_key(
 /// certificate Secret's watcher in a cluster).
 pub struct CertStore {
     files: Option<(PathBuf, PathBuf)>,
-    current: ArcSwap<CertifiedKey>,
+    current: ArcSwapOption<CertifiedKey>,
     last_bytes: Mutex<(Vec<u8>, Vec<u8>)>,
 }
 
@@ -99,7 +99,7 @@ impl CertStore {
         let certified = certified_key(&cert, &key, &cert_path, &key_path)?;
         Ok(CertStore {
             files: Some((cert_path, key_path)),
-            current: ArcSwap::from_pointee(certified),
+            current: ArcSwapOption::from_pointee(certified),
             last_bytes: Mutex::new((cert, key)),
         })
     }
@@ -109,9 +109,20 @@ impl CertStore {
         let certified = certified_key(cert, key, Path::new(what), Path::new(what))?;
         Ok(CertStore {
             files: None,
-            current: ArcSwap::from_pointee(certified),
+            current: ArcSwapOption::from_pointee(certified),
             last_bytes: Mutex::new((cert.to_vec(), key.to_vec())),
         })
+    }
+
+    /// A store serving nothing yet: handshakes fail until [`CertStore::replace`] gives it a pair
+    /// (a replica whose certificate Secret does not exist yet).
+    pub fn empty() -> Self {
+        CertStore { files: None, current: ArcSwapOption::empty(), last_bytes: Mutex::new((Vec::new(), Vec::new())) }
+    }
+
+    /// Whether a certificate is served.
+    pub fn is_loaded(&self) -> bool {
+        self.current.load().is_some()
     }
 
     /// Serves this PEM pair from the next handshake on, when it differs from the current one and
@@ -124,7 +135,7 @@ impl CertStore {
             }
         }
         let certified = certified_key(cert, key, Path::new(what), Path::new(what))?;
-        self.current.store(Arc::new(certified));
+        self.current.store(Some(Arc::new(certified)));
         if let Ok(mut last) = self.last_bytes.lock() {
             *last = (cert.to_vec(), key.to_vec());
         }
@@ -144,7 +155,7 @@ impl CertStore {
             }
         }
         let certified = certified_key(&cert, &key, cert_path, key_path)?;
-        self.current.store(Arc::new(certified));
+        self.current.store(Some(Arc::new(certified)));
         if let Ok(mut last) = self.last_bytes.lock() {
             *last = (cert, key);
         }
@@ -153,7 +164,7 @@ impl CertStore {
 
     /// The DER leaf certificate currently served.
     pub fn leaf(&self) -> Option<CertificateDer<'static>> {
-        self.current.load().cert.first().cloned()
+        self.current.load().as_ref().and_then(|c| c.cert.first().cloned())
     }
 
     /// The PEM chain currently served.
@@ -169,7 +180,7 @@ fn read_pair(cert_path: &Path, key_path: &Path) -> Result<(Vec<u8>, Vec<u8>), Tl
 
 impl ResolvesServerCert for CertStore {
     fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.current.load_full())
+        self.current.load_full()
     }
 }
 
