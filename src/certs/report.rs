@@ -45,7 +45,11 @@ pub async fn report(
     serving_ca: Option<&str>,
     now: SystemTime,
 ) -> Result<(), kube::Error> {
-    let renew = jiff::Timestamp::try_from(now).map(|t| t.to_string()).unwrap_or_default();
+    // MicroTime's own encoding (microseconds: the apiserver refuses nanoseconds).
+    let renew = jiff::Timestamp::try_from(now)
+        .ok()
+        .and_then(|t| serde_json::to_value(k8s_openapi::apimachinery::pkg::apis::meta::v1::MicroTime(t)).ok())
+        .unwrap_or_default();
     let mut annotations = BTreeMap::new();
     // An empty value says "serves nothing yet" (apply would not remove a key left out).
     annotations.insert(SERVING_CA, serving_ca.unwrap_or_default());
