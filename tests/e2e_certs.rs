@@ -212,7 +212,7 @@ impl Rig {
         let deadline = Instant::now() + within;
         loop {
             let secret = self.secret().await;
-            let bundle = secret.as_ref().and_then(|s| bundle_of(s)).map(|b| fingerprints(b.as_bytes()));
+            let bundle = secret.as_ref().and_then(bundle_of).map(|b| fingerprints(b.as_bytes()));
             let trusted = self.trusted().await;
             let ready = self.replicas.iter().all(|r| r.server.is_ready());
             if let Some(bundle) = &bundle
