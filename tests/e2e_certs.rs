@@ -36,17 +36,23 @@ fn cluster() -> &'static TestCluster {
     TestCluster::shared().unwrap_or_else(|e| panic!("the test cluster did not start: {e}"))
 }
 
-/// An admission answer allowing everything, counted.
+/// An admission answer allowing everything, counted, on a connection closed after it.
 fn app(served: Arc<AtomicUsize>) -> Router {
     let answer = move |body: axum::Json<Value>| {
         let served = Arc::clone(&served);
         async move {
             served.fetch_add(1, Ordering::Relaxed);
-            axum::Json(json!({
-                "apiVersion": "admission.k8s.io/v1",
-                "kind": "AdmissionReview",
-                "response": {"uid": body.0["request"]["uid"], "allowed": true}
-            }))
+            // Every call closes its connection, so every call is a new TLS handshake with the
+            // certificate served at that moment (pooled keep-alive connections would hide a
+            // certificate the apiserver cannot verify).
+            (
+                [(axum::http::header::CONNECTION, "close")],
+                axum::Json(json!({
+                    "apiVersion": "admission.k8s.io/v1",
+                    "kind": "AdmissionReview",
+                    "response": {"uid": body.0["request"]["uid"], "allowed": true}
+                })),
+            )
         }
     };
     Router::new()
@@ -318,6 +324,9 @@ async fn a_fresh_install_creates_the_secret_publishes_the_bundle_and_serves() {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn leaf_renewal_and_ca_rotation_under_load_fail_no_request() {
+    // Every webhook call is a fresh TLS handshake (see `app`): with the overlap removed (the new
+    // CA's leaf served before caBundle trusts it) this test saw 181 of 2949 calls fail with
+    // "x509: certificate signed by unknown authority".
     let mut rig = Rig::new("certs-rotate").await;
     // Short lifetimes force both: a leaf is renewed ~9 s after it is issued, the CA is rotated
     // ~25 s after it is created (when a new leaf would outlive it or a third of it is left).
@@ -336,7 +345,8 @@ async fn leaf_renewal_and_ca_rotation_under_load_fail_no_request() {
             let (mut sent, mut failures) = (0usize, Vec::new());
             while !stop.is_cancelled() {
                 sent += 1;
-                if let Err(e) = rig.admit_pod(&format!("load-{worker}-{sent}")).await {
+                if let Err(mut e) = rig.admit_pod(&format!("load-{worker}-{sent}")).await {
+                    e.truncate(300);
                     failures.push(e);
                 }
             }
@@ -384,7 +394,7 @@ async fn leaf_renewal_and_ca_rotation_under_load_fail_no_request() {
         failures.is_empty(),
         "{} of {sent} requests failed: {:?}",
         failures.len(),
-        &failures[..failures.len().min(5)]
+        &failures[..failures.len().min(3)]
     );
     assert!(sent >= 20, "a steady stream was sent ({sent})");
     assert!(served >= sent, "the apiserver called the webhooks ({served} calls for {sent} creations)");
