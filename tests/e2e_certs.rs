@@ -548,3 +548,71 @@ async fn two_leaders_at_once_create_one_ca() {
     rig.admit_pod("raced").await.unwrap();
     rig.stop().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn conversion_webhooks_of_kruise_crds_get_the_bundle() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let mut rig = Rig::new("certs-crd").await;
+    // A CRD of a group of this test's own (CRDs are cluster-scoped), converting through a webhook.
+    let group = format!("{}.certs-e2e.example.com", rig.ns.name());
+    let name = format!("widgets.{group}");
+    let schema = json!({"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}});
+    let crd = json!({
+        "apiVersion": "apiextensions.k8s.io/v1", "kind": "CustomResourceDefinition",
+        "metadata": {"name": name},
+        "spec": {
+            "group": group, "scope": "Namespaced",
+            "names": {"plural": "widgets", "singular": "widget", "kind": "Widget", "listKind": "WidgetList"},
+            "versions": [
+                {"name": "v1", "served": true, "storage": true, "schema": schema},
+                {"name": "v2", "served": true, "storage": false, "schema": schema}
+            ],
+            "conversion": {"strategy": "Webhook", "webhook": {
+                "conversionReviewVersions": ["v1"],
+                "clientConfig": {"service": {"namespace": rig.ns.name(), "name": SERVICE, "path": "/convert", "port": 443}}
+            }}
+        }
+    });
+    let crds = Api::<CustomResourceDefinition>::all(rig.client.clone());
+    crds.patch(&name, &PatchParams::apply("e2e-installer").force(), &Patch::Apply(crd)).await.unwrap();
+    rig.settings.crd_groups = vec![group.clone(), "apps.kruise.io".into()];
+    rig.start_replicas(1).await;
+    rig.start_leader("replica-0");
+    rig.converged(Duration::from_secs(60)).await;
+
+    let ca = data(&rig.secret().await.unwrap(), "ca-cert.pem").unwrap();
+    let deadline = Instant::now() + Duration::from_secs(30);
+    let stored = loop {
+        let c = crds.get(&name).await.unwrap();
+        let cc = c.spec.conversion.as_ref().and_then(|v| v.webhook.as_ref()).and_then(|w| w.client_config.clone());
+        if cc.as_ref().and_then(|cc| cc.ca_bundle.as_ref()).map(|b| fingerprints(&b.0))
+            == Some(fingerprints(ca.as_bytes()))
+        {
+            break c;
+        }
+        assert!(Instant::now() < deadline, "the CRD's conversion caBundle was not set: {cc:?}");
+        tokio::time::sleep(Duration::from_millis(200)).await;
+    };
+    let service = stored.spec.conversion.unwrap().webhook.unwrap().client_config.unwrap().service.unwrap();
+    assert_eq!(
+        (service.name.as_str(), service.path.as_deref()),
+        (SERVICE, Some("/convert")),
+        "the installer's service stays"
+    );
+    let ours: Vec<String> = stored
+        .metadata
+        .managed_fields
+        .unwrap_or_default()
+        .into_iter()
+        .filter(|m| m.manager.as_deref() == Some(kruise::certs::FIELD_MANAGER))
+        .map(|m| serde_json::to_string(&m.fields_v1.map(|f| f.0).unwrap_or_default()).unwrap())
+        .collect();
+    assert_eq!(ours.len(), 1);
+    assert!(
+        ours[0].contains("f:caBundle") && !ours[0].contains("f:service") && !ours[0].contains("f:strategy"),
+        "{}",
+        ours[0]
+    );
+    rig.stop().await;
+    crds.delete(&name, &DeleteParams::default()).await.unwrap();
+}

@@ -139,7 +139,9 @@ pub fn next_step(o: &Observed, lifetimes: Lifetimes) -> CertStep {
         let behind: Vec<&str> = o
             .replicas
             .iter()
-            .filter(|r| r.live && r.serving_ca.as_deref() != Some(ca.fingerprint.as_str()))
+            // A replica serving nothing (starting, or without a usable pair) loses nothing when the
+            // previous CA leaves the bundle: only one serving a leaf of another CA holds it back.
+            .filter(|r| r.live && r.serving_ca.as_ref().is_some_and(|fp| *fp != ca.fingerprint))
             .map(|r| r.identity.as_str())
             .collect();
         if behind.is_empty() {
@@ -345,6 +347,19 @@ mod tests {
                     o.trusted = vec![vec!["A".into(), "B".into()]; 2];
                     o.replicas[0].serving_ca = Some("B".into());
                     o.replicas[1].live = false;
+                }),
+                CertStep::FinishCaRotation,
+            ),
+            (
+                "switched, a replica serves nothing yet",
+                with(steady(2441), |o| {
+                    let s = secret(o);
+                    s.ca = Some(ca("B", 2440, 3650));
+                    s.leaf = Some(leaf("B", 2440, 365));
+                    s.bundle = vec!["A".into(), "B".into()];
+                    o.trusted = vec![vec!["A".into(), "B".into()]; 2];
+                    o.replicas[0].serving_ca = Some("B".into());
+                    o.replicas[1].serving_ca = None;
                 }),
                 CertStep::FinishCaRotation,
             ),
