@@ -127,6 +127,30 @@ pub struct ServeArgs {
     /// After the delay: time in-flight requests get to finish.
     #[arg(long, env = "KRUISE_SHUTDOWN_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
+    /// The manager namespace: SidecarSet revisions, the certificate Secret, the webhook Service
+    /// and the leader Lease live there.
+    #[arg(long, env = "POD_NAMESPACE", default_value = crate::config::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+    /// Kubeconfig to reach the cluster (default: $KUBECONFIG, ~/.kube/config, then the in-cluster
+    /// service account).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Elect a leader among replicas for everything that writes (every replica serves admission).
+    #[arg(long, env = "KRUISE_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    /// This replica's identity in the election (default: $POD_NAME or the hostname, plus a
+    /// random suffix).
+    #[arg(long)]
+    pub leader_identity: Option<String>,
+    /// How long a leader's lease stays valid without renewal.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub leader_lease_duration: Duration,
+    /// How long the leader keeps leading while renewals fail.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub leader_renew_deadline: Duration,
+    /// How often candidates try to acquire or renew the lease.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub leader_retry_period: Duration,
 }
 
 /// `kruise certs`.

@@ -6,13 +6,14 @@
 
 mod e2e_common;
 
-use e2e_common::{Kruise, Kubectl, cluster, install, root};
+use e2e_common::{Kruise, Kubectl, cluster, install, manager_kubeconfig, root};
 use serde_json::Value;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_apply_goes_through_kruise_webhooks() {
     let certs = tempfile::tempdir().unwrap();
-    let kruise = Kruise::start(certs.path(), &[]);
+    let kubeconfig = manager_kubeconfig(certs.path()).await;
+    let kruise = Kruise::start(certs.path(), &kubeconfig, &[]);
     install(&[&kruise]).await;
     let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
     let c = cluster();

@@ -51,6 +51,23 @@ impl Context {
     }
 }
 
+/// The pods a review's handler reads from the view, when there are any: `(namespace, names)`.
+/// Only the CloneSet validation reads pods (the new names of `scaleStrategy.podsToDelete`).
+pub fn pods_needed(handler: Handler, review: &Review) -> Option<(String, Vec<String>)> {
+    if handler != Handler::ValidateCloneSet {
+        return None;
+    }
+    let names = |v: Option<&Value>| -> Option<Vec<String>> {
+        let list = v?.pointer("/spec/scaleStrategy/podsToDelete")?.as_array()?;
+        Some(list.iter().filter_map(|n| n.as_str().map(str::to_string)).collect())
+    };
+    let new = names(review.object.as_ref())?;
+    let old = names(review.old_object.as_ref());
+    let wanted = crate::core::validation::cloneset::pods_to_look_up(&new, old.as_deref());
+    let namespace = review.request.namespace.clone().unwrap_or_default();
+    (!wanted.is_empty()).then_some((namespace, wanted))
+}
+
 /// Answers a review with the given handler. `None` when the handler does not exist yet.
 pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdict> {
     match handler {

@@ -65,7 +65,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
 /// The pods of `podsToDelete` that the rules need, from the CloneSet's namespace.
 fn lookup(ctx: &Context, new: &CloneSet, old: Option<&CloneSet>) -> PodsByName {
     let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
-    pods_to_look_up(&new.spec, old.map(|o| &o.spec))
+    pods_to_look_up(&new.spec.scale_strategy.pods_to_delete, old.map(|o| o.spec.scale_strategy.pods_to_delete.as_slice()))
         .into_iter()
         .filter_map(|name| ctx.cluster.pod(namespace, &name).map(|pod| (name, pod)))
         .collect()

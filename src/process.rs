@@ -1,0 +1,270 @@
+//! The process root of `kruise serve` (issue 10 item 1): one shutdown signal (SIGTERM/SIGINT
+//! cancel one [`CancellationToken`]) and every task started, supervised and stopped here — the
+//! HTTPS and admin servers, the cluster view, certificate handling, leader election and the
+//! tasks that run only while this replica leads. `/readyz` is the conjunction of what those tasks
+//! report ([`Readiness`]). Every replica serves admission and never waits for leadership.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::watch;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use crate::cli::ServeArgs;
+use crate::cluster::{self, ClusterView};
+use crate::config::{Clock, Config};
+use crate::core::leader::Timing;
+use crate::metrics::{Metrics, NameLabels};
+use crate::server::{self, Readiness, tls::CertStore};
+use crate::{leader, webhook};
+
+/// Readiness condition: every watch of the cluster view has listed once.
+pub const CACHES: &str = "caches";
+/// Readiness condition: a serving certificate is loaded.
+pub const CERTIFICATE: &str = "certificate";
+
+/// How long stopping tasks get after the server stopped.
+const TASK_STOP_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Why `serve` stopped with an error.
+#[derive(Debug, thiserror::Error)]
+pub enum RunError {
+    /// The server could not start.
+    #[error(transparent)]
+    Serve(#[from] server::ServeError),
+    /// The objects directory cannot be read.
+    #[error(transparent)]
+    Objects(#[from] cluster::files::LoadError),
+    /// Signal handlers cannot be installed.
+    #[error("cannot install signal handlers: {0}")]
+    Signal(std::io::Error),
+    /// No cluster configuration.
+    #[error("cannot configure the Kubernetes client: {0}")]
+    Client(String),
+}
+
+/// The settings every task shares, from the command line.
+pub fn config(args: &ServeArgs) -> Config {
+    Config { namespace: args.namespace.clone(), gates: args.feature_gates.clone(), clock: Clock::System }
+}
+
+/// Serves until SIGTERM or SIGINT, then shuts down gracefully.
+pub async fn serve(args: ServeArgs) -> Result<(), RunError> {
+    let stop = CancellationToken::new();
+    let signals = signal_task(stop.clone()).map_err(RunError::Signal)?;
+    let result = if args.standalone { standalone(args, stop).await } else { in_cluster(args, stop).await };
+    signals.abort();
+    result
+}
+
+fn server_options(args: &ServeArgs) -> server::ServeOptions {
+    server::ServeOptions {
+        http2: args.enable_http2,
+        cert_reload_interval: args.cert_reload_interval,
+        request_read_timeout: args.header_read_timeout,
+        idle_timeout: args.idle_timeout,
+        shutdown_delay: args.shutdown_delay,
+        shutdown_timeout: args.shutdown_timeout,
+        ..server::ServeOptions::new(args.addr, args.admin_addr, args.cert_dir.clone())
+    }
+}
+
+/// `--standalone`: the certificate of `--cert-dir`, the objects of `--objects-dir`, no cluster.
+async fn standalone(args: ServeArgs, stop: CancellationToken) -> Result<(), RunError> {
+    let metrics = Metrics::new();
+    let config = Arc::new(config(&args));
+    let view = files_view(&args, &stop)?;
+    let state = Arc::new(webhook::http::AppState::new(webhook::Context::new(config, view), metrics.clone()));
+    tracing::info!(feature_gates = %args.feature_gates, "starting (standalone)");
+    let handle = server::start(server_options(&args), webhook::http::router(state), metrics).await?;
+    stop.cancelled().await;
+    handle.shutdown();
+    handle.wait().await;
+    Ok(())
+}
+
+/// In a cluster: the live view, leader election, and the certificate of `--cert-dir`.
+async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunError> {
+    let metrics = Metrics::new();
+    let config = Arc::new(config(&args));
+    let client = client(&args).await?;
+    let readiness = Readiness::new(&[CACHES, CERTIFICATE]);
+    let mut tasks: Vec<JoinHandle<()>> = Vec::new();
+
+    let view = cluster::live::LiveView::new(client.clone(), &config.namespace, metrics.clone());
+    tasks.extend(view.start(&stop));
+    tasks.push(tokio::spawn(follow_sync(Arc::clone(&view), Arc::clone(&readiness), stop.clone())));
+
+    let certs = Arc::new(CertStore::load(&args.cert_dir).map_err(server::ServeError::from)?);
+    readiness.set(CERTIFICATE, Ok(()));
+    let reload = server::reload_loop(Arc::clone(&certs), metrics.clone(), args.cert_reload_interval);
+    tasks.push(tokio::spawn(until_cancelled(stop.clone(), reload)));
+
+    if args.leader_elect {
+        let identity = args.leader_identity.clone().unwrap_or_else(leader::default_identity);
+        let timing = Timing {
+            lease_duration: args.leader_lease_duration,
+            renew_deadline: args.leader_renew_deadline,
+            retry_period: args.leader_retry_period,
+        };
+        let elector = leader::Elector::new(client.clone(), &config.namespace, leader::LEASE_NAME, &identity, timing);
+        let (leading, leading_rx) = watch::channel(false);
+        tasks.push(tokio::spawn(elector.run(stop.clone(), leading)));
+        tasks.push(tokio::spawn(lead(leading_rx, metrics.clone(), LeaderTasks {})));
+    }
+
+    let cluster: Arc<dyn ClusterView> = view.clone();
+    let state = webhook::http::AppState::new(webhook::Context::new(Arc::clone(&config), cluster), metrics.clone())
+        .with_pods(view);
+    tracing::info!(namespace = %config.namespace, feature_gates = %config.gates, "starting");
+    let handle =
+        server::start_with(server_options(&args), certs, readiness, webhook::http::router(Arc::new(state)), metrics)
+            .await?;
+    stop.cancelled().await;
+    handle.shutdown();
+    handle.wait().await;
+    let _ = tokio::time::timeout(TASK_STOP_TIMEOUT, futures::future::join_all(tasks)).await;
+    Ok(())
+}
+
+/// What runs only while this replica leads (the writers: certificates, configurations,
+/// reconcilers). Each start gets a token cancelled the moment leadership is lost.
+struct LeaderTasks {}
+
+impl LeaderTasks {
+    fn start(&self, _token: &CancellationToken) -> Vec<JoinHandle<()>> {
+        Vec::new()
+    }
+}
+
+/// Starts the leader's tasks when `leading` turns true and cancels them as soon as it turns false
+/// (or the elector stops).
+async fn lead(mut leading: watch::Receiver<bool>, metrics: Metrics, tasks: LeaderTasks) {
+    let gauge = metrics.leader.get_or_create(&NameLabels { name: leader::LEASE_NAME.into() }).clone();
+    let mut running: Option<(CancellationToken, Vec<JoinHandle<()>>)> = None;
+    loop {
+        let now = *leading.borrow_and_update();
+        match (now, running.is_some()) {
+            (true, false) => {
+                let token = CancellationToken::new();
+                let handles = tasks.start(&token);
+                running = Some((token, handles));
+                gauge.set(1);
+            }
+            (false, true) => {
+                if let Some((token, handles)) = running.take() {
+                    token.cancel();
+                    let _ = tokio::time::timeout(TASK_STOP_TIMEOUT, futures::future::join_all(handles)).await;
+                    tracing::info!("stopped the leader's tasks");
+                }
+                gauge.set(0);
+            }
+            _ => {}
+        }
+        if leading.changed().await.is_err() {
+            break;
+        }
+    }
+    if let Some((token, handles)) = running.take() {
+        token.cancel();
+        let _ = tokio::time::timeout(TASK_STOP_TIMEOUT, futures::future::join_all(handles)).await;
+    }
+    gauge.set(0);
+}
+
+/// Keeps the [`CACHES`] condition current.
+async fn follow_sync(view: Arc<cluster::live::LiveView>, readiness: Arc<Readiness>, stop: CancellationToken) {
+    let mut tick = tokio::time::interval(Duration::from_millis(200));
+    loop {
+        tokio::select! {
+            () = stop.cancelled() => return,
+            _ = tick.tick() => {}
+        }
+        let state = view.synced();
+        let done = state.is_ok();
+        readiness.set(CACHES, state);
+        if done {
+            return;
+        }
+    }
+}
+
+async fn until_cancelled(stop: CancellationToken, task: impl std::future::Future<Output = ()>) {
+    tokio::select! {
+        () = stop.cancelled() => {}
+        () = task => {}
+    }
+}
+
+async fn client(args: &ServeArgs) -> Result<kube::Client, RunError> {
+    let err = |e: &dyn std::fmt::Display| RunError::Client(e.to_string());
+    let config = match &args.kubeconfig {
+        Some(path) => {
+            let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| err(&e))?;
+            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
+                .await
+                .map_err(|e| err(&e))?
+        }
+        None => kube::Config::infer().await.map_err(|e| err(&e))?,
+    };
+    kube::Client::try_from(config).map_err(|e| err(&e))
+}
+
+fn files_view(args: &ServeArgs, stop: &CancellationToken) -> Result<Arc<dyn ClusterView>, RunError> {
+    let Some(dir) = args.objects_dir.as_ref() else {
+        return Ok(Arc::new(cluster::EmptyView));
+    };
+    let (view, problems) = cluster::files::FileView::load(dir)?;
+    for p in &problems {
+        tracing::warn!(file = %p.path.display(), "{}", p.message);
+    }
+    tracing::info!(dir = %dir.display(), objects = view.len(), "standalone cluster view loaded");
+    let view = Arc::new(view);
+    let poller = Arc::clone(&view);
+    let stop = stop.clone();
+    tokio::spawn(async move {
+        let mut tick = tokio::time::interval(Duration::from_secs(2));
+        loop {
+            tokio::select! {
+                () = stop.cancelled() => return,
+                _ = tick.tick() => {}
+            }
+            match poller.reload_if_changed() {
+                Ok(Some(problems)) => {
+                    for p in &problems {
+                        tracing::warn!(file = %p.path.display(), "{}", p.message);
+                    }
+                    tracing::info!(objects = poller.len(), "standalone cluster view reloaded");
+                }
+                Ok(None) => {}
+                Err(e) => tracing::warn!("{e}"),
+            }
+        }
+    });
+    Ok(view)
+}
+
+/// Cancels `stop` on the first SIGTERM or SIGINT.
+fn signal_task(stop: CancellationToken) -> std::io::Result<JoinHandle<()>> {
+    #[cfg(unix)]
+    {
+        use tokio::signal::unix::{SignalKind, signal};
+        let mut term = signal(SignalKind::terminate())?;
+        let mut int = signal(SignalKind::interrupt())?;
+        Ok(tokio::spawn(async move {
+            tokio::select! {
+                _ = term.recv() => tracing::info!("SIGTERM received"),
+                _ = int.recv() => tracing::info!("SIGINT received"),
+            }
+            stop.cancel();
+        }))
+    }
+    #[cfg(not(unix))]
+    {
+        Ok(tokio::spawn(async move {
+            let _ = tokio::signal::ctrl_c().await;
+            stop.cancel();
+        }))
+    }
+}
