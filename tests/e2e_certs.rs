@@ -73,7 +73,10 @@ struct Replica {
 /// A test's namespace, Service, webhook configurations, replicas and leader.
 struct Rig {
     ns: TestNamespace,
+    /// The test's own (admin) client.
     client: kube::Client,
+    /// What `lead` and `follow` run with (admin unless a test restricts it).
+    manager: kube::Client,
     settings: Settings,
     replicas: Vec<Replica>,
     token: CancellationToken,
@@ -103,8 +106,15 @@ impl Rig {
         settings.poll = Duration::from_millis(500);
         settings.settle = Duration::from_millis(500);
         settings.report_ttl = Duration::from_secs(10);
-        let rig =
-            Rig { ns, client, settings, replicas: Vec::new(), token: CancellationToken::new(), tasks: Vec::new() };
+        let rig = Rig {
+            ns,
+            manager: client.clone(),
+            client,
+            settings,
+            replicas: Vec::new(),
+            token: CancellationToken::new(),
+            tasks: Vec::new(),
+        };
         rig.register_webhooks().await;
         rig
     }
@@ -173,7 +183,7 @@ impl Rig {
             .unwrap();
             let settings = self.settings_of(&format!("replica-{i}"), address);
             self.tasks.push(tokio::spawn(kruise::certs::follow(
-                self.client.clone(),
+                self.manager.clone(),
                 settings,
                 Arc::clone(&store),
                 Arc::clone(&readiness),
@@ -188,7 +198,7 @@ impl Rig {
 
     fn start_leader(&mut self, identity: &str) {
         let settings = self.settings_of(identity, self.replicas[0].address);
-        self.tasks.push(tokio::spawn(kruise::certs::lead(self.client.clone(), settings, self.token.child_token())));
+        self.tasks.push(tokio::spawn(kruise::certs::lead(self.manager.clone(), settings, self.token.child_token())));
     }
 
     async fn secret(&self) -> Option<Secret> {
@@ -615,4 +625,68 @@ async fn conversion_webhooks_of_kruise_crds_get_the_bundle() {
     );
     rig.stop().await;
     crds.delete(&name, &DeleteParams::default()).await.unwrap();
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn these_permissions_are_enough() {
+    use k8s_openapi::api::coordination::v1::Lease;
+    let mut rig = Rig::new("certs-rbac").await;
+    let ns = rig.ns.name().to_string();
+    // What certificate management needs, granted to a ServiceAccount of its own: in the manager
+    // namespace the Secret and the replica reports; cluster-wide the two webhook configurations
+    // (by name) and CRDs (list, and patch of their conversion caBundle).
+    let cluster_role = format!("{ns}-certs");
+    let objects = vec![
+        json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "certs", "namespace": ns}}),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "Role",
+            "metadata": {"name": "certs", "namespace": ns},
+            "rules": [
+                {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create", "update"]},
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["list", "create", "patch", "delete"]}
+            ]
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "RoleBinding",
+            "metadata": {"name": "certs", "namespace": ns},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "Role", "name": "certs"},
+            "subjects": [{"kind": "ServiceAccount", "name": "certs", "namespace": ns}]
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRole",
+            "metadata": {"name": cluster_role},
+            "rules": [
+                {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],
+                 "resourceNames": [rig.settings.mutating], "verbs": ["get", "patch"]},
+                {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
+                 "resourceNames": [rig.settings.validating], "verbs": ["get", "patch"]},
+                {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "patch"]}
+            ]
+        }),
+        json!({
+            "apiVersion": "rbac.authorization.k8s.io/v1", "kind": "ClusterRoleBinding",
+            "metadata": {"name": cluster_role},
+            "roleRef": {"apiGroup": "rbac.authorization.k8s.io", "kind": "ClusterRole", "name": cluster_role},
+            "subjects": [{"kind": "ServiceAccount", "name": "certs", "namespace": ns}]
+        }),
+    ];
+    for o in objects {
+        kruise_testenv::manifests::apply(&rig.client, o).await.unwrap();
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let kubeconfig = cluster().service_account_kubeconfig(&ns, "certs", dir.path()).await.unwrap();
+    rig.manager = kruise_testenv::client_from_kubeconfig(&kubeconfig).await.unwrap();
+    rig.settings.crd_groups = vec!["apps.kruise.io".into()];
+    rig.start_replicas(1).await;
+    rig.start_leader("replica-0");
+    rig.converged(Duration::from_secs(60)).await;
+    rig.admit_pod("least-privilege").await.unwrap();
+    let leases = Api::<Lease>::namespaced(rig.client.clone(), &ns);
+    assert!(leases.get_opt("kruise-webhook-certs-replica-0").await.unwrap().is_some(), "the replica reports");
+    let client = rig.client.clone();
+    rig.stop().await;
+    assert!(leases.get_opt("kruise-webhook-certs-replica-0").await.unwrap().is_none(), "and withdraws its report");
+    let dp = DeleteParams::default();
+    let _ = Api::<k8s_openapi::api::rbac::v1::ClusterRoleBinding>::all(client.clone()).delete(&cluster_role, &dp).await;
+    let _ = Api::<k8s_openapi::api::rbac::v1::ClusterRole>::all(client).delete(&cluster_role, &dp).await;
 }
