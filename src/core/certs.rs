@@ -121,7 +121,7 @@ pub fn next_step(o: &Observed, lifetimes: Lifetimes) -> CertStep {
     let bundle_published = o.trusted.iter().all(|b| *b == secret.bundle);
 
     if let Some(next) = &secret.next_ca {
-        if !secret.bundle.iter().any(|f| *f == next.fingerprint) || !secret.bundle.iter().any(|f| *f == ca.fingerprint) {
+        if !secret.bundle.contains(&next.fingerprint) || !secret.bundle.contains(&ca.fingerprint) {
             // A half-written rotation: put both in the bundle again.
             return CertStep::StartCaRotation;
         }
@@ -139,7 +139,9 @@ pub fn next_step(o: &Observed, lifetimes: Lifetimes) -> CertStep {
         let behind: Vec<&str> = o
             .replicas
             .iter()
-            .filter(|r| r.live && r.serving_ca.as_deref() != Some(ca.fingerprint.as_str()))
+            // A replica serving nothing (starting, or without a usable pair) loses nothing when the
+            // previous CA leaves the bundle: only one serving a leaf of another CA holds it back.
+            .filter(|r| r.live && r.serving_ca.as_ref().is_some_and(|fp| *fp != ca.fingerprint))
             .map(|r| r.identity.as_str())
             .collect();
         if behind.is_empty() {
@@ -156,7 +158,9 @@ pub fn next_step(o: &Observed, lifetimes: Lifetimes) -> CertStep {
         Some(l) if l.issuer.as_deref() != Some(ca.fingerprint.as_str()) => {
             return CertStep::RenewLeaf("the serving certificate is not signed by the current CA");
         }
-        Some(l) if !l.covers_service => return CertStep::RenewLeaf("the serving certificate does not name the service"),
+        Some(l) if !l.covers_service => {
+            return CertStep::RenewLeaf("the serving certificate does not name the service");
+        }
         Some(l) if remaining_share(l.not_before, l.not_after, o.now) < 1.0 / 3.0 => {
             return CertStep::RenewLeaf("a third of the serving certificate's lifetime is left");
         }
@@ -175,6 +179,18 @@ fn usable(ca: &CaInfo, now: SystemTime) -> bool {
 /// A new leaf must not outlive its CA: rotate the CA first when it would.
 fn ca_outlived_by_leaf(ca: &CaInfo, now: SystemTime, lifetimes: Lifetimes) -> bool {
     now + lifetimes.leaf > ca.not_after
+}
+
+/// Whether a replica's report counts: renewed within `ttl` of `now`. A replica that stopped
+/// renewing (crashed, partitioned) no longer holds a CA rotation back.
+pub fn report_is_live(renewed: SystemTime, ttl: Duration, now: SystemTime) -> bool {
+    now.duration_since(renewed).map(|age| age < ttl).unwrap_or(true)
+}
+
+/// Whether a report is so old that its replica is surely gone and the leader deletes it: ten
+/// `ttl`s without renewal (a replica that merely paused renews it again and it is recreated).
+pub fn report_is_stale(renewed: SystemTime, ttl: Duration, now: SystemTime) -> bool {
+    now.duration_since(renewed).map(|age| age >= ttl * 10).unwrap_or(false)
 }
 
 /// The share of a validity period still ahead at `now` (0 when past, 1 before it started).
@@ -242,9 +258,17 @@ mod tests {
             ("the CA does not parse", with(steady(10), |o| secret(o).ca = None), CertStep::Create),
             ("the CA expired", with(steady(3700), |_| {}), CertStep::Create),
             ("steady state", steady(10), CertStep::Done),
-            ("a third of the leaf left", steady(245), CertStep::RenewLeaf("a third of the serving certificate's lifetime is left")),
+            (
+                "a third of the leaf left",
+                steady(245),
+                CertStep::RenewLeaf("a third of the serving certificate's lifetime is left"),
+            ),
             ("more than a third left", steady(240), CertStep::Done),
-            ("no leaf", with(steady(10), |o| secret(o).leaf = None), CertStep::RenewLeaf("there is no serving certificate")),
+            (
+                "no leaf",
+                with(steady(10), |o| secret(o).leaf = None),
+                CertStep::RenewLeaf("there is no serving certificate"),
+            ),
             (
                 "leaf of another CA",
                 with(steady(10), |o| secret(o).leaf = Some(leaf("Z", 0, 365))),
@@ -327,6 +351,19 @@ mod tests {
                 CertStep::FinishCaRotation,
             ),
             (
+                "switched, a replica serves nothing yet",
+                with(steady(2441), |o| {
+                    let s = secret(o);
+                    s.ca = Some(ca("B", 2440, 3650));
+                    s.leaf = Some(leaf("B", 2440, 365));
+                    s.bundle = vec!["A".into(), "B".into()];
+                    o.trusted = vec![vec!["A".into(), "B".into()]; 2];
+                    o.replicas[0].serving_ca = Some("B".into());
+                    o.replicas[1].serving_ca = None;
+                }),
+                CertStep::FinishCaRotation,
+            ),
+            (
                 "every replica serves the new CA",
                 with(steady(2441), |o| {
                     let s = secret(o);
@@ -364,6 +401,26 @@ mod tests {
         ];
         for (name, observed, want) in rows {
             assert_eq!(next_step(&observed, lifetimes()), want, "{name}");
+        }
+    }
+
+    #[test]
+    fn replica_reports() {
+        let ttl = Duration::from_secs(30);
+        let at = |s: u64| SystemTime::UNIX_EPOCH + Duration::from_secs(1_000_000 + s);
+        // (renewed, now, live, stale)
+        let rows = [
+            (at(0), at(0), true, false),
+            (at(0), at(29), true, false),
+            (at(0), at(30), false, false),
+            (at(0), at(299), false, false),
+            (at(0), at(300), false, true),
+            // A renewal from a clock slightly ahead counts as fresh.
+            (at(5), at(0), true, false),
+        ];
+        for (renewed, now, live, stale) in rows {
+            assert_eq!(report_is_live(renewed, ttl, now), live, "{renewed:?} {now:?}");
+            assert_eq!(report_is_stale(renewed, ttl, now), stale, "{renewed:?} {now:?}");
         }
     }
 
