@@ -124,7 +124,11 @@ impl Metrics {
             "Objects of the cluster view that could not be decoded and were skipped, by kind",
             view_decode_failures.clone(),
         );
-        registry.register("kruise_cluster_view_objects", "Objects the cluster view holds, by kind", view_objects.clone());
+        registry.register(
+            "kruise_cluster_view_objects",
+            "Objects the cluster view holds, by kind",
+            view_objects.clone(),
+        );
         registry.register(
             "kruise_sidecarset_uninjected_pods",
             "Pods found matching a SidecarSet without its sidecars (created while admission failed open)",

@@ -11,7 +11,7 @@ use tokio::sync::watch;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use crate::cli::ServeArgs;
+use crate::cli::{CertMode, ServeArgs};
 use crate::cluster::{self, ClusterView};
 use crate::config::{Clock, Config};
 use crate::core::leader::Timing;
@@ -22,7 +22,7 @@ use crate::{leader, webhook};
 /// Readiness condition: every watch of the cluster view has listed once.
 pub const CACHES: &str = "caches";
 /// Readiness condition: a serving certificate is loaded.
-pub const CERTIFICATE: &str = "certificate";
+pub const CERTIFICATE: &str = crate::certs::follow::CERTIFICATE;
 
 /// How long stopping tasks get after the server stopped.
 const TASK_STOP_TIMEOUT: Duration = Duration::from_secs(5);
@@ -89,20 +89,44 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
     let metrics = Metrics::new();
     let config = Arc::new(config(&args));
     let client = client(&args).await?;
-    let readiness = Readiness::new(&[CACHES, CERTIFICATE]);
+    let readiness = match args.cert_mode {
+        CertMode::Files => Readiness::new(&[CACHES, CERTIFICATE]),
+        CertMode::Managed | CertMode::External => {
+            Readiness::new(&[CACHES, CERTIFICATE, crate::certs::follow::SELF_CHECK])
+        }
+    };
     let mut tasks: Vec<JoinHandle<()>> = Vec::new();
 
     let view = cluster::live::LiveView::new(client.clone(), &config.namespace, metrics.clone());
     tasks.extend(view.start(&stop));
     tasks.push(tokio::spawn(follow_sync(Arc::clone(&view), Arc::clone(&readiness), stop.clone())));
 
-    let certs = Arc::new(CertStore::load(&args.cert_dir).map_err(server::ServeError::from)?);
-    readiness.set(CERTIFICATE, Ok(()));
-    let reload = server::reload_loop(Arc::clone(&certs), metrics.clone(), args.cert_reload_interval);
-    tasks.push(tokio::spawn(until_cancelled(stop.clone(), reload)));
+    let identity = args.leader_identity.clone().unwrap_or_else(leader::default_identity);
+    let (certs, managed) = match args.cert_mode {
+        CertMode::Files => {
+            let certs = Arc::new(CertStore::load(&args.cert_dir).map_err(server::ServeError::from)?);
+            readiness.set(CERTIFICATE, Ok(()));
+            let reload = server::reload_loop(Arc::clone(&certs), metrics.clone(), args.cert_reload_interval);
+            tasks.push(tokio::spawn(until_cancelled(stop.clone(), reload)));
+            (certs, None)
+        }
+        CertMode::Managed | CertMode::External => {
+            let certs = Arc::new(CertStore::empty());
+            let settings = Arc::new(cert_settings(&args, &config, &identity));
+            let follow = crate::certs::follow(
+                client.clone(),
+                Arc::clone(&settings),
+                Arc::clone(&certs),
+                Arc::clone(&readiness),
+                stop.clone(),
+            );
+            tasks.push(tokio::spawn(follow));
+            (certs, Some(settings))
+        }
+    };
+    let leader_tasks = LeaderTasks { client: client.clone(), certs: managed };
 
     if args.leader_elect {
-        let identity = args.leader_identity.clone().unwrap_or_else(leader::default_identity);
         let timing = Timing {
             lease_duration: args.leader_lease_duration,
             renew_deadline: args.leader_renew_deadline,
@@ -111,7 +135,16 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
         let elector = leader::Elector::new(client.clone(), &config.namespace, leader::LEASE_NAME, &identity, timing);
         let (leading, leading_rx) = watch::channel(false);
         tasks.push(tokio::spawn(elector.run(stop.clone(), leading)));
-        tasks.push(tokio::spawn(lead(leading_rx, metrics.clone(), LeaderTasks {})));
+        tasks.push(tokio::spawn(lead(leading_rx, metrics.clone(), leader_tasks)));
+    } else {
+        // The only replica: it leads for as long as it runs.
+        let (leading, leading_rx) = watch::channel(true);
+        tasks.push(tokio::spawn(lead(leading_rx, metrics.clone(), leader_tasks)));
+        let stop = stop.clone();
+        tasks.push(tokio::spawn(async move {
+            stop.cancelled().await;
+            let _ = leading.send(false);
+        }));
     }
 
     let cluster: Arc<dyn ClusterView> = view.clone();
@@ -128,14 +161,36 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
     Ok(())
 }
 
-/// What runs only while this replica leads (the writers: certificates, configurations,
+/// What runs only while this replica leads (the writers: certificates and their `caBundle`,
 /// reconcilers). Each start gets a token cancelled the moment leadership is lost.
-struct LeaderTasks {}
+struct LeaderTasks {
+    client: kube::Client,
+    certs: Option<Arc<crate::certs::Settings>>,
+}
 
 impl LeaderTasks {
-    fn start(&self, _token: &CancellationToken) -> Vec<JoinHandle<()>> {
-        Vec::new()
+    fn start(&self, token: &CancellationToken) -> Vec<JoinHandle<()>> {
+        let mut tasks = Vec::new();
+        if let Some(settings) = &self.certs {
+            tasks.push(tokio::spawn(crate::certs::lead(self.client.clone(), Arc::clone(settings), token.clone())));
+        }
+        tasks
     }
+}
+
+/// Certificate management settings from the command line.
+fn cert_settings(args: &ServeArgs, config: &Config, identity: &str) -> crate::certs::Settings {
+    let mut settings = crate::certs::Settings::new(&config.namespace, identity, args.addr);
+    settings.secret = args.webhook_secret.clone();
+    settings.service = args.webhook_service.clone();
+    settings.hosts = args.webhook_hosts.clone();
+    settings.mode = match args.cert_mode {
+        CertMode::External => crate::certs::Mode::External,
+        CertMode::Managed | CertMode::Files => crate::certs::Mode::SelfManaged,
+    };
+    settings.lifetimes = crate::core::certs::Lifetimes { ca: args.ca_lifetime, leaf: args.cert_lifetime };
+    settings.poll = args.cert_check_interval;
+    settings
 }
 
 /// Starts the leader's tasks when `leading` turns true and cancels them as soon as it turns false

@@ -98,7 +98,8 @@ async fn deploy_renders_and_every_object_passes_server_dry_run() {
     cluster().apply_path(root().join("deploy/namespace.yaml")).await.unwrap();
     let path = kubectl.dir().join("rendered.yaml");
     std::fs::write(&path, &rendered).unwrap();
-    let (ok, out, err) = kubectl.run(&["apply", "--server-side", "--dry-run=server", "-f", path.to_str().unwrap()]).await;
+    let (ok, out, err) =
+        kubectl.run(&["apply", "--server-side", "--dry-run=server", "-f", path.to_str().unwrap()]).await;
     assert!(ok, "{out}{err}");
     assert_eq!(out.lines().filter(|l| l.contains("(server dry run)")).count(), kinds.len(), "{out}");
 }
@@ -106,13 +107,15 @@ async fn deploy_renders_and_every_object_passes_server_dry_run() {
 /// Every flag the Deployment passes exists in `kruise serve --help`.
 #[tokio::test]
 async fn deployment_flags_exist_in_serve_help() {
-    let deployment: Value = serde_yaml_ng::from_str(&std::fs::read_to_string(root().join("deploy/deployment.yaml")).unwrap()).unwrap();
+    let deployment: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(root().join("deploy/deployment.yaml")).unwrap()).unwrap();
     let container = &deployment["spec"]["template"]["spec"]["containers"][0];
     let args: Vec<&str> = container["args"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
     assert_eq!(args.first(), Some(&"serve"));
     let help = std::process::Command::new(env!("CARGO_BIN_EXE_kruise")).args(["serve", "--help"]).output().unwrap();
     let help = String::from_utf8_lossy(&help.stdout);
-    let flags: Vec<&str> = args.iter().filter_map(|a| a.strip_prefix("--")).map(|a| a.split('=').next().unwrap()).collect();
+    let flags: Vec<&str> =
+        args.iter().filter_map(|a| a.strip_prefix("--")).map(|a| a.split('=').next().unwrap()).collect();
     assert!(!flags.is_empty());
     for flag in flags {
         assert!(help.contains(&format!("--{flag}")), "--{flag} is not a flag of kruise serve:\n{help}");

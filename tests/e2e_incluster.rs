@@ -1,8 +1,10 @@
 //! `kruise serve` in a cluster (issue 10), end to end on the real control plane: started as a
 //! user starts it (a kubeconfig — here the token of deploy/'s ServiceAccount, so deploy/'s RBAC is
-//! what it has — and no `--standalone`), reached by the apiserver through its Service.
+//! what it has — no `--standalone`, certificates managed), reached by the apiserver through its
+//! Service.
 //! One test in its own binary (its own control plane): it registers cluster-wide webhooks and
-//! runs its steps in order — readiness before the CRDs exist, the live view feeding injection and
+//! runs its steps in order — readiness before the CRDs exist, a fresh install (the leader creates
+//! the Secret and publishes caBundle), the live view feeding injection and
 //! SidecarSet conflicts, an undecodable SidecarSet skipped, and leader election with two replicas
 //! under a steady stream of admission requests.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -91,6 +93,11 @@ async fn dry_run_create(pods: &Api<Pod>, pod: &Pod) -> Result<Pod, kube::Error> 
     pods.create(&PostParams { dry_run: true, field_manager: None }, pod).await
 }
 
+fn base64_decode(text: &str) -> Vec<u8> {
+    let bytes: k8s_openapi::ByteString = serde_json::from_value(json!(text)).unwrap();
+    bytes.0
+}
+
 /// Stores SidecarSet `broken` (selecting `app: api`) whose `spec.containers` is a string, as a
 /// CRD of another version could have let it in: the CRD's schema is loosened for the write and
 /// restored after (before the webhooks are registered, which would refuse it).
@@ -103,10 +110,8 @@ async fn store_undecodable_sidecarset(admin: &kube::Client) {
         "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
     }]}});
     crds.patch(name, &PatchParams::default(), &Patch::Merge(&loose)).await.unwrap();
-    let sets: Api<kube::api::DynamicObject> = Api::all_with(
-        admin.clone(),
-        &kube::api::ApiResource::erase::<kruise::apis::SidecarSet>(&()),
-    );
+    let sets: Api<kube::api::DynamicObject> =
+        Api::all_with(admin.clone(), &kube::api::ApiResource::erase::<kruise::apis::SidecarSet>(&()));
     let broken: kube::api::DynamicObject = serde_json::from_value(json!({
         "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
         "metadata": {"name": "broken"},
@@ -137,7 +142,7 @@ async fn live_view_readiness_injection_and_leader_election() {
     let admin = c.client().await.unwrap();
     let dir = tempfile::tempdir().unwrap();
     let kubeconfig = manager_kubeconfig(dir.path()).await;
-    let a = Kruise::start(dir.path(), &kubeconfig, &[&ELECTION[..], &["--leader-identity", "replica-a"]].concat());
+    let a = Kruise::managed(&kubeconfig, &[&ELECTION[..], &["--leader-identity", "replica-a"]].concat(), "warn");
 
     // Before the CRDs exist the SidecarSet watch cannot list: /readyz says so.
     let why = eventually("/readyz to name the missing list", Duration::from_secs(20), || async {
@@ -147,15 +152,38 @@ async fn live_view_readiness_injection_and_leader_election() {
     .await;
     assert!(why.contains("caches"), "{why}");
 
-    // Install: CRDs, Service endpoints, the webhook configurations trusting the CA.
+    // Install as deploy/ does: CRDs, Service endpoints, and the webhook configurations without
+    // caBundle. The leader creates the certificate Secret and publishes caBundle.
     e2e_common::install(&[&a]).await;
     store_undecodable_sidecarset(&admin).await;
-    let ca = std::fs::read(dir.path().join("ca.crt")).unwrap();
-    kruise_testenv::register_webhooks(&admin, &root().join("webhook-config"), &ca).await.unwrap();
-    eventually("/readyz ok once the view synced", Duration::from_secs(30), || async {
+    c.apply_path(root().join("webhook-config")).await.unwrap();
+    eventually("/readyz ok: view synced, certificate served, self-check passed", Duration::from_secs(60), || async {
         (a.admin_get("/readyz").await.0 == 200).then_some(())
     })
     .await;
+    let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(admin.clone(), NAMESPACE);
+    let secret = secrets.get("kruise-webhook-certs").await.expect("the leader created the Secret");
+    let data = secret.data.unwrap_or_default();
+    for key in ["ca-cert.pem", "ca-key.pem", "cert.pem", "key.pem"] {
+        assert!(data.contains_key(key), "kruise's key {key} in the Secret: {:?}", data.keys().collect::<Vec<_>>());
+    }
+    let ca = data["ca-cert.pem"].0.clone();
+    let configs: Api<kube::api::DynamicObject> = Api::all_with(
+        admin.clone(),
+        &kube::api::ApiResource::erase::<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration>(&()),
+    );
+    let bundles = eventually("caBundle in every webhook", Duration::from_secs(30), || async {
+        let mutating = configs.get("kruise-mutating-webhook-configuration").await.ok()?;
+        let bundles: Vec<String> = mutating.data["webhooks"]
+            .as_array()?
+            .iter()
+            .map(|w| w["clientConfig"]["caBundle"].as_str().unwrap_or_default().to_string())
+            .collect();
+        (!bundles.is_empty() && bundles.iter().all(|b| !b.is_empty())).then_some(bundles)
+    })
+    .await;
+    let bundle = base64_decode(&bundles[0]);
+    assert!(String::from_utf8_lossy(&bundle).contains(String::from_utf8_lossy(&ca).trim()), "caBundle trusts the CA");
 
     // A SidecarSet applied with kubectl reaches the live view; a pod created with kubectl in a
     // matched namespace gets its sidecar.
@@ -197,7 +225,7 @@ async fn live_view_readiness_injection_and_leader_election() {
     assert!(container_names(&still).contains(&"logger".to_string()), "the other sets still inject");
 
     // Two replicas elect one leader.
-    let b = Kruise::spawn(dir.path(), &kubeconfig, &[&ELECTION[..], &["--leader-identity", "replica-b"]].concat(), "warn");
+    let b = Kruise::managed(&kubeconfig, &[&ELECTION[..], &["--leader-identity", "replica-b"]].concat(), "warn");
     eventually("b ready", Duration::from_secs(30), || async { (b.admin_get("/readyz").await.0 == 200).then_some(()) })
         .await;
     publish(&[&a, &b]).await;
@@ -241,8 +269,7 @@ async fn live_view_readiness_injection_and_leader_election() {
     })
     .await;
     publish(&[&b]).await;
-    eventually("b to lead", Duration::from_secs(10), || async { (leading(&b).await == Some(1.0)).then_some(()) })
-        .await;
+    eventually("b to lead", Duration::from_secs(10), || async { (leading(&b).await == Some(1.0)).then_some(()) }).await;
     let handover = terminated.elapsed();
     assert_eq!(holder(leases.get("kruise-manager").await.unwrap()), "replica-b");
     assert!(a.wait(Duration::from_secs(30)).is_some_and(|s| s.success()), "a exits cleanly after its drain");

@@ -17,8 +17,8 @@ use futures::StreamExt;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use kube::api::{Api, ApiResource, DynamicObject};
-use kube::runtime::watcher::{self, Event};
 use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
@@ -155,7 +155,8 @@ impl LiveView {
                     }
                 }
                 Some(Ok(Event::Apply(o))) => {
-                    let (namespace, name) = (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default());
+                    let (namespace, name) =
+                        (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default());
                     let mut result = Ok(true);
                     self.write(|s| {
                         result = s.insert(json_of(kind, o));
@@ -170,7 +171,8 @@ impl LiveView {
                     self.metrics.view_objects.get_or_create(&labels).set(self.count(kind) as i64);
                 }
                 Some(Ok(Event::Delete(o))) => {
-                    let (namespace, name) = (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default());
+                    let (namespace, name) =
+                        (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default());
                     self.write(|s| s.remove(kind, &namespace, &name));
                     self.metrics.view_objects.get_or_create(&labels).set(self.count(kind) as i64);
                 }
@@ -241,7 +243,9 @@ impl PodSource for LiveView {
                 async move { api.get_opt(name).await.map_err(|e| format!("find pod {name} failed: {e}")) }
             }));
             match tokio::time::timeout(POD_FETCH_TIMEOUT, gets).await {
-                Err(_) => Err(format!("find pods of namespace {namespace} failed: no answer within {POD_FETCH_TIMEOUT:?}")),
+                Err(_) => {
+                    Err(format!("find pods of namespace {namespace} failed: no answer within {POD_FETCH_TIMEOUT:?}"))
+                }
                 Ok(results) => {
                     let mut pods = Vec::new();
                     for r in results {

@@ -83,7 +83,8 @@ impl ClusterView for WithPods {
     }
     fn pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
         let here = self.pods.iter().find(|p| {
-            p.metadata.name.as_deref() == Some(name) && p.metadata.namespace.as_deref().unwrap_or("default") == namespace
+            p.metadata.name.as_deref() == Some(name)
+                && p.metadata.namespace.as_deref().unwrap_or("default") == namespace
         });
         here.cloned().or_else(|| self.base.pod(namespace, name))
     }

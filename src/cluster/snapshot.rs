@@ -305,4 +305,3 @@ fn required_label(set: &SidecarSet) -> Option<(String, String)> {
     let (k, v) = selector.match_labels.as_ref()?.iter().next()?;
     Some((k.clone(), v.clone()))
 }
-

@@ -171,13 +171,25 @@ mod tests {
         let t = Timing::default();
         let mut seen = Observation::default();
         let other = held_by("other", 100, 3);
-        assert_eq!(round("me", Some(&other), &mut seen, t, 10 * S, wall(200)), Round::Follow { holder: "other".into() });
+        assert_eq!(
+            round("me", Some(&other), &mut seen, t, 10 * S, wall(200)),
+            Round::Follow { holder: "other".into() }
+        );
         // Its renewTime says long ago, but we judge by when we saw it change: still valid.
-        assert_eq!(round("me", Some(&other), &mut seen, t, 24 * S, wall(214)), Round::Follow { holder: "other".into() });
+        assert_eq!(
+            round("me", Some(&other), &mut seen, t, 24 * S, wall(214)),
+            Round::Follow { holder: "other".into() }
+        );
         // Renewed: the clock restarts.
         let renewed = held_by("other", 112, 3);
-        assert_eq!(round("me", Some(&renewed), &mut seen, t, 24 * S, wall(214)), Round::Follow { holder: "other".into() });
-        assert_eq!(round("me", Some(&renewed), &mut seen, t, 38 * S, wall(228)), Round::Follow { holder: "other".into() });
+        assert_eq!(
+            round("me", Some(&renewed), &mut seen, t, 24 * S, wall(214)),
+            Round::Follow { holder: "other".into() }
+        );
+        assert_eq!(
+            round("me", Some(&renewed), &mut seen, t, 38 * S, wall(228)),
+            Round::Follow { holder: "other".into() }
+        );
         // Unchanged for 15 s: taken over, one more transition, acquired now.
         match round("me", Some(&renewed), &mut seen, t, 39 * S, wall(229)) {
             Round::Update(r) => {

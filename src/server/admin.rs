@@ -94,7 +94,12 @@ pub fn router(readiness: Arc<Readiness>, metrics: Metrics) -> Router {
 }
 
 /// Serves the admin router until `stop` fires (after the webhook server stopped).
-pub async fn serve(listener: TcpListener, readiness: Arc<Readiness>, metrics: Metrics, mut stop: watch::Receiver<bool>) {
+pub async fn serve(
+    listener: TcpListener,
+    readiness: Arc<Readiness>,
+    metrics: Metrics,
+    mut stop: watch::Receiver<bool>,
+) {
     let app = router(readiness, metrics);
     let shutdown = async move {
         let _ = stop.changed().await;

@@ -231,10 +231,9 @@ async fn serve_tls(
             let close = closing.load(std::sync::atomic::Ordering::Relaxed);
             async move {
                 if close {
-                    response.headers_mut().insert(
-                        axum::http::header::CONNECTION,
-                        axum::http::HeaderValue::from_static("close"),
-                    );
+                    response
+                        .headers_mut()
+                        .insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
                 }
                 response
             }

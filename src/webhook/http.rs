@@ -207,7 +207,11 @@ async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body:
 
 /// A context whose view also holds the pods `review` names (`None`: nothing to fetch); `Err` when
 /// they cannot be read.
-async fn with_needed_pods(state: &AppState, handler: Handler, review: &review::Review) -> Result<Option<Context>, String> {
+async fn with_needed_pods(
+    state: &AppState,
+    handler: Handler,
+    review: &review::Review,
+) -> Result<Option<Context>, String> {
     let Some(source) = &state.pods else { return Ok(None) };
     let Some((namespace, names)) = super::pods_needed(handler, review) else { return Ok(None) };
     let pods = source.fetch(&namespace, &names).await?;

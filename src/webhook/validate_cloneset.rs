@@ -45,7 +45,12 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 &serde_json::to_value(&old.spec.volume_claim_templates).unwrap_or_default(),
                 &serde_json::to_value(&new.spec.volume_claim_templates).unwrap_or_default(),
             );
-            answer.with_warning(recreate_warning(&old.spec.template, &new.spec.template, &ctx.config.gates, claims_changed))
+            answer.with_warning(recreate_warning(
+                &old.spec.template,
+                &new.spec.template,
+                &ctx.config.gates,
+                claims_changed,
+            ))
         }
         Operation::Delete => {
             // Kubernetes < 1.16 sends no oldObject on DELETE: nothing to check.
@@ -65,8 +70,11 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
 /// The pods of `podsToDelete` that the rules need, from the CloneSet's namespace.
 fn lookup(ctx: &Context, new: &CloneSet, old: Option<&CloneSet>) -> PodsByName {
     let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
-    pods_to_look_up(&new.spec.scale_strategy.pods_to_delete, old.map(|o| o.spec.scale_strategy.pods_to_delete.as_slice()))
-        .into_iter()
-        .filter_map(|name| ctx.cluster.pod(namespace, &name).map(|pod| (name, pod)))
-        .collect()
+    pods_to_look_up(
+        &new.spec.scale_strategy.pods_to_delete,
+        old.map(|o| o.spec.scale_strategy.pods_to_delete.as_slice()),
+    )
+    .into_iter()
+    .filter_map(|name| ctx.cluster.pod(namespace, &name).map(|pod| (name, pod)))
+    .collect()
 }

@@ -51,12 +51,20 @@ impl Kruise {
     /// `kruise serve` as [`Kruise::start`] does, with the certificates already in `cert_dir` and
     /// this log filter (its log goes to the test's stderr).
     pub fn spawn(cert_dir: &Path, kubeconfig: &Path, extra: &[&str], log: &str) -> Kruise {
+        let files = [&["--cert-mode", "files", "--cert-dir", cert_dir.to_str().unwrap()][..], extra].concat();
+        Self::run(kubeconfig, &files, log)
+    }
+
+    /// `kruise serve` with its defaults (managed certificates) plus `extra`.
+    pub fn managed(kubeconfig: &Path, extra: &[&str], log: &str) -> Kruise {
+        Self::run(kubeconfig, extra, log)
+    }
+
+    fn run(kubeconfig: &Path, extra: &[&str], log: &str) -> Kruise {
         let address = PodAddress::allocate(9876).unwrap();
         let admin = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_kruise"))
             .args(["serve", "--addr", &address.socket(9876).to_string(), "--admin-addr", &format!("127.0.0.1:{admin}")])
-            .arg("--cert-dir")
-            .arg(cert_dir)
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(extra)

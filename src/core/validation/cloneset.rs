@@ -519,7 +519,10 @@ mod tests {
     fn pods_to_look_up_only_new_names() {
         let new = cs(with(|v| v["spec"]["scaleStrategy"] = json!({"podsToDelete": ["b", "a", "c"]})));
         let old = cs(with(|v| v["spec"]["scaleStrategy"] = json!({"podsToDelete": ["c"]})));
-        assert_eq!(pods_to_look_up(&new.spec.scale_strategy.pods_to_delete, Some(&old.spec.scale_strategy.pods_to_delete)), vec!["a", "b"]);
+        assert_eq!(
+            pods_to_look_up(&new.spec.scale_strategy.pods_to_delete, Some(&old.spec.scale_strategy.pods_to_delete)),
+            vec!["a", "b"]
+        );
         assert_eq!(pods_to_look_up(&new.spec.scale_strategy.pods_to_delete, None), vec!["a", "b", "c"]);
         let dup = cs(with(|v| v["spec"]["scaleStrategy"] = json!({"podsToDelete": ["a", "a"]})));
         assert!(pods_to_look_up(&dup.spec.scale_strategy.pods_to_delete, None).is_empty());
