@@ -13,6 +13,7 @@ pub mod cluster;
 pub mod compat;
 pub mod config;
 pub mod core;
+pub mod failopen;
 pub mod leader;
 pub mod manifests;
 pub mod metrics;

@@ -124,7 +124,13 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
             (certs, Some(settings))
         }
     };
-    let leader_tasks = LeaderTasks { client: client.clone(), certs: managed };
+    let leader_tasks = LeaderTasks {
+        client: client.clone(),
+        certs: managed,
+        view: view.clone(),
+        metrics: metrics.clone(),
+        identity: identity.clone(),
+    };
 
     if args.leader_elect {
         let timing = Timing {
@@ -166,6 +172,9 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
 struct LeaderTasks {
     client: kube::Client,
     certs: Option<Arc<crate::certs::Settings>>,
+    view: Arc<dyn ClusterView>,
+    metrics: Metrics,
+    identity: String,
 }
 
 impl LeaderTasks {
@@ -174,6 +183,8 @@ impl LeaderTasks {
         if let Some(settings) = &self.certs {
             tasks.push(tokio::spawn(crate::certs::lead(self.client.clone(), Arc::clone(settings), token.clone())));
         }
+        let (view, metrics, identity) = (Arc::clone(&self.view), self.metrics.clone(), self.identity.clone());
+        tasks.push(tokio::spawn(crate::failopen::watch(self.client.clone(), view, metrics, identity, token.clone())));
         tasks
     }
 }

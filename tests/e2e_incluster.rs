@@ -224,6 +224,57 @@ async fn live_view_readiness_injection_and_leader_election() {
     let still = dry_run_create(&pods, &pod("probe", "web")).await.unwrap();
     assert!(container_names(&still).contains(&"logger".to_string()), "the other sets still inject");
 
+    // A pod admitted without the webhook (here another writer's objectSelector lets it bypass the
+    // pod webhook, as failurePolicy Ignore would while no replica answers) is reported by the
+    // leader: a Warning Event on the pod and a metric.
+    let mutating_api: Api<k8s_openapi::api::admissionregistration::v1::MutatingWebhookConfiguration> =
+        Api::all(admin.clone());
+    let bypass = |on: bool| {
+        let selector = if on {
+            json!({"matchExpressions": [{"key": "e2e-bypass", "operator": "DoesNotExist"}]})
+        } else {
+            json!(null)
+        };
+        json!({"webhooks": [{"name": "mpod.kb.io", "objectSelector": selector}]})
+    };
+    let ssa = PatchParams::apply("e2e-other-writer").force();
+    let patch = |on: bool| {
+        let mut p = bypass(on);
+        p["apiVersion"] = json!("admissionregistration.k8s.io/v1");
+        p["kind"] = json!("MutatingWebhookConfiguration");
+        p
+    };
+    mutating_api.patch("kruise-mutating-webhook-configuration", &ssa, &Patch::Apply(&patch(true))).await.unwrap();
+    tokio::time::sleep(Duration::from_secs(6)).await; // the set is older than the grace period
+    let mut unseen = pod("bypassed", "web");
+    unseen.metadata.labels.as_mut().unwrap().insert("e2e-bypass".into(), "yes".into());
+    let created = eventually("the pod to bypass the webhook", Duration::from_secs(10), || async {
+        let p = dry_run_create(&pods, &unseen).await.ok()?;
+        (container_names(&p) == ["main"]).then_some(())
+    });
+    created.await;
+    pods.create(&PostParams::default(), &unseen).await.unwrap();
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(admin.clone(), ns.name());
+    let note = eventually("the Event on the pod", Duration::from_secs(20), || async {
+        let list = events.list(&Default::default()).await.ok()?;
+        list.items.into_iter().find_map(|e| {
+            let about = e.regarding.as_ref().and_then(|r| r.name.clone());
+            (e.reason.as_deref() == Some("SidecarSetNotInjected") && about.as_deref() == Some("bypassed"))
+                .then_some(e.note)
+        })
+    })
+    .await;
+    assert!(note.unwrap_or_default().contains("SidecarSet first"), "the Event names the set");
+    assert_eq!(
+        metric(&a, "kruise_sidecarset_uninjected_pods_total").await,
+        Some(1.0),
+        "web-1 (injected) is not counted"
+    );
+    // The other writer takes its selector away again.
+    let clear = PatchParams::apply("e2e-other-writer").force();
+    let minimal = json!({"apiVersion": "admissionregistration.k8s.io/v1", "kind": "MutatingWebhookConfiguration"});
+    mutating_api.patch("kruise-mutating-webhook-configuration", &clear, &Patch::Apply(&minimal)).await.unwrap();
+
     // Two replicas elect one leader.
     let b = Kruise::managed(&kubeconfig, &[&ELECTION[..], &["--leader-identity", "replica-b"]].concat(), "warn");
     eventually("b ready", Duration::from_secs(30), || async { (b.admin_get("/readyz").await.0 == 200).then_some(()) })

@@ -18,6 +18,7 @@
 pub mod annotations;
 pub mod conflict;
 pub mod defaults;
+pub mod failopen;
 pub mod hash;
 pub mod inject;
 pub mod matching;
