@@ -221,6 +221,25 @@ async fn serve_tls(
     mut stop: watch::Receiver<bool>,
 ) {
     let graceful = GracefulShutdown::new();
+    // Once draining, every response says `Connection: close`, on connections opened before too:
+    // the apiserver then drops them instead of reusing one this server is about to close (a POST
+    // sent on a connection the server closes is not retried: "failed to call webhook: EOF").
+    let closing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let app = {
+        let closing = Arc::clone(&closing);
+        app.layer(axum::middleware::map_response(move |mut response: axum::response::Response| {
+            let close = closing.load(std::sync::atomic::Ordering::Relaxed);
+            async move {
+                if close {
+                    response.headers_mut().insert(
+                        axum::http::header::CONNECTION,
+                        axum::http::HeaderValue::from_static("close"),
+                    );
+                }
+                response
+            }
+        }))
+    };
     let mut draining = false;
     let drain = tokio::time::sleep(Duration::MAX / 4);
     tokio::pin!(drain);
@@ -241,6 +260,7 @@ async fn serve_tls(
                 // endpoints update; new connections serve one request and close.
                 tracing::info!(delay = ?opts.shutdown_delay, "shutting down: not ready, still serving while endpoints drain");
                 draining = true;
+                closing.store(true, std::sync::atomic::Ordering::Relaxed);
                 drain.as_mut().reset(tokio::time::Instant::now() + opts.shutdown_delay);
             }
             _ = &mut drain, if draining => break,

@@ -60,7 +60,7 @@ impl Kruise {
             .arg("--kubeconfig")
             .arg(kubeconfig)
             .args(extra)
-            .env("RUST_LOG", log)
+            .env("KRUISE_LOG", log)
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
