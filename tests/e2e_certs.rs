@@ -634,7 +634,8 @@ async fn these_permissions_are_enough() {
     let ns = rig.ns.name().to_string();
     // What certificate management needs, granted to a ServiceAccount of its own: in the manager
     // namespace the Secret and the replica reports; cluster-wide the two webhook configurations
-    // (by name) and CRDs (list, and patch of their conversion caBundle).
+    // (by name: list and watch are field-selected by name, so resourceNames apply) and CRDs
+    // (list, and patch of their conversion caBundle).
     let cluster_role = format!("{ns}-certs");
     let objects = vec![
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "certs", "namespace": ns}}),
@@ -643,7 +644,7 @@ async fn these_permissions_are_enough() {
             "metadata": {"name": "certs", "namespace": ns},
             "rules": [
                 {"apiGroups": [""], "resources": ["secrets"], "verbs": ["get", "list", "watch", "create", "update"]},
-                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["list", "create", "patch", "delete"]}
+                {"apiGroups": ["coordination.k8s.io"], "resources": ["leases"], "verbs": ["list", "watch", "create", "patch", "delete"]}
             ]
         }),
         json!({
@@ -657,9 +658,9 @@ async fn these_permissions_are_enough() {
             "metadata": {"name": cluster_role},
             "rules": [
                 {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["mutatingwebhookconfigurations"],
-                 "resourceNames": [rig.settings.mutating], "verbs": ["get", "patch"]},
+                 "resourceNames": [rig.settings.mutating], "verbs": ["get", "list", "watch", "patch"]},
                 {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
-                 "resourceNames": [rig.settings.validating], "verbs": ["get", "patch"]},
+                 "resourceNames": [rig.settings.validating], "verbs": ["get", "list", "watch", "patch"]},
                 {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "patch"]}
             ]
         }),
@@ -677,10 +678,21 @@ async fn these_permissions_are_enough() {
     let kubeconfig = cluster().service_account_kubeconfig(&ns, "certs", dir.path()).await.unwrap();
     rig.manager = kruise_testenv::client_from_kubeconfig(&kubeconfig).await.unwrap();
     rig.settings.crd_groups = vec!["apps.kruise.io".into()];
+    // No polling: what happens after the first rounds happens because a watch saw a change.
+    rig.settings.poll = Duration::from_secs(3600);
     rig.start_replicas(1).await;
     rig.start_leader("replica-0");
     rig.converged(Duration::from_secs(60)).await;
     rig.admit_pod("least-privilege").await.unwrap();
+    // caBundle edited away once the leader idles: its watch of the configuration brings it back.
+    tokio::time::sleep(rig.settings.settle * 4).await;
+    let mutating = Api::<MutatingWebhookConfiguration>::all(rig.client.clone());
+    let mut c = mutating.get(&rig.settings.mutating).await.unwrap();
+    for w in c.webhooks.iter_mut().flatten() {
+        w.client_config.ca_bundle = None;
+    }
+    mutating.replace(&rig.settings.mutating, &PostParams::default(), &c).await.unwrap();
+    rig.converged(Duration::from_secs(30)).await;
     let leases = Api::<Lease>::namespaced(rig.client.clone(), &ns);
     assert!(leases.get_opt("kruise-webhook-certs-replica-0").await.unwrap().is_some(), "the replica reports");
     let client = rig.client.clone();

@@ -194,3 +194,37 @@ pub async fn self_check(addr: SocketAddr, server_name: &str, bundle_pem: &[u8]) 
     };
     tokio::time::timeout(Duration::from_secs(5), check).await.map_err(|_| "timed out".to_string())?
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::server::{ServeOptions, start_with};
+
+    #[tokio::test]
+    async fn the_self_check_verifies_against_the_given_bundle_only() {
+        let now = SystemTime::now();
+        let day = Duration::from_secs(86400);
+        let ca = issue::new_ca(now, day).unwrap();
+        let other = issue::new_ca(now, day).unwrap();
+        let names = issue::service_names("kruise-webhook-service", "kruise-system", &[]);
+        let leaf = issue::issue_leaf(&ca, &names, now, day).unwrap();
+        let store = Arc::new(CertStore::from_pem(leaf.cert.as_bytes(), leaf.key.as_bytes(), "test").unwrap());
+        let app = axum::Router::new().route("/healthz", axum::routing::get(|| async { "ok" }));
+        let mut opts = ServeOptions::new(([127, 0, 0, 1], 0).into(), ([127, 0, 0, 1], 0).into(), Default::default());
+        opts.shutdown_delay = Duration::ZERO;
+        let server = start_with(opts, store, Readiness::new(&[]), app, crate::metrics::Metrics::new()).await.unwrap();
+        let svc = "kruise-webhook-service.kruise-system.svc";
+        let unspecified: SocketAddr = ([0, 0, 0, 0], server.addr.port()).into();
+
+        assert_eq!(self_check(server.addr, svc, ca.cert.as_bytes()).await, Ok(()));
+        assert_eq!(self_check(unspecified, svc, ca.cert.as_bytes()).await, Ok(()), "0.0.0.0 is checked on loopback");
+        let both = format!("{}{}", other.cert, ca.cert);
+        assert_eq!(self_check(server.addr, svc, both.as_bytes()).await, Ok(()), "a rotation's bundle");
+        let err = self_check(server.addr, svc, other.cert.as_bytes()).await.unwrap_err();
+        assert!(err.contains("TLS"), "{err}");
+        assert!(self_check(server.addr, "other.kruise-system.svc", ca.cert.as_bytes()).await.is_err());
+        assert_eq!(self_check(server.addr, svc, b"").await, Err("no CA is published yet".to_string()));
+        server.shutdown();
+        server.wait().await;
+    }
+}

@@ -1,7 +1,8 @@
 //! The leader's certificate loop (spec §8.4, issue 10 item 3): observe the Secret, every
 //! `caBundle` and every replica's report; ask [`next_step`]; make that one write; repeat — after
-//! a short settle when something was written, after the poll interval when nothing was to be
-//! done. Writes never overwrite what another leader just wrote: the Secret is created with
+//! a short settle when something was written, and when nothing was to be done as soon as the
+//! Secret, a webhook configuration or a replica report changes (watched), or after the poll
+//! interval at the latest (CRDs and the clock are polled). Writes never overwrite what another leader just wrote: the Secret is created with
 //! `create` (an `AlreadyExists` means someone else won) and updated with the resourceVersion it
 //! was read at (a `Conflict` means it changed: observe again). `caBundle` is written by
 //! [`publish`]. In external mode nothing is written: the loop only says when a `caBundle` does
@@ -10,9 +11,14 @@
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
+use futures::{FutureExt, StreamExt};
+use k8s_openapi::api::admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration};
+use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;
 use kube::Api;
 use kube::api::PostParams;
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, watch_object, watcher};
 use tokio_util::sync::CancellationToken;
 
 use super::issue::{self, IssueError, issue_leaf, new_ca};
@@ -51,18 +57,52 @@ fn api_err(step: &'static str) -> impl FnOnce(kube::Error) -> ManageError {
 /// Keeps the certificate Secret and every `caBundle` as [`next_step`] decides until `token` is
 /// cancelled (at once: an in-flight round is dropped). Run it only while this replica leads.
 pub async fn lead(client: kube::Client, settings: Arc<Settings>, token: CancellationToken) {
+    let mut changes = changes(&client, &settings);
     let mut leader = Leader { client, settings, crds: None };
     tracing::info!(secret = %leader.settings.secret, mode = ?leader.settings.mode, "managing webhook certificates");
     loop {
-        let pause = tokio::select! {
+        let round = tokio::select! {
             _ = token.cancelled() => return,
-            pause = leader.round() => pause,
+            round = leader.round() => round,
         };
-        tokio::select! {
-            _ = token.cancelled() => return,
-            _ = tokio::time::sleep(pause) => {}
+        match round {
+            // Let the write reach the apiserver's webhook clients; changes it causes are ours.
+            Round::Wrote => tokio::select! {
+                _ = token.cancelled() => return,
+                _ = tokio::time::sleep(leader.settings.settle) => {}
+            },
+            Round::Idle => tokio::select! {
+                _ = token.cancelled() => return,
+                _ = tokio::time::sleep(leader.settings.poll) => {}
+                _ = changes.next() => {}
+            },
         }
+        // Events that queued up meanwhile are covered by the round about to run.
+        while changes.next().now_or_never().flatten().is_some() {}
     }
+}
+
+/// A change, or a watch error logged (an error is not a change: polling covers it).
+fn noted(result: Result<(), watcher::Error>) -> Option<()> {
+    result.map_err(|e| tracing::warn!(error = %e, "watching for certificate changes (polling meanwhile)")).ok()
+}
+
+/// A stream that yields whenever the Secret, a webhook configuration or a replica report
+/// changes (watch errors are logged and back off).
+fn changes(client: &kube::Client, s: &Settings) -> futures::stream::SelectAll<futures::stream::BoxStream<'static, ()>> {
+    let secret = watch_object(Api::<Secret>::namespaced(client.clone(), &s.namespace), &s.secret);
+    let mutating = watch_object(Api::<MutatingWebhookConfiguration>::all(client.clone()), &s.mutating);
+    let validating = watch_object(Api::<ValidatingWebhookConfiguration>::all(client.clone()), &s.validating);
+    let reports = watcher(
+        Api::<Lease>::namespaced(client.clone(), &s.namespace),
+        watcher::Config::default().labels(&format!("{}={}", report::REPLICA_OF, s.secret)),
+    );
+    futures::stream::select_all([
+        secret.default_backoff().filter_map(|r| std::future::ready(noted(r.map(|_| ())))).boxed(),
+        mutating.default_backoff().filter_map(|r| std::future::ready(noted(r.map(|_| ())))).boxed(),
+        validating.default_backoff().filter_map(|r| std::future::ready(noted(r.map(|_| ())))).boxed(),
+        reports.default_backoff().filter_map(|r| std::future::ready(noted(r.map(|_| ())))).boxed(),
+    ])
 }
 
 struct Leader {
@@ -81,19 +121,15 @@ enum Round {
 }
 
 impl Leader {
-    async fn round(&mut self) -> Duration {
+    async fn round(&mut self) -> Round {
         let result = match self.settings.mode {
             Mode::SelfManaged => self.manage().await,
             Mode::External => self.verify_external().await,
         };
-        match result {
-            Ok(Round::Wrote) => self.settings.settle,
-            Ok(Round::Idle) => self.settings.poll,
-            Err(e) => {
-                tracing::warn!(error = %e, "webhook certificate round failed; trying again");
-                self.settings.poll
-            }
-        }
+        result.unwrap_or_else(|e| {
+            tracing::warn!(error = %e, "webhook certificate round failed; trying again");
+            Round::Idle
+        })
     }
 
     async fn targets(&mut self) -> Result<Vec<Target>, ManageError> {
