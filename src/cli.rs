@@ -37,7 +37,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the admission webhooks over HTTPS.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Create (or keep, while still valid) a CA and a serving certificate.
     Certs(CertsArgs),
     /// Regenerate deploy/crds and webhook-config from the sources.

@@ -40,7 +40,7 @@ pub fn init_tracing(format: LogFormat, filter: &str) {
 /// Runs a parsed command line; returns the process exit code.
 pub async fn run(cli: Cli) -> i32 {
     match cli.command {
-        Command::Serve(args) => match serve(args).await {
+        Command::Serve(args) => match serve(*args).await {
             Ok(()) => 0,
             Err(e) => {
                 tracing::error!("{e}");

@@ -98,8 +98,9 @@ async fn deploy_renders_and_every_object_passes_server_dry_run() {
     cluster().apply_path(root().join("deploy/namespace.yaml")).await.unwrap();
     let path = kubectl.dir().join("rendered.yaml");
     std::fs::write(&path, &rendered).unwrap();
-    let (ok, out, err) =
-        kubectl.run(&["apply", "--server-side", "--dry-run=server", "-f", path.to_str().unwrap()]).await;
+    let (ok, out, err) = kubectl
+        .run(&["apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", path.to_str().unwrap()])
+        .await;
     assert!(ok, "{out}{err}");
     assert_eq!(out.lines().filter(|l| l.contains("(server dry run)")).count(), kinds.len(), "{out}");
 }

@@ -8,8 +8,6 @@
 //! them on demand through [`PodSource`].
 
 use std::collections::BTreeSet;
-use std::future::Future;
-use std::pin::Pin;
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
 use std::time::Duration;
 
@@ -23,7 +21,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::snapshot::{Snapshot, ViewKind};
-use super::{ClusterView, PodSource};
+use super::{ClusterView, PodSource, PodsFuture};
 use crate::apis::SidecarSet;
 use crate::metrics::{KindLabels, Metrics};
 
@@ -231,11 +229,7 @@ impl ClusterView for LiveView {
 }
 
 impl PodSource for LiveView {
-    fn fetch<'a>(
-        &'a self,
-        namespace: &'a str,
-        names: &'a [String],
-    ) -> Pin<Box<dyn Future<Output = Result<Vec<Arc<Pod>>, String>> + Send + 'a>> {
+    fn fetch<'a>(&'a self, namespace: &'a str, names: &'a [String]) -> PodsFuture<'a> {
         Box::pin(async move {
             let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
             let gets = futures::future::join_all(names.iter().map(|name| {

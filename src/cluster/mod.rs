@@ -54,14 +54,14 @@ pub trait ClusterView: Send + Sync {
     }
 }
 
+/// What [`PodSource::fetch`] returns: the pods found, or why they cannot be read.
+pub type PodsFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<Arc<Pod>>, String>> + Send + 'a>>;
+
 /// Where pods are read on demand (the live view; the file view holds its pods).
 pub trait PodSource: Send + Sync {
     /// The pods of `namespace` with these names that exist; `Err` when they cannot be read.
-    fn fetch<'a>(
-        &'a self,
-        namespace: &'a str,
-        names: &'a [String],
-    ) -> std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<Arc<Pod>>, String>> + Send + 'a>>;
+    fn fetch<'a>(&'a self, namespace: &'a str, names: &'a [String]) -> PodsFuture<'a>;
 }
 
 /// A view with some pods fetched for one review laid over another view.

@@ -88,10 +88,13 @@ mod tests {
         serde_json::from_value(v).unwrap()
     }
 
+    /// Name, pod, its namespace and the namespace's labels, the candidate sets, the sets missing.
+    type Row = (&'static str, Pod, &'static str, BTreeMap<String, String>, Vec<Arc<SidecarSet>>, Vec<&'static str>);
+
     #[test]
     fn table() {
         let injected = json!({"metadata": {"annotations": {SIDECARSET_HASH: r#"{"log":{"hash":"x"}}"#}}});
-        let rows: Vec<(&str, Pod, &str, BTreeMap<String, String>, Vec<Arc<SidecarSet>>, Vec<&str>)> = vec![
+        let rows: Vec<Row> = vec![
             (
                 "matched and not injected",
                 pod(LATER, json!({})),
