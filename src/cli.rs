@@ -255,7 +255,7 @@ mod tests {
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
         assert!(parse_duration("abc").is_err());
         assert!(parse_duration("-1s").is_err());
-        assert!(parse_duration("1h").is_err());
+        assert!(parse_duration("1d").is_err());
     }
 
     #[test]
