@@ -3,6 +3,7 @@
 
 pub mod conversion;
 pub mod defaults;
+pub mod expectations;
 pub mod features;
 pub mod field;
 pub mod gotypes;

@@ -47,6 +47,8 @@ pub enum Write {
     PatchPod { name: String, pin: Pin, patch: Patch },
     /// JSON-patch a pod's `status` subresource.
     PatchPodStatus { name: String, pin: Pin, patch: Patch },
+    /// JSON-patch a pod's `resize` subresource (container cpu/memory, Kubernetes ≥ 1.33).
+    PatchPodResize { name: String, pin: Pin, patch: Patch },
     /// JSON-patch a PVC (ownerReferences).
     PatchPvc { name: String, pin: Pin, patch: Patch },
     /// Create a ControllerRevision. Send [`Write::CreateRevision::data`] as the `data` bytes. On
@@ -63,12 +65,25 @@ pub enum Write {
 }
 
 impl Write {
+    fn status(name: String, pin: Pin, patch: Patch) -> Write {
+        Write::PatchPodStatus { name, pin, patch }
+    }
+
+    fn resize(name: String, pin: Pin, patch: Patch) -> Write {
+        Write::PatchPodResize { name, pin, patch }
+    }
+
+    fn pod(name: String, pin: Pin, patch: Patch) -> Write {
+        Write::PatchPod { name, pin, patch }
+    }
+
     /// The patch to send: for pinned writes, `replace /metadata/resourceVersion` first, so a
     /// changed object is a 409 Conflict rather than an overwrite.
     pub fn request_patch(&self, latest_resource_version: &str) -> Option<Patch> {
         let (pin, patch) = match self {
             Write::PatchPod { pin, patch, .. }
             | Write::PatchPodStatus { pin, patch, .. }
+            | Write::PatchPodResize { pin, patch, .. }
             | Write::PatchPvc { pin, patch, .. }
             | Write::PatchRevision { pin, patch, .. }
             | Write::PatchWorkload { pin, patch, .. } => (pin, patch),
@@ -170,23 +185,64 @@ fn resource_version(pod: &Pod) -> Pin {
 }
 
 /// The writes that turn the observed pod into the intended one: the `status` change first (it
-/// must land before a spec change, e.g. `InPlaceUpdateReady=False` before new images), then the
-/// metadata/spec change; the first is pinned to the observed version, the second follows it.
+/// must land before a spec change, e.g. `InPlaceUpdateReady=False` before new images), then
+/// container resources through the `resize` subresource (vertical scaling), then the rest of
+/// metadata/spec; the first is pinned to the observed version, the others follow it.
 pub fn pod_writes(observed: &Pod, intended: &Pod) -> Vec<Write> {
-    let name = observed.metadata.name.clone().unwrap_or_default();
-    let (a, b) = (to_value(observed), to_value(intended));
-    let ops = json_patch::diff(&a, &b).0;
+    writes_between(observed, intended, resource_version(observed))
+}
+
+fn is_resize_path(path: &str) -> bool {
+    path.strip_prefix("/spec/containers/").and_then(|rest| rest.split_once('/')).is_some_and(|(index, tail)| {
+        index.bytes().all(|b| b.is_ascii_digit()) && (tail == "resources" || tail.starts_with("resources/"))
+    })
+}
+
+fn writes_between(from: &Pod, to: &Pod, first: Pin) -> Vec<Write> {
+    let name = from.metadata.name.clone().unwrap_or_default();
+    let ops = json_patch::diff(&to_value(from), &to_value(to)).0;
     let (status, rest): (Vec<_>, Vec<_>) = ops.into_iter().partition(|op| op.path().as_str().starts_with("/status"));
+    let (resize, rest): (Vec<_>, Vec<_>) = rest.into_iter().partition(|op| is_resize_path(op.path().as_str()));
     let mut out = Vec::new();
-    let mut pin = resource_version(observed);
-    if !status.is_empty() {
-        out.push(Write::PatchPodStatus { name: name.clone(), pin: pin.clone(), patch: Patch(status) });
-        pin = Pin::Latest;
-    }
-    if !rest.is_empty() {
-        out.push(Write::PatchPod { name, pin, patch: Patch(rest) });
+    let mut pin = first;
+    for (ops, make) in
+        [(status, Write::status as fn(String, Pin, Patch) -> Write), (resize, Write::resize), (rest, Write::pod)]
+    {
+        if !ops.is_empty() {
+            out.push(make(name.clone(), pin, Patch(ops)));
+            pin = Pin::Latest;
+        }
     }
     out
+}
+
+/// Several changes to the same pods in one round: each change is diffed against the pod as the
+/// previous change left it, and only a pod's first write is pinned to the observed version (the
+/// rest follow the round's own writes), so changes compose instead of overwriting each other.
+#[derive(Debug, Default)]
+pub struct PodChanges {
+    latest: BTreeMap<String, Pod>,
+}
+
+impl PodChanges {
+    /// The pod as this round's earlier changes leave it.
+    pub fn current<'a>(&'a self, observed: &'a Pod) -> &'a Pod {
+        self.latest.get(observed.metadata.name.as_deref().unwrap_or("")).unwrap_or(observed)
+    }
+
+    /// The writes from the current state of `observed` to `intended`.
+    pub fn change(&mut self, observed: &Pod, intended: Pod) -> Vec<Write> {
+        let name = observed.metadata.name.clone().unwrap_or_default();
+        let (from, first) = match self.latest.get(&name) {
+            Some(p) => (p.clone(), Pin::Latest),
+            None => (observed.clone(), resource_version(observed)),
+        };
+        let writes = writes_between(&from, &intended, first);
+        if !writes.is_empty() {
+            self.latest.insert(name, intended);
+        }
+        writes
+    }
 }
 
 /// The patch that turns one object into another, as a pinned write built by `make`.
@@ -227,5 +283,26 @@ mod tests {
         }
         assert_eq!(doc, to_value(&after));
         assert!(pod_writes(&before, &before).is_empty());
+    }
+
+    #[test]
+    fn changes_to_one_pod_compose() {
+        let mut before = pod("p", &[]);
+        before.metadata.resource_version = Some("3".into());
+        before.metadata.annotations = None;
+        let mut changes = PodChanges::default();
+        let mut first = before.clone();
+        first.metadata.annotations = Some([("a".to_string(), "1".to_string())].into());
+        let w1 = changes.change(&before, first);
+        let mut second = changes.current(&before).clone();
+        second.metadata.annotations.as_mut().unwrap().insert("b".into(), "2".into());
+        let w2 = changes.change(&before, second.clone());
+        assert!(matches!(&w1[0], Write::PatchPod { pin: Pin::Observed(rv), .. } if rv == "3"));
+        assert!(matches!(&w2[0], Write::PatchPod { pin: Pin::Latest, .. }));
+        let mut doc = to_value(&before);
+        for w in w1.iter().chain(&w2) {
+            json_patch::patch(&mut doc, &w.request_patch("3").unwrap()).unwrap();
+        }
+        assert_eq!(doc, to_value(&second), "the second change keeps the first");
     }
 }

@@ -6,5 +6,14 @@
 //! updates, their order and limits), [`status`] (status and the Progressing condition).
 
 pub mod diff;
+pub mod plan;
+pub mod pods;
+pub mod ranking;
 pub mod revision;
+pub mod round;
+pub mod scale;
 pub mod settings;
+pub mod status;
+#[cfg(test)]
+pub(crate) mod testkit;
+pub mod update;
