@@ -11,6 +11,7 @@ pub mod cluster;
 pub mod core;
 pub mod manifests;
 pub mod metrics;
+pub mod plan;
 pub mod server;
 pub mod webhook;
 
@@ -61,7 +62,43 @@ pub async fn run(cli: Cli) -> i32 {
         }
         Command::Manifests(args) => manifests_command(&args.root, args.check),
         Command::Check(args) => check_command(args),
+        Command::Plan(args) => plan_command(args),
     }
+}
+
+fn plan_command(args: cli::PlanArgs) -> i32 {
+    let fail = |e: &dyn std::fmt::Display| {
+        eprintln!("error: {e}");
+        check::exit::USAGE
+    };
+    if !args.target.is_empty() {
+        let what = args.target.join(" ");
+        let ns = args.namespace.as_deref().unwrap_or("default");
+        return fail(&format!(
+            "planning `{what}` in namespace {ns} from a cluster is not available yet (it comes with the CloneSet \
+             reconciler); save the objects and plan them offline: kubectl get cloneset,pods,controllerrevisions,pvc \
+             -n {ns} -o yaml > snapshot.yaml && kruise plan -f snapshot.yaml"
+        ));
+    }
+    if args.files.is_empty() {
+        return fail(&"give the manifests with -f FILE (see `kruise plan --help`)");
+    }
+    let manifests = match check::input::read_paths(&args.files) {
+        Ok(m) => m,
+        Err(e) => return fail(&e),
+    };
+    let now = args.now.unwrap_or_else(k8s_openapi::jiff::Timestamp::now);
+    let planned = match plan::plan_manifests(&manifests, &args.feature_gates, now) {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    for p in &planned {
+        match args.output {
+            cli::PlanOutput::Text => print!("{}", plan::render::text(p)),
+            cli::PlanOutput::Json => println!("{:#}", plan::render::json(p)),
+        }
+    }
+    check::exit::OK
 }
 
 fn check_command(args: cli::CheckArgs) -> i32 {

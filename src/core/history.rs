@@ -150,11 +150,11 @@ pub fn find_equal_revisions(revisions: &[ControllerRevision], needle: &Controlle
 
 /// Which revisions history truncation deletes: among the sorted revisions that are not `live`,
 /// the oldest ones beyond `limit` (kruise's `truncateHistory`, default limit 10).
-pub fn revisions_to_truncate<'a>(
-    sorted: &'a [ControllerRevision],
+pub fn revisions_to_truncate(
+    sorted: &[ControllerRevision],
     live: impl Fn(&ControllerRevision) -> bool,
     limit: i32,
-) -> Vec<&'a ControllerRevision> {
+) -> Vec<&ControllerRevision> {
     let history: Vec<&ControllerRevision> = sorted.iter().filter(|r| !live(r)).collect();
     let limit = usize::try_from(limit).unwrap_or(0);
     let excess = history.len().saturating_sub(limit);

@@ -183,7 +183,7 @@ pub fn recompute_ready(pod: &mut Pod, now: Timestamp) {
     if condition(pod, POD_READY).is_none() {
         return;
     }
-    if !condition(pod, CONTAINERS_READY).is_some_and(|c| c.status == "True") {
+    if condition(pod, CONTAINERS_READY).is_none_or(|c| c.status != "True") {
         return;
     }
     let gates: Vec<String> = pod

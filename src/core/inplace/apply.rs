@@ -153,8 +153,10 @@ pub fn patch_spec_to_pod(
             .or_insert_with(|| ContainerStatusRecord { image_id: cs.image_id.clone() });
     }
 
-    if opts.vertical_scaling {
-        if let Some(ps) = pod.spec.as_mut() {
+    if opts.vertical_scaling
+        && let Some(ps) = pod.spec.as_mut()
+    {
+        {
             for c in ps.containers.iter_mut() {
                 let Some(new) = spec.container_resources.get(&c.name) else { continue };
                 if !batch.contains(&c.name) {

@@ -177,7 +177,7 @@ impl Action {
 /// batches of 1, 2, 4, 8, … calls.
 pub fn slow_start_batch(i: usize) -> u32 {
     // Batch k holds calls [2^k - 1, 2^(k+1) - 1).
-    (usize::BITS - (i + 1).leading_zeros() - 1) as u32
+    usize::BITS - (i + 1).leading_zeros() - 1
 }
 
 fn resource_version(pod: &Pod) -> Pin {

@@ -106,7 +106,7 @@ pub fn scatter_terms(
             }
         }
     }
-    terms.sort_by(|a, b| b.1.cmp(&a.1));
+    terms.sort_by_key(|t| std::cmp::Reverse(t.1));
     terms.into_iter().map(|(t, _)| t).collect()
 }
 

@@ -31,7 +31,7 @@ pub const INSTANCE_ID: &str = "apps.kruise.io/cloneset-instance-id";
 pub const INSTANCE_ID_LEN: usize = 5;
 
 /// A pod's or PVC's instance id ("" when absent).
-pub fn instance_id<'a>(labels: Option<&'a std::collections::BTreeMap<String, String>>) -> &'a str {
+pub fn instance_id(labels: Option<&std::collections::BTreeMap<String, String>>) -> &str {
     labels.and_then(|l| l.get(INSTANCE_ID)).map(String::as_str).unwrap_or("")
 }
 

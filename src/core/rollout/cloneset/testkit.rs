@@ -333,6 +333,7 @@ pub fn raw_revision(name: &str, data: &str) -> ControllerRevision {
 }
 
 /// Runs `f` on a round over explicit revisions (kruise's sync tests call Scale/Update directly).
+#[allow(clippy::too_many_arguments)]
 pub fn with_round<R>(
     cs: &CloneSet,
     pods: &[Pod],

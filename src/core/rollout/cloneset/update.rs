@@ -1,20 +1,20 @@
 //! The CloneSet update step (spec §5.5, §3.3–§3.5; kruise's `sync/cloneset_update.go`):
 //! 1. every pod is refreshed — its in-place update followed to completion and `InPlaceUpdateReady`
-//!   set True ([`crate::core::inplace::refresh`]), its lifecycle moved on (PreparingNormal → Normal
-//!   once scheduled or all-hooked by preNormal; Updating → Updated/Normal once the update completed;
-//!   Updated → Normal once the inPlaceUpdate hook is back; a PreparingUpdate pod already at the
-//!   update revision → Updated/Normal), a missing `pod-template-hash` added; if any of that writes,
-//!   the round ends;
+//!    set True ([`crate::core::inplace::refresh`]), its lifecycle moved on (PreparingNormal → Normal
+//!    once scheduled or all-hooked by preNormal; Updating → Updated/Normal once the update completed;
+//!    Updated → Normal once the inPlaceUpdate hook is back; a PreparingUpdate pod already at the
+//!    update revision → Updated/Normal), a missing `pod-template-hash` added; if any of that writes,
+//!    the round ends;
 //! 2. nothing more while paused (or with type OnDelete);
 //! 3. `updateNum` from [`super::diff`] says how many pods move, to the update revision or (negative,
-//!   gate CloneSetPartitionRollback) back to the current one;
+//!    gate CloneSetPartitionRollback) back to the current one;
 //! 4. candidates — pods not at the target, skipping PreparingDelete pods and pods in a grace period
-//!   — are ordered (Kubernetes' ActivePods order, then priority, then scatter, then PreparingUpdate
-//!   first) and limited by maxUnavailable ([`limit`]);
+//!    — are ordered (Kubernetes' ActivePods order, then priority, then scatter, then PreparingUpdate
+//!    first) and limited by maxUnavailable ([`limit`]);
 //! 5. each chosen pod is updated in place when the policy allows and the two revisions can
-//!   ([`crate::core::inplace::classify`]), with the inPlaceUpdate hook's PreparingUpdate gate
-//!   first; otherwise it is labelled `apps.kruise.io/specified-delete` and the scale step replaces
-//!   it (under InPlaceOnly that is an error instead).
+//!    ([`crate::core::inplace::classify`]), with the inPlaceUpdate hook's PreparingUpdate gate
+//!    first; otherwise it is labelled `apps.kruise.io/specified-delete` and the scale step replaces
+//!    it (under InPlaceOnly that is an error instead).
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::SignedDuration;
@@ -88,8 +88,10 @@ pub fn update(r: &mut Round<'_>) -> (Step, ExpectationDiffs) {
     }
     let order = sort_update_indexes(r.cs, &pods, candidates);
     let chosen = limit(s, &diff, &order, &pods, target.name(), r.now);
-    if chosen.len() < order.len().min(diff.update_num.unsigned_abs() as usize) {
-        step.waiting.push(limit_wait(r, &diff, &pods, target.name(), order.len() - chosen.len()));
+    let wanted = order.len().min(diff.update_num.unsigned_abs() as usize);
+    if chosen.len() < wanted {
+        let now_updating: Vec<&Pod> = chosen.iter().map(|&i| pods[i]).collect();
+        step.waiting.push(limit_wait(r, &diff, &pods, &now_updating, target.name(), wanted - chosen.len()));
     }
     if !waiting_grace.is_empty() {
         step.waiting.push(format!("{} in the grace period of an in-place update", name_list(&waiting_grace)));
@@ -159,17 +161,27 @@ pub fn limit(
     order[..chosen as usize].to_vec()
 }
 
-fn limit_wait(r: &Round<'_>, diff: &ExpectationDiffs, pods: &[&Pod], target: &str, held: usize) -> String {
-    let unavailable: Vec<&Pod> = pods.iter().copied().filter(|p| !r.settings.is_available(p, r.now)).collect();
-    let mut msg = format!(
-        "{} pods unavailable, maxUnavailable {}: {} pods wait to be updated to {}",
-        unavailable.len(),
-        diff.update_max_unavailable,
-        held,
-        target
-    );
-    if !unavailable.is_empty() {
-        msg.push_str(&format!("; waiting for {} to become ready", name_list(&unavailable)));
+fn limit_wait(
+    r: &Round<'_>,
+    diff: &ExpectationDiffs,
+    pods: &[&Pod],
+    now_updating: &[&Pod],
+    target: &str,
+    held: usize,
+) -> String {
+    let mut busy: Vec<&Pod> = pods.iter().copied().filter(|p| !r.settings.is_available(p, r.now)).collect();
+    let already = busy.len();
+    busy.extend(now_updating.iter().copied().filter(|p| r.settings.is_available(p, r.now)));
+    let mut msg = format!("{} pods unavailable", busy.len());
+    if busy.len() > already {
+        msg.push_str(&format!(" ({} of them updating now)", busy.len() - already));
+    }
+    msg.push_str(&format!(
+        ", maxUnavailable {}: {held} more pods wait to be updated to {target}",
+        diff.update_max_unavailable
+    ));
+    if !busy.is_empty() {
+        msg.push_str(&format!("; waiting for {} to become ready", name_list(&busy)));
     }
     msg
 }

@@ -7,6 +7,9 @@ use crate::apis::common::{UpdatePriorityOrderTerm, UpdatePriorityWeightTerm};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 
 type Labels = BTreeMap<String, String>;
+/// (name, pods, strategy, expected).
+type RuleRow = (&'static str, Vec<Labels>, Vec<UpdateScatterTerm>, Vec<UpdateScatterTerm>);
+type SortRow = (&'static str, Vec<Option<Labels>>, Vec<UpdateScatterTerm>, Vec<usize>);
 
 fn l(pairs: &[(&str, &str)]) -> Labels {
     pairs.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect()
@@ -99,7 +102,7 @@ fn term(k: &str, v: &str) -> UpdateScatterTerm {
 
 #[test]
 fn kruise_generate_rules() {
-    let rows: Vec<(&str, Vec<Labels>, Vec<UpdateScatterTerm>, Vec<UpdateScatterTerm>)> = vec![
+    let rows: Vec<RuleRow> = vec![
         (
             "one pod one label",
             vec![l(&[]), l(&[]), l(&[]), l(&[]), l(&[("labelA", "AAA")]), l(&[("labelA", "AAA")])],
@@ -204,7 +207,7 @@ fn kruise_sort() {
     let n = || Some(l(&[]));
     let ab = vec![term("labelA", "AAA"), term("labelB", "BBB")];
     let abc = vec![term("labelA", "AAA"), term("labelB", "BBB"), term("labelC", "CCC")];
-    let rows: Vec<(&str, Vec<Option<Labels>>, Vec<UpdateScatterTerm>, Vec<usize>)> = vec![
+    let rows: Vec<SortRow> = vec![
         ("a scattered pod + an ordinary pod", vec![e(&[a, b])], vec![term("labelA", "AAA")], vec![0]),
         ("all ordinary pods", vec![n(), n(), n(), n(), n(), n()], vec![], vec![0, 1, 2, 3, 4, 5]),
         (

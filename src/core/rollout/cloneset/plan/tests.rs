@@ -148,7 +148,7 @@ fn pods_to_delete_replaces_exactly_the_named_pod() {
     let p = w.round();
     assert_eq!(
         p.actions.iter().filter(|a| a.kind == ActionKind::Delete).map(|a| a.pod.clone().unwrap()).collect::<Vec<_>>(),
-        [victim.clone()]
+        std::slice::from_ref(&victim)
     );
     for _ in 0..6 {
         w.round();

@@ -175,7 +175,8 @@ fn kruise_get_requeue_seconds_from_condition() {
 fn kruise_set_cloneset_condition() {
     let t = |s: i64| Timestamp::from_second(s).unwrap();
     let st = |c: CloneSetCondition| CloneSetStatus { conditions: vec![c], ..Default::default() };
-    let rows: Vec<(&str, CloneSetStatus, CloneSetCondition, (&str, &str, &str), i64)> = vec![
+    type SetRow = (&'static str, CloneSetStatus, CloneSetCondition, (&'static str, &'static str, &'static str), i64);
+    let rows: Vec<SetRow> = vec![
         (
             "Add new condition",
             CloneSetStatus::default(),
