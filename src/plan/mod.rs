@@ -4,7 +4,7 @@
 //! `kubectl get cloneset,pods,controllerrevisions,pvc -o yaml`), and runs the same planner the
 //! controller runs ([`crate::core::rollout::cloneset::plan::plan`]) on each CloneSet.
 //!
-//! What the controller would see: the pods and PVCs whose controller reference is the CloneSet
+//! What the controller would see: the pods and PVCs with an owner reference to the CloneSet
 //! (kruise never adopts others; they are counted in a note), and the revisions matching its
 //! selector that it or nobody owns. When `status.observedGeneration` equals `metadata.generation`,
 //! the status has seen this spec and its current/update revisions are taken as given; otherwise the
@@ -84,10 +84,9 @@ fn namespace(meta: &ObjectMeta) -> &str {
     meta.namespace.as_deref().unwrap_or("default")
 }
 
-/// Whether `meta`'s controller reference is this CloneSet (by uid when both have one, else by
-/// kind and name).
-fn controlled_by(meta: &ObjectMeta, cs: &CloneSet) -> bool {
-    let Some(owner) = meta.owner_references.iter().flatten().find(|r| r.controller == Some(true)) else { return false };
+/// Whether an owner reference points at this CloneSet (by uid when both have one, else by kind
+/// and name).
+fn is_ref_to(owner: &k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference, cs: &CloneSet) -> bool {
     if owner.kind != "CloneSet" || !owner.api_version.starts_with("apps.kruise.io/") {
         return false;
     }
@@ -95,6 +94,18 @@ fn controlled_by(meta: &ObjectMeta, cs: &CloneSet) -> bool {
         (Some(uid), o) if !uid.is_empty() && !o.is_empty() => uid == o,
         _ => Some(owner.name.as_str()) == cs.metadata.name.as_deref(),
     }
+}
+
+/// Whether the CloneSet owns the object: kruise lists pods and PVCs by an index of every owner
+/// reference's uid.
+fn owned_by(meta: &ObjectMeta, cs: &CloneSet) -> bool {
+    meta.owner_references.iter().flatten().any(|r| is_ref_to(r, cs))
+}
+
+/// Whether the object's controller reference is this CloneSet (revisions: kruise keeps those
+/// whose controller is the CloneSet or nobody).
+fn controlled_by(meta: &ObjectMeta, cs: &CloneSet) -> bool {
+    meta.owner_references.iter().flatten().find(|r| r.controller == Some(true)).is_some_and(|r| is_ref_to(r, cs))
 }
 
 /// Plans every CloneSet of the input, in namespace/name order.
@@ -115,13 +126,13 @@ pub fn plan_manifests(manifests: &[Manifest], gates: &FeatureGates, now: Timesta
         let not_owned = o
             .pods
             .iter()
-            .filter(|p| in_ns(&p.metadata) && !controlled_by(&p.metadata, cs))
+            .filter(|p| in_ns(&p.metadata) && !owned_by(&p.metadata, cs))
             .filter(|p| {
                 selector.as_ref().is_some_and(|s| s.matches(p.metadata.labels.as_ref().unwrap_or(&Default::default())))
             })
             .count();
         let pvcs: Vec<PersistentVolumeClaim> =
-            o.pvcs.iter().filter(|p| in_ns(&p.metadata) && controlled_by(&p.metadata, cs)).cloned().collect();
+            o.pvcs.iter().filter(|p| in_ns(&p.metadata) && owned_by(&p.metadata, cs)).cloned().collect();
         let revisions: Vec<ControllerRevision> = o
             .revisions
             .iter()
