@@ -488,3 +488,40 @@ fn launch_priority_from_the_barrier_env() {
     assert_eq!(container_priority(&bad), Some(0), "kruise ignores the Atoi error");
     assert_eq!(container_priority(&Container { name: "c".into(), ..Default::default() }), None);
 }
+
+/// Vertical scaling: the batch's containers get the new cpu/memory, which the writes send through
+/// the `resize` subresource (after the status, before the rest); resources of containers outside
+/// the batch wait in `nextContainerResources`.
+#[test]
+fn vertical_scaling_resizes_through_the_subresource() {
+    use crate::core::rollout::actions::Write;
+    let observed: Pod = serde_json::from_value(json!({
+        "metadata": {"name": "p", "resourceVersion": "5"},
+        "spec": {"containers": [{"name": "c1", "image": "x", "resources": {"requests": {"cpu": "100m", "memory": "1Gi"}}}]}
+    }))
+    .unwrap();
+    let spec: UpdateSpec = UpdateSpec {
+        container_resources: [(
+            "c1".to_string(),
+            serde_json::from_value(json!({"requests": {"cpu": "200m"}})).unwrap(),
+        )]
+        .into(),
+        ..Default::default()
+    };
+    let opts = Options { vertical_scaling: true, ..Default::default() };
+    let mut st = InPlaceUpdateState::default();
+    let after = patch_spec_to_pod(&observed, &spec, &mut st, opts, at(0)).unwrap();
+    let res = after.spec.as_ref().unwrap().containers[0].resources.clone().unwrap();
+    let requests = res.requests.unwrap();
+    assert_eq!((requests["cpu"].0.as_str(), requests["memory"].0.as_str()), ("200m", "1Gi"));
+    let writes = pod_writes(&observed, &after);
+    assert!(
+        matches!(&writes[0], Write::PatchPodResize { patch, .. } if patch.0.iter().all(|op| op.path().as_str().starts_with("/spec/containers/0/resources"))),
+        "{writes:#?}"
+    );
+    assert!(matches!(&writes[1], Write::PatchPod { .. }), "the state annotation follows");
+    // Without the gate the resources are left alone.
+    let mut st = InPlaceUpdateState::default();
+    let same = patch_spec_to_pod(&observed, &spec, &mut st, Options::default(), at(0)).unwrap();
+    assert_eq!(same.spec, observed.spec);
+}

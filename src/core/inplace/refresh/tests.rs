@@ -266,3 +266,74 @@ fn runtime_meta_decides_completion() {
     assert!(update_completed(&mk(env, Some(meta(plain, env_hash + 1))), Options::default()).is_err());
     assert_eq!(update_completed(&mk(env, Some(meta(plain, env_hash))), Options::default()), Ok(()));
 }
+
+/// kruise's `createFakePod(imageInject, resourceInject, stateInject, num, imageOKNum,
+/// resourceOKNumber)`.
+fn fake_pod(image: bool, resources: bool, with_state: bool, num: usize, images_ok: usize, resources_ok: usize) -> Pod {
+    let mut containers = Vec::new();
+    let mut statuses = Vec::new();
+    let mut last = serde_json::Map::new();
+    for i in 0..num {
+        let mut c = json!({"name": format!("c{i}")});
+        let mut s = json!({"name": format!("c{i}"), "image": "", "imageID": "", "ready": false, "restartCount": 0});
+        let mut record = json!({});
+        if image {
+            c["image"] = json!(format!("busybox:test{i}"));
+            s["imageID"] = json!(if i < images_ok { format!("img0{i}") } else { "different-img01".to_string() });
+            record["imageID"] = json!("different-img01");
+        }
+        if resources {
+            c["resources"] = json!({"requests": {"cpu": "200m", "memory": "200Mi"}});
+            s["resources"] = if i < resources_ok {
+                json!({"requests": {"cpu": "200m", "memory": "200Mi"}})
+            } else {
+                json!({"requests": {"cpu": "100m", "memory": "100Mi"}})
+            };
+        }
+        last.insert(format!("c{i}"), record);
+        containers.push(c);
+        statuses.push(s);
+    }
+    let mut annotations = json!({});
+    if with_state {
+        let mut st = json!({"revision": "new-revision", "lastContainerStatuses": last});
+        if resources {
+            st["updateResources"] = json!(true);
+        }
+        annotations["apps.kruise.io/inplace-update-state"] = json!(st.to_string());
+    }
+    pod(
+        json!({"metadata": {"name": "test-pod", "labels": {"controller-revision-hash": "new-revision"}, "annotations": annotations},
+               "spec": {"containers": containers}, "status": {"containerStatuses": statuses}}),
+    )
+}
+
+/// kruise `TestDefaultCheckInPlaceUpdateCompleted_Resource`, all 17 rows.
+#[test]
+fn kruise_check_in_place_update_completed_resource() {
+    // (name, pod, expect error, vertical scaling gate)
+    let rows: Vec<(&str, Pod, bool, bool)> = vec![
+        ("empty pod", fake_pod(false, false, false, 1, 0, 0), false, false),
+        ("image ok", fake_pod(true, false, true, 1, 1, 0), false, false),
+        ("image not ok", fake_pod(true, false, true, 1, 0, 0), true, false),
+        ("all image ok", fake_pod(true, false, true, 2, 2, 0), false, false),
+        ("remain image not ok", fake_pod(true, false, true, 2, 1, 0), true, false),
+        ("all image ok with resource ok", fake_pod(true, true, true, 2, 2, 2), false, false),
+        ("all image ok with resource not ok", fake_pod(true, true, true, 2, 2, 1), false, false),
+        ("remain image not ok with resource not ok", fake_pod(true, true, true, 2, 1, 1), true, false),
+        ("empty pod", fake_pod(false, false, false, 1, 0, 0), false, true),
+        ("image ok", fake_pod(true, false, true, 1, 1, 0), false, true),
+        ("image not ok", fake_pod(true, false, true, 1, 0, 0), true, true),
+        ("all image ok", fake_pod(true, false, true, 2, 2, 0), false, true),
+        ("remain image not ok", fake_pod(true, false, true, 2, 1, 0), true, true),
+        ("all image ok with resource ok", fake_pod(true, true, true, 2, 2, 2), false, true),
+        ("all image ok with resource not ok", fake_pod(true, true, true, 2, 2, 1), true, true),
+        ("remain image not ok with resource not ok", fake_pod(true, true, true, 2, 1, 1), true, true),
+        ("only resource not ok", fake_pod(true, true, true, 3, 3, 1), true, true),
+    ];
+    assert_eq!(rows.len(), 17);
+    for (name, p, want_err, vertical) in rows {
+        let opts = Options { vertical_scaling: vertical, ..Default::default() };
+        assert_eq!(update_completed(&p, opts).is_err(), want_err, "{name} (vertical scaling {vertical})");
+    }
+}

@@ -134,6 +134,24 @@ impl World {
         json_patch::patch(v, &patch).map_err(|e| Refused(format!("422 {e}")))
     }
 
+    /// A pinned patch of a named object of a list.
+    fn patch_object<T: serde::Serialize + serde::de::DeserializeOwned>(
+        list: &mut [T],
+        name: &str,
+        w: &Write,
+        next_rv: &mut u64,
+    ) -> Result<(), Refused> {
+        let found = list.iter().position(|o| serde_json::to_value(o).unwrap()["metadata"]["name"] == json!(name));
+        let i = found.ok_or_else(|| Refused(format!("404 {name}")))?;
+        let mut v = serde_json::to_value(&list[i]).unwrap();
+        let l = rv_of(&v);
+        Self::patch_value(&mut v, w, &l)?;
+        *next_rv += 1;
+        v["metadata"]["resourceVersion"] = json!(next_rv.to_string());
+        list[i] = serde_json::from_value(v).map_err(|e| Refused(format!("422 {e}")))?;
+        Ok(())
+    }
+
     /// Applies actions' writes in order; stops at the first refused write.
     pub fn apply_actions(&mut self, actions: &[crate::core::rollout::actions::Action]) -> Result<(), Refused> {
         let mut latest: BTreeMap<String, String> = BTreeMap::new();
@@ -197,14 +215,7 @@ impl World {
                 latest.insert(name.clone(), rv);
                 self.pods[i] = serde_json::from_value(v).map_err(|e| Refused(format!("422 {e}")))?;
             }
-            Write::PatchPvc { name, .. } => {
-                let i = self.pvcs.iter().position(|p| p.metadata.name.as_deref() == Some(name.as_str())).unwrap();
-                let mut v = serde_json::to_value(&self.pvcs[i]).unwrap();
-                let l = rv_of(&v);
-                Self::patch_value(&mut v, w, &l)?;
-                v["metadata"]["resourceVersion"] = json!(self.rv());
-                self.pvcs[i] = serde_json::from_value(v).unwrap();
-            }
+            Write::PatchPvc { name, .. } => Self::patch_object(&mut self.pvcs, name, w, &mut self.next_rv)?,
             Write::CreateRevision { revision, data, .. } => {
                 let mut r = (**revision).clone();
                 // The data arrives as the given bytes.
@@ -214,23 +225,15 @@ impl World {
                 r.metadata.uid = Some(self.uid());
                 self.revisions.push(r);
             }
-            Write::PatchRevision { name, .. } => {
-                let i = self.revisions.iter().position(|r| r.metadata.name.as_deref() == Some(name.as_str())).unwrap();
-                let mut v = serde_json::to_value(&self.revisions[i]).unwrap();
-                let l = rv_of(&v);
-                Self::patch_value(&mut v, w, &l)?;
-                v["metadata"]["resourceVersion"] = json!(self.rv());
-                self.revisions[i] = serde_json::from_value(v).unwrap();
-            }
+            Write::PatchRevision { name, .. } => Self::patch_object(&mut self.revisions, name, w, &mut self.next_rv)?,
             Write::DeleteRevision { name, .. } => {
                 self.revisions.retain(|r| r.metadata.name.as_deref() != Some(name.as_str()))
             }
             Write::PatchWorkload { .. } => {
-                let mut v = serde_json::to_value(&self.cs).unwrap();
-                let l = rv_of(&v);
-                Self::patch_value(&mut v, w, &l)?;
-                v["metadata"]["resourceVersion"] = json!(self.rv());
-                self.cs = serde_json::from_value(v).unwrap();
+                let name = self.cs.metadata.name.clone().unwrap_or_default();
+                let mut one = vec![self.cs.clone()];
+                Self::patch_object(&mut one, &name, w, &mut self.next_rv)?;
+                self.cs = one.remove(0);
             }
         }
         Ok(())

@@ -204,39 +204,24 @@ fn refresh_pod(r: &mut Round<'_>, step: &mut Step, p: &Pod) -> Result<(), String
         }
         Refresh::Updating(why) => step.waiting.push(format!("{} is updating in place: {why}", pods::name(p))),
         Refresh::FinishGrace { pod, applied } => {
-            let writes = r.changes.change(p, *pod);
             let reason = if applied {
                 "its grace period ended: the new images are applied".to_string()
             } else {
                 "it moved to another revision during its grace period: the parked update is dropped".to_string()
             };
-            step.actions.push(Action::new(
-                ActionKind::FinishGracePeriod,
-                Some(pods::name(p)),
-                &revision,
-                reason,
-                writes,
-            ));
+            push_change(r, step, p, *pod, ActionKind::FinishGracePeriod, &revision, reason);
         }
         Refresh::NextBatch { pod, containers } => {
-            let writes = r.changes.change(p, *pod);
             let reason = format!("the previous batch is ready: updating containers {}", containers.join(", "));
-            step.actions.push(Action::new(ActionKind::UpdateNextBatch, Some(pods::name(p)), &revision, reason, writes));
+            push_change(r, step, p, *pod, ActionKind::UpdateNextBatch, &revision, reason);
         }
         Refresh::MarkReady { pod } => {
-            let writes = r.changes.change(p, *pod);
             let reason = if state::state_text(p).is_some() {
                 "its in-place update completed".to_string()
             } else {
                 "it has the InPlaceUpdateReady readiness gate and no update in progress".to_string()
             };
-            step.actions.push(Action::new(
-                ActionKind::MarkInPlaceUpdateReady,
-                Some(pods::name(p)),
-                &revision,
-                reason,
-                writes,
-            ));
+            push_change(r, step, p, *pod, ActionKind::MarkInPlaceUpdateReady, &revision, reason);
         }
     }
 
@@ -287,6 +272,20 @@ fn refresh_pod(r: &mut Round<'_>, step: &mut Step, p: &Pod) -> Result<(), String
         }
     }
     Ok(())
+}
+
+/// An action changing `p` to `intended`.
+fn push_change(
+    r: &mut Round<'_>,
+    step: &mut Step,
+    p: &Pod,
+    intended: Pod,
+    kind: ActionKind,
+    revision: &str,
+    reason: String,
+) {
+    let writes = r.changes.change(p, intended);
+    step.actions.push(Action::new(kind, Some(pods::name(p)), revision, reason, writes));
 }
 
 /// `fixPodTemplateHashLabel`: pods made before kruise v1.1 lack `pod-template-hash`.
