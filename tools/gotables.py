@@ -1,9 +1,9 @@
-"""Writes src/core/gotypes.rs: the Go struct tables of k8s.io/api v0.32.10 core/v1 and
+"""Writes src/compat/gotypes.rs: the Go struct tables of k8s.io/api v0.32.10 core/v1 and
 k8s.io/apimachinery v0.32.10 meta/v1 (the versions kruise vendors) reachable from PodTemplateSpec
 and PersistentVolumeClaim, read from their struct tags.
 
     (cd tools/gofixtures && go mod download)   # fetches the Go sources into the module cache
-    python3 tools/gotables.py > src/core/gotypes.rs && cargo fmt
+    python3 tools/gotables.py > src/compat/gotypes.rs && cargo fmt
 """
 import os
 import re

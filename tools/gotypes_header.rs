@@ -1,5 +1,5 @@
 //! The Go structs of `k8s.io/api` v0.32.10 `core/v1` and `k8s.io/apimachinery` v0.32.10
-//! `meta/v1` (the versions kruise vendors) as tables for [`crate::core::sidecar::gojson`]: for
+//! `meta/v1` (the versions kruise vendors) as tables for [`crate::compat::gojson`]: for
 //! every struct, its fields in declaration order with their JSON names, whether each is a pointer
 //! and whether its tag says `omitempty`. Encoding a pod template or a PVC through these tables
 //! gives the bytes Go's `json.Marshal` gives, which is what ControllerRevision names (spec §5.8,
@@ -13,7 +13,7 @@
 
 #![allow(dead_code)]
 
-use super::sidecar::gojson::{Field, Go, f, inline, np, o, p};
+use super::gojson::{Field, Go, f, inline, np, o, p};
 
 /// `[]string`.
 pub(crate) const STRS: Go = Go::List(&Go::Str);

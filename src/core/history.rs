@@ -19,7 +19,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference}
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use serde_json::Value;
 
-use super::sidecar::gojson;
+use crate::compat::gojson;
 
 /// Label holding the hash on every ControllerRevision.
 pub const CONTROLLER_REVISION_HASH_LABEL: &str = "controller.kubernetes.io/hash";

@@ -20,9 +20,9 @@ use serde::de::DeserializeOwned;
 
 use crate::apis::cloneset::CloneSet;
 use crate::check::input::Manifest;
+use crate::compat::selector::Selector;
 use crate::core::features::FeatureGates;
 use crate::core::rollout::cloneset::plan::{Input, Plan, RevisionSource, plan};
-use crate::core::selector::Selector;
 
 /// Why the input cannot be planned.
 #[derive(Debug, thiserror::Error)]

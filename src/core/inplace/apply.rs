@@ -20,9 +20,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::Timestamp;
 
 use super::classify::UpdateSpec;
-use super::metapatch::apply_metadata_patch;
 use super::state::{self, ContainerBatch, ContainerStatusRecord, GraceSpec, InPlaceUpdateState, PreCheckBeforeNext};
 use crate::apis::keys::{IN_PLACE_UPDATE_GRACE, IN_PLACE_UPDATE_READY};
+use crate::compat::metapatch::apply_metadata_patch;
 use crate::core::pods;
 
 /// Env var that carries a container's launch priority (`p_<n>` in its configMapKeyRef key).

@@ -24,11 +24,11 @@ use super::apply::{Options, patch_spec_to_pod};
 use super::envref::split_subscripted_path;
 use super::state::{self, InPlaceUpdateState, RuntimeContainerMetaSet};
 use crate::apis::keys::IN_PLACE_UPDATE_READY;
-use crate::core::gotypes::{CONTAINER, ENV_VAR};
+use crate::compat::gojson;
+use crate::compat::gotypes::{CONTAINER, ENV_VAR};
+use crate::compat::quantity::Quantity;
 use crate::core::history::fnv1a_32;
 use crate::core::pods;
-use crate::core::quantity::Quantity;
-use crate::core::sidecar::gojson;
 
 /// What refreshing a pod decided.
 #[derive(Clone, Debug, PartialEq)]

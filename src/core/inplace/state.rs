@@ -10,7 +10,7 @@
 //!
 //! Both written annotations are encoded as Go's `json.Marshal` writes the Go structs (field
 //! order, `omitempty`, `null` for nil maps), through tables like those of
-//! [`crate::core::gotypes`].
+//! [`crate::compat::gotypes`].
 
 use std::collections::BTreeMap;
 
@@ -22,9 +22,9 @@ use serde_json::Value;
 
 use super::classify::UpdateSpec;
 use crate::apis::keys::{IN_PLACE_UPDATE_GRACE, IN_PLACE_UPDATE_STATE};
-use crate::core::gotypes::{OBJECT_META, POD_TEMPLATE_SPEC, RESOURCE_REQUIREMENTS, STRS};
+use crate::compat::gojson::{self, Field, Go, f, o, p};
+use crate::compat::gotypes::{OBJECT_META, POD_TEMPLATE_SPEC, RESOURCE_REQUIREMENTS, STRS};
 use crate::core::pods;
-use crate::core::sidecar::gojson::{self, Field, Go, f, o, p};
 
 /// The pre-`apps.kruise.io/` key of the state annotation, still read.
 pub const IN_PLACE_UPDATE_STATE_OLD: &str = "inplace-update-state";

@@ -15,7 +15,7 @@ use std::cmp::Ordering;
 use std::collections::BTreeMap;
 
 use crate::apis::common::{UpdatePriorityStrategy, UpdateScatterTerm};
-use crate::core::selector::Selector;
+use crate::compat::selector::Selector;
 
 /// A pod's labels, or `None` for a missing pod.
 pub type PodLabels<'a> = Option<&'a BTreeMap<String, String>>;

@@ -29,11 +29,11 @@ use super::settings::{Gates, Settings};
 use super::status::{self, FAILED_SCALE, FAILED_UPDATE, Observed};
 use super::{scale, update};
 use crate::apis::cloneset::{CloneSet, CloneSetCondition, CloneSetStatus};
+use crate::compat::selector::{self as sel, Selector};
 use crate::core::features::FeatureGates;
 use crate::core::history;
 use crate::core::pods;
 use crate::core::rollout::actions::{Action, ActionKind, Pin, PodChanges, Write, object_patch};
-use crate::core::selector::{self as sel, Selector};
 
 /// Where the current and update revisions come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]

@@ -20,12 +20,12 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 use serde_json::{Map, Value, json};
 
 use crate::apis::cloneset::CloneSet;
-use crate::core::gotypes::{PERSISTENT_VOLUME_CLAIM, POD_TEMPLATE_SPEC};
+use crate::compat::gojson;
+use crate::compat::gotypes::{PERSISTENT_VOLUME_CLAIM, POD_TEMPLATE_SPEC};
 use crate::core::history::{self, NewRevision, Parent};
 use crate::core::inplace::classify::VCT_HASH_ANNOTATION;
 use crate::core::pods;
 use crate::core::rollout::actions::{Action, ActionKind, Pin, Write, object_patch};
-use crate::core::sidecar::gojson;
 
 /// Pod label naming the pod's revision.
 pub const CONTROLLER_REVISION_HASH: &str = "controller-revision-hash";
@@ -52,7 +52,7 @@ pub fn write_revision_hash(pod: &mut Pod, revision: &str, short_hash_gate: bool)
 }
 
 /// Go's encoding of one typed object through its struct table, re-read as a JSON value.
-fn go_value(fields: &[crate::core::sidecar::gojson::Field], v: &impl serde::Serialize) -> Value {
+fn go_value(fields: &[crate::compat::gojson::Field], v: &impl serde::Serialize) -> Value {
     let mut out = String::new();
     gojson::go_struct(fields, &serde_json::to_value(v).unwrap_or(Value::Null), &mut out);
     serde_json::from_str(&out).unwrap_or(Value::Null)

@@ -15,8 +15,8 @@ use k8s_openapi::jiff::Timestamp;
 use crate::apis::cloneset::{CloneSet, DEFAULT_MAX_UNAVAILABLE, IN_PLACE_IF_POSSIBLE, IN_PLACE_ONLY, ON_DELETE};
 use crate::apis::common::Lifecycle;
 use crate::apis::keys::{IN_PLACE_UPDATE_READY, SPECIFIED_DELETE};
+use crate::compat::intstr::{calculate_partition_replicas, k8s_value_from_int_or_percent};
 use crate::core::features::{FeatureGates, Gate};
-use crate::core::validation::intstr::{calculate_partition_replicas, k8s_value_from_int_or_percent};
 use crate::core::{lifecycle, pods};
 
 /// CloneSet label asking to leave PreparingDelete pods out of the scale arithmetic.

@@ -17,7 +17,7 @@ use std::fmt::Write;
 use serde_json::{Map, Value};
 
 use crate::apis::sidecarset::SidecarContainer;
-use crate::core::quantity::Quantity;
+use crate::compat::quantity::Quantity;
 
 /// How a Go type is encoded.
 #[derive(Clone, Copy, Debug)]
@@ -68,7 +68,7 @@ pub(crate) const fn inline(fields: &'static [Field]) -> Field {
     Field { name: "", ty: Go::Struct(fields), pointer: false, omitempty: false }
 }
 
-use crate::core::gotypes::{CONTAINER, OBJECT_FIELD_SELECTOR as FIELD_REF, STRS};
+use crate::compat::gotypes::{CONTAINER, OBJECT_FIELD_SELECTOR as FIELD_REF, STRS};
 
 const UPGRADE_STRATEGY: &[Field] = &[o("upgradeType", Go::Str), o("hotUpgradeEmptyImage", Go::Str)];
 const SHARE_POLICY: &[Field] = &[o("type", Go::Str)];
@@ -323,6 +323,13 @@ fn go_float(f: f64) -> String {
 /// Go's string encoding with HTML escaping (the `json.Marshal` default).
 pub fn string(s: &str, out: &mut String) {
     out.push('"');
+    // Most strings (names, hashes, images) need no escaping: copy them whole. 0xE2 starts
+    // U+2028/U+2029 (and other characters, which take the slow path harmlessly).
+    if s.bytes().all(|b| b >= 0x20 && !matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&' | 0xE2)) {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),
