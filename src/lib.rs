@@ -11,6 +11,7 @@ pub mod check;
 pub mod cli;
 pub mod cluster;
 pub mod compat;
+pub mod controller;
 pub mod core;
 pub mod manifests;
 pub mod metrics;

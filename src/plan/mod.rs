@@ -108,6 +108,46 @@ fn controlled_by(meta: &ObjectMeta, cs: &CloneSet) -> bool {
     meta.owner_references.iter().flatten().find(|r| r.controller == Some(true)).is_some_and(|r| is_ref_to(r, cs))
 }
 
+/// What the CloneSet controller sees of one CloneSet.
+#[derive(Debug, Default)]
+pub struct Owned {
+    /// Pods whose controller reference is the CloneSet.
+    pub pods: Vec<Pod>,
+    /// PVCs with an owner reference to the CloneSet.
+    pub pvcs: Vec<PersistentVolumeClaim>,
+    /// Revisions matching its selector that it or nobody controls.
+    pub revisions: Vec<ControllerRevision>,
+}
+
+/// The objects of a CloneSet's namespace the controller plans with (kruise never adopts orphan
+/// pods; it adopts orphan revisions): shared by `kruise plan` and the reconciler, which hands it
+/// what its indexes file under the CloneSet's uid and namespace.
+pub fn owned<'a>(
+    cs: &CloneSet,
+    pods: impl IntoIterator<Item = &'a Pod>,
+    pvcs: impl IntoIterator<Item = &'a PersistentVolumeClaim>,
+    revisions: impl IntoIterator<Item = &'a ControllerRevision>,
+) -> Owned {
+    let ns = namespace(&cs.metadata);
+    let selector = Selector::from_validated(cs.spec.selector.as_ref()).ok();
+    let in_ns = |m: &ObjectMeta| namespace(m) == ns;
+    let matches =
+        |m: &ObjectMeta| selector.as_ref().is_some_and(|s| s.matches(m.labels.as_ref().unwrap_or(&Default::default())));
+    Owned {
+        pods: pods.into_iter().filter(|p| in_ns(&p.metadata) && controlled_by(&p.metadata, cs)).cloned().collect(),
+        pvcs: pvcs.into_iter().filter(|p| in_ns(&p.metadata) && owned_by(&p.metadata, cs)).cloned().collect(),
+        revisions: revisions
+            .into_iter()
+            .filter(|r| in_ns(&r.metadata) && matches(&r.metadata))
+            .filter(|r| {
+                let controller = r.metadata.owner_references.iter().flatten().any(|o| o.controller == Some(true));
+                !controller || controlled_by(&r.metadata, cs)
+            })
+            .cloned()
+            .collect(),
+    }
+}
+
 /// Plans every CloneSet of the input, in namespace/name order.
 pub fn plan_manifests(manifests: &[Manifest], gates: &FeatureGates, now: Timestamp) -> Result<Vec<Planned>, PlanError> {
     let mut o = group(manifests)?;
@@ -118,34 +158,18 @@ pub fn plan_manifests(manifests: &[Manifest], gates: &FeatureGates, now: Timesta
         .sort_by(|a, b| (namespace(&a.metadata), &a.metadata.name).cmp(&(namespace(&b.metadata), &b.metadata.name)));
     let mut out = Vec::new();
     for cs in &o.clonesets {
+        let view = owned(cs, &o.pods, &o.pvcs, &o.revisions);
+        let (pods, pvcs, revisions) = (view.pods, view.pvcs, view.revisions);
         let ns = namespace(&cs.metadata);
         let selector = Selector::from_validated(cs.spec.selector.as_ref()).ok();
-        let in_ns = |m: &ObjectMeta| namespace(m) == ns;
-        let pods: Vec<Pod> =
-            o.pods.iter().filter(|p| in_ns(&p.metadata) && controlled_by(&p.metadata, cs)).cloned().collect();
         let not_owned = o
             .pods
             .iter()
-            .filter(|p| in_ns(&p.metadata) && !owned_by(&p.metadata, cs))
+            .filter(|p| namespace(&p.metadata) == ns && !owned_by(&p.metadata, cs))
             .filter(|p| {
                 selector.as_ref().is_some_and(|s| s.matches(p.metadata.labels.as_ref().unwrap_or(&Default::default())))
             })
             .count();
-        let pvcs: Vec<PersistentVolumeClaim> =
-            o.pvcs.iter().filter(|p| in_ns(&p.metadata) && owned_by(&p.metadata, cs)).cloned().collect();
-        let revisions: Vec<ControllerRevision> = o
-            .revisions
-            .iter()
-            .filter(|r| in_ns(&r.metadata))
-            .filter(|r| {
-                selector.as_ref().is_some_and(|s| s.matches(r.metadata.labels.as_ref().unwrap_or(&Default::default())))
-            })
-            .filter(|r| {
-                let controller = r.metadata.owner_references.iter().flatten().any(|o| o.controller == Some(true));
-                !controller || controlled_by(&r.metadata, cs)
-            })
-            .cloned()
-            .collect();
         let status = cs.status.as_ref();
         let seen = status.is_some_and(|s| {
             s.observed_generation == cs.metadata.generation.unwrap_or(0) && !s.update_revision.is_empty()
