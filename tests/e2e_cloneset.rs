@@ -197,7 +197,7 @@ async fn in_place_update_respects_partition_and_max_unavailable() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn an_env_change_recreates_pods_and_they_keep_their_pvcs() {
+async fn an_env_change_recreates_pods_and_a_deleted_pod_comes_back_with_its_pvc() {
     let t = Scenario::start("cs-recreate").await;
     let mut spec = spec(3, "nginx:1.25", json!({"type": "InPlaceIfPossible", "maxUnavailable": 1}));
     spec["volumeClaimTemplates"] = json!([{
@@ -206,17 +206,28 @@ async fn an_env_change_recreates_pods_and_they_keep_their_pvcs() {
     }]);
     t.create("web", spec).await;
     t.wait_status("web", "3 ready", |s| s.ready_replicas == 3 && s.available_replicas == 3).await;
-    let before = t.pods().await;
-    let pvc_api: Api<PersistentVolumeClaim> = Api::namespaced(t.client.clone(), t.ns());
-    let pvcs_before: BTreeMap<String, String> = pvc_api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .map(|c| (c.metadata.name.unwrap(), c.metadata.uid.unwrap()))
-        .collect();
 
+    // A pod deleted by someone else is recreated with its instance id, and reuses its PVC.
+    let before = t.pods().await;
+    let victim = before[0].clone();
+    let id = label(&victim, INSTANCE_ID);
+    let claims = t.claims().await;
+    let pods: Api<Pod> = Api::namespaced(t.client.clone(), t.ns());
+    pods.delete(victim.metadata.name.as_deref().unwrap(), &DeleteParams::default()).await.unwrap();
+    let back = t
+        .eventually("the deleted pod recreated", |pods| {
+            pods.iter()
+                .find(|p| label(p, INSTANCE_ID) == id && p.metadata.uid != victim.metadata.uid && is_ready(p))
+                .cloned()
+        })
+        .await;
+    assert_eq!(back.metadata.name, victim.metadata.name, "same instance id, same name");
+    assert_eq!(t.claims().await, claims, "the recreated pod reuses its PVC (same names and uids)");
+    t.wait_status("web", "3 ready again", |s| s.ready_replicas == 3 && s.replicas == 3).await;
+
+    // An env change cannot be applied in place: the pods are recreated (kruise deletes a pod's
+    // PVCs with it when it deletes the pod itself, so the new pods get new ones).
+    let before = t.pods().await;
     let env = json!([{"name": "main", "image": "nginx:1.25", "env": [{"name": "MODE", "value": "b"}]}]);
     t.patch_spec("web", json!({"template": {"spec": {"containers": env}}})).await;
     let st = t
@@ -229,23 +240,14 @@ async fn an_env_change_recreates_pods_and_they_keep_their_pvcs() {
     for p in &after {
         assert!(!uids_before.contains(p.metadata.uid.as_ref().unwrap()), "a new pod, not updated in place");
         assert_eq!(label(p, "controller-revision-hash"), st.update_revision);
+        assert_eq!(restarts(p), 0);
     }
-    let ids_before: BTreeSet<String> = before.iter().map(|p| label(p, INSTANCE_ID)).collect();
-    let ids_after: BTreeSet<String> = after.iter().map(|p| label(p, INSTANCE_ID)).collect();
-    assert_eq!(ids_after, ids_before, "the new pods take the instance ids of the pods they replace");
-    let pvcs_after: BTreeMap<String, String> = pvc_api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .map(|c| (c.metadata.name.unwrap(), c.metadata.uid.unwrap()))
-        .collect();
-    assert_eq!(pvcs_after, pvcs_before, "each recreated pod reuses its PVC (same names and uids)");
-    assert_eq!(t.history.created().await, 6);
+    let claims: BTreeMap<String, String> = t.claims().await;
+    let wanted: BTreeSet<String> = after.iter().map(|p| format!("data-web-{}", label(p, INSTANCE_ID))).collect();
+    assert_eq!(claims.keys().cloned().collect::<BTreeSet<_>>(), wanted, "one PVC per pod, none left behind");
+    assert_eq!(t.history.created().await, 7, "3 pods, 1 recreated after its deletion, 3 recreated by the update");
     t.history.assert_never_more_live_than(3).await;
 }
-
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn faults_never_produce_an_extra_or_a_missing_pod() {
     let t = Scenario::start_behind_fault_proxy("cs-faults").await;

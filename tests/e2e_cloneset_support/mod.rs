@@ -11,7 +11,7 @@ use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use futures::StreamExt;
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kruise::apis::cloneset::{CloneSet, CloneSetStatus};
 use kruise::controller::Settings;
 use kruise::metrics::Metrics;
@@ -395,6 +395,19 @@ impl Scenario {
     async fn all_pods(&self) -> Vec<Pod> {
         let api: Api<Pod> = Api::namespaced(self.client.clone(), self.ns());
         api.list(&ListParams::default()).await.unwrap().items
+    }
+
+    /// The PVCs of the namespace not being deleted: name → uid.
+    pub async fn claims(&self) -> BTreeMap<String, String> {
+        let api: Api<PersistentVolumeClaim> = Api::namespaced(self.client.clone(), self.ns());
+        api.list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|c| c.metadata.deletion_timestamp.is_none())
+            .map(|c| (c.metadata.name.unwrap_or_default(), c.metadata.uid.unwrap_or_default()))
+            .collect()
     }
 
     /// Waits until the live pods satisfy `check`.
