@@ -65,6 +65,23 @@ async fn scale_up_gives_ready_pods_with_instance_ids_pvcs_and_status() {
     assert_eq!(revisions[0].metadata.name.as_deref(), Some(st.update_revision.as_str()));
     t.history.assert_never_more_live_than(5).await;
     assert_eq!(t.history.created().await, 5, "no pod was created twice");
+
+    // Events as kruise names them, one per pod (folded into a series by kube's recorder).
+    let (notes, count) = poll("5 SuccessfulCreate events", || async {
+        let (notes, count) = t.events("web", "SuccessfulCreate").await;
+        (count == 5).then_some((notes, count))
+    })
+    .await;
+    assert_eq!(count, 5);
+    let names: BTreeSet<String> =
+        pods.iter().map(|p| format!("succeed to create pod {}", p.metadata.name.as_deref().unwrap())).collect();
+    assert!(!notes.is_empty() && notes.is_subset(&names), "{notes:?}");
+    let metrics = t.metrics.encode();
+    assert!(
+        metrics.contains("controller_runtime_reconcile_total{controller=\"cloneset\",result=\"success\"}"),
+        "{metrics}"
+    );
+    assert!(metrics.contains("controller_runtime_reconcile_time_seconds_count{controller=\"cloneset\"}"), "{metrics}");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

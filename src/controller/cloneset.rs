@@ -39,7 +39,7 @@ use super::Settings;
 use super::apply::{Applier, Outcome, WriteError};
 use super::index::{Index, namespace_of, owner_uids};
 use crate::apis::cloneset::{CloneSet, CloneSetStatus};
-use crate::core::expectations::{Expectations, Satisfied, ScaleAction};
+use crate::core::expectations::{Expectations, ScaleAction, cache_lag, scale_name};
 use crate::core::rollout::actions::{Write, object_patch};
 use crate::core::rollout::cloneset::plan::{Input, Plan, RevisionSource, plan};
 use crate::metrics::{ControllerLabels, Metrics, ReconcileLabels};
@@ -215,53 +215,6 @@ fn error_policy(cs: Arc<CloneSet>, error: &ReconcileError, ctx: Arc<Context>) ->
     Action::requeue(delay)
 }
 
-/// Whether the cache has caught up with this controller's own writes; if not, what it waits for.
-fn cache_behind(
-    ctx: &Context,
-    cs: &CloneSet,
-    key: &str,
-    pods: &[Arc<Pod>],
-    pvcs: &[Arc<PersistentVolumeClaim>],
-) -> Option<String> {
-    let now = Timestamp::now();
-    let mut exp = lock(&ctx.expectations);
-    let uid = cs.metadata.uid.as_deref().unwrap_or("");
-    if let Satisfied::No { .. } = exp.version_satisfied(uid, cs.metadata.resource_version.as_deref().unwrap_or(""), now)
-    {
-        return Some("the CloneSet's own last write".into());
-    }
-    // Created names are seen once cached; deleted ones once gone or being deleted.
-    let names = |live_only: bool| -> Vec<String> {
-        let pods = pods
-            .iter()
-            .filter(|p| !live_only || p.metadata.deletion_timestamp.is_none())
-            .map(|p| format!("pod/{}", p.name_any()));
-        let pvcs = pvcs
-            .iter()
-            .filter(|p| !live_only || p.metadata.deletion_timestamp.is_none())
-            .map(|p| format!("pvc/{}", p.name_any()));
-        pods.chain(pvcs).collect()
-    };
-    let (all, live) = (names(false), names(true));
-    exp.observe_cache(key, all.iter().map(String::as_str));
-    exp.observe_cache(key, live.iter().map(String::as_str));
-    if let Satisfied::No { waited, pending } = exp.scale_satisfied(key, now) {
-        let list: Vec<String> = pending.iter().map(|(a, n)| format!("{a:?} {n}")).collect();
-        let waited = Duration::from_secs(waited.as_secs().unsigned_abs());
-        if waited > ctx.settings.expectation_timeout {
-            tracing::warn!(waited = ?waited, "expectations not satisfied for longer than the timeout: {}", list.join(", "));
-        }
-        return Some(format!("the cache to show {}", list.join(", ")));
-    }
-    for p in pods {
-        let (Some(uid), Some(rv)) = (&p.metadata.uid, &p.metadata.resource_version) else { continue };
-        if let Satisfied::No { .. } = exp.version_satisfied(uid, rv, now) {
-            return Some(format!("the cache to show pod {} as last written", p.name_any()));
-        }
-    }
-    None
-}
-
 async fn reconcile_once(cs: &CloneSet, ctx: &Context, key: &str) -> Result<Action, ReconcileError> {
     if !(ctx.pods.is_synced() && ctx.pvcs.is_synced() && ctx.revisions.is_synced()) {
         tracing::debug!("waiting for the first listing of pods, PVCs and revisions");
@@ -271,8 +224,23 @@ async fn reconcile_once(cs: &CloneSet, ctx: &Context, key: &str) -> Result<Actio
     let ns = cs.metadata.namespace.clone().unwrap_or_default();
     let cached_pods = ctx.pods.get(&uid);
     let cached_pvcs = ctx.pvcs.get(&uid);
-    if let Some(what) = cache_behind(ctx, cs, key, &cached_pods, &cached_pvcs) {
-        tracing::debug!("waiting for {what}");
+    let lag = {
+        let pods: Vec<&Pod> = cached_pods.iter().map(Arc::as_ref).collect();
+        let pvcs: Vec<&PersistentVolumeClaim> = cached_pvcs.iter().map(Arc::as_ref).collect();
+        let rv = cs.metadata.resource_version.as_deref().unwrap_or("");
+        cache_lag(&mut lock(&ctx.expectations), key, &uid, rv, &pods, &pvcs, Timestamp::now())
+    };
+    if let Some(lag) = lag {
+        let waited = Duration::try_from(lag.waited).unwrap_or_default();
+        if waited > ctx.settings.expectation_timeout {
+            tracing::warn!(
+                ?waited,
+                "the cache has not shown {} for longer than the expectation timeout",
+                lag.waiting_for
+            );
+        } else {
+            tracing::debug!(?waited, "waiting for the cache to show {}", lag.waiting_for);
+        }
         return Ok(Action::requeue(EXPECTATION_RECHECK));
     }
     let cached_revisions = ctx.revisions.get(&ns);
@@ -363,10 +331,10 @@ async fn apply_write(
     write: &Write,
 ) -> Result<Outcome, ReconcileError> {
     let scale = match write {
-        Write::CreatePod { pod } => Some((ScaleAction::Create, format!("pod/{}", pod.name_any()))),
-        Write::CreatePvc { pvc } => Some((ScaleAction::Create, format!("pvc/{}", pvc.name_any()))),
-        Write::DeletePod { name, .. } => Some((ScaleAction::Delete, format!("pod/{name}"))),
-        Write::DeletePvc { name, .. } => Some((ScaleAction::Delete, format!("pvc/{name}"))),
+        Write::CreatePod { pod } => Some((ScaleAction::Create, scale_name("pod", &pod.name_any()))),
+        Write::CreatePvc { pvc } => Some((ScaleAction::Create, scale_name("pvc", &pvc.name_any()))),
+        Write::DeletePod { name, .. } => Some((ScaleAction::Delete, scale_name("pod", name))),
+        Write::DeletePvc { name, .. } => Some((ScaleAction::Delete, scale_name("pvc", name))),
         _ => None,
     };
     if let Some((a, n)) = &scale {

@@ -156,6 +156,71 @@ impl Expectations {
     }
 }
 
+/// What a round waits for before it may plan (see [`cache_lag`]).
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Lag {
+    /// What the cache has not shown yet, for the log.
+    pub waiting_for: String,
+    /// How long the workload has waited.
+    pub waited: SignedDuration,
+}
+
+/// The name a pod's or PVC's scale expectation is kept under (pods and PVCs share one set per
+/// workload).
+pub fn scale_name(kind: &str, name: &str) -> String {
+    format!("{kind}/{name}")
+}
+
+/// Whether a workload's cached view is behind its controller's own writes, from what the cache
+/// shows now: the workload at `resource_version` (uid `uid`), and its `pods` and `pvcs`. Scale
+/// expectations settle first (a created name is seen once cached, a deleted one once gone or being
+/// deleted, as kruise's pod event handler observes deletions), then the resourceVersions of the
+/// workload and of every pod it patched. `None`: plan now.
+pub fn cache_lag(
+    exp: &mut Expectations,
+    key: &str,
+    uid: &str,
+    resource_version: &str,
+    pods: &[&k8s_openapi::api::core::v1::Pod],
+    pvcs: &[&k8s_openapi::api::core::v1::PersistentVolumeClaim],
+    now: Timestamp,
+) -> Option<Lag> {
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
+    let names = |live_only: bool| -> Vec<String> {
+        let pick = |kind: &'static str| {
+            move |m: &ObjectMeta| {
+                (!live_only || m.deletion_timestamp.is_none())
+                    .then(|| scale_name(kind, m.name.as_deref().unwrap_or("")))
+            }
+        };
+        let pods = pods.iter().filter_map(|p| pick("pod")(&p.metadata));
+        let pvcs = pvcs.iter().filter_map(|p| pick("pvc")(&p.metadata));
+        pods.chain(pvcs).collect()
+    };
+    let (cached, live) = (names(false), names(true));
+    // Creations settle against everything cached, deletions against what is not being deleted.
+    exp.observe_cache(key, cached.iter().map(String::as_str));
+    exp.observe_cache(key, live.iter().map(String::as_str));
+    if let Satisfied::No { waited, pending } = exp.scale_satisfied(key, now) {
+        let list: Vec<String> = pending
+            .iter()
+            .map(|(a, n)| format!("{} of {n}", if *a == ScaleAction::Create { "creation" } else { "deletion" }))
+            .collect();
+        return Some(Lag { waiting_for: list.join(", "), waited });
+    }
+    if let Satisfied::No { waited, .. } = exp.version_satisfied(uid, resource_version, now) {
+        return Some(Lag { waiting_for: "the workload's last write".into(), waited });
+    }
+    for p in pods {
+        let (Some(uid), Some(rv)) = (&p.metadata.uid, &p.metadata.resource_version) else { continue };
+        if let Satisfied::No { waited, .. } = exp.version_satisfied(uid, rv, now) {
+            let name = p.metadata.name.as_deref().unwrap_or("");
+            return Some(Lag { waiting_for: format!("pod {name} as last written"), waited });
+        }
+    }
+    None
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -261,5 +326,60 @@ mod tests {
         for (old, new, want) in rows {
             assert_eq!(resource_version_newer(old, new), want, "{old} -> {new}");
         }
+    }
+
+    fn pod(name: &str, uid: &str, rv: &str, deleting: bool) -> k8s_openapi::api::core::v1::Pod {
+        let mut p = k8s_openapi::api::core::v1::Pod::default();
+        p.metadata.name = Some(name.into());
+        p.metadata.uid = Some(uid.into());
+        p.metadata.resource_version = Some(rv.into());
+        if deleting {
+            p.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(at(0)));
+        }
+        p
+    }
+
+    /// The reconciler's gate: a round plans only once the cache shows its own creations,
+    /// deletions (a pod being deleted counts) and patches.
+    #[test]
+    fn cache_lag_gates_planning_on_the_controllers_own_writes() {
+        let mut e = Expectations::default();
+        let k = "ns/web";
+        assert_eq!(cache_lag(&mut e, k, "cs", "5", &[], &[], at(0)), None, "nothing expected");
+
+        e.expect_scale(k, ScaleAction::Create, &scale_name("pod", "web-a"));
+        e.expect_scale(k, ScaleAction::Create, &scale_name("pvc", "data-web-a"));
+        let lag = cache_lag(&mut e, k, "cs", "5", &[], &[], at(1)).unwrap();
+        assert_eq!(lag.waiting_for, "creation of pod/web-a, creation of pvc/data-web-a");
+        let a = pod("web-a", "u-a", "7", false);
+        let lag = cache_lag(&mut e, k, "cs", "5", &[&a], &[], at(3)).unwrap();
+        assert_eq!(lag.waiting_for, "creation of pvc/data-web-a");
+        assert_eq!(lag.waited, SignedDuration::from_secs(2));
+        let mut claim = k8s_openapi::api::core::v1::PersistentVolumeClaim::default();
+        claim.metadata.name = Some("data-web-a".into());
+        assert_eq!(cache_lag(&mut e, k, "cs", "5", &[&a], &[&claim], at(4)), None);
+
+        // A deletion is seen when the pod is being deleted, or gone.
+        e.expect_scale(k, ScaleAction::Delete, &scale_name("pod", "web-a"));
+        assert!(cache_lag(&mut e, k, "cs", "5", &[&a], &[&claim], at(5)).is_some(), "still cached, not deleting");
+        let a_deleting = pod("web-a", "u-a", "8", true);
+        assert_eq!(cache_lag(&mut e, k, "cs", "5", &[&a_deleting], &[&claim], at(6)), None);
+
+        // A created pod that is already being deleted settles its creation too.
+        e.expect_scale(k, ScaleAction::Create, &scale_name("pod", "web-b"));
+        let b_deleting = pod("web-b", "u-b", "9", true);
+        assert_eq!(cache_lag(&mut e, k, "cs", "5", &[&b_deleting], &[], at(7)), None);
+
+        // Patches: the workload's own status write, then a pod's.
+        e.expect_version("cs", "6");
+        let lag = cache_lag(&mut e, k, "cs", "5", &[], &[], at(8)).unwrap();
+        assert_eq!(lag.waiting_for, "the workload's last write");
+        assert_eq!(cache_lag(&mut e, k, "cs", "6", &[], &[], at(9)), None);
+        e.expect_version("u-c", "12");
+        let c_old = pod("web-c", "u-c", "11", false);
+        let lag = cache_lag(&mut e, k, "cs", "6", &[&c_old], &[], at(10)).unwrap();
+        assert_eq!(lag.waiting_for, "pod web-c as last written");
+        let c_new = pod("web-c", "u-c", "13", false);
+        assert_eq!(cache_lag(&mut e, k, "cs", "6", &[&c_new], &[], at(11)), None, "a newer version also satisfies");
     }
 }

@@ -234,10 +234,10 @@ struct Running {
 }
 
 impl Running {
-    fn start(client: kube::Client, ns: &str) -> Running {
+    fn start(client: kube::Client, ns: &str, metrics: Metrics) -> Running {
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let settings = Settings { namespace: Some(ns.to_string()), ..Settings::default() };
-        let task = tokio::spawn(kruise::controller::cloneset::run(client, settings, Metrics::new(), async move {
+        let task = tokio::spawn(kruise::controller::cloneset::run(client, settings, metrics, async move {
             let _ = rx.await;
         }));
         Running { stop: Some(tx), task }
@@ -268,6 +268,8 @@ pub struct Scenario {
     reconciler_client: kube::Client,
     reconciler: Mutex<Option<Running>>,
     pub history: History,
+    /// The reconciler's metrics.
+    pub metrics: Metrics,
     watcher: tokio::task::JoinHandle<()>,
     dir: tempfile::TempDir,
 }
@@ -312,7 +314,8 @@ impl Scenario {
                 }
             }
         });
-        let running = Running::start(reconciler_client.clone(), ns.name());
+        let metrics = Metrics::new();
+        let running = Running::start(reconciler_client.clone(), ns.name(), metrics.clone());
         Scenario {
             ns,
             client,
@@ -320,6 +323,7 @@ impl Scenario {
             reconciler_client,
             reconciler: Mutex::new(Some(running)),
             history,
+            metrics,
             watcher,
             dir: tempfile::tempdir().unwrap(),
         }
@@ -345,7 +349,7 @@ impl Scenario {
     pub async fn start_reconciler(&self) {
         let mut slot = self.reconciler.lock().unwrap();
         assert!(slot.is_none(), "the reconciler runs already");
-        *slot = Some(Running::start(self.reconciler_client.clone(), self.ns()));
+        *slot = Some(Running::start(self.reconciler_client.clone(), self.ns(), self.metrics.clone()));
     }
 
     /// Creates CloneSet `name` with `spec`.
@@ -408,6 +412,23 @@ impl Scenario {
             .filter(|c| c.metadata.deletion_timestamp.is_none())
             .map(|c| (c.metadata.name.unwrap_or_default(), c.metadata.uid.unwrap_or_default()))
             .collect()
+    }
+
+    /// The Events recorded on CloneSet `name` with `reason`: their notes, and how many times they
+    /// were observed in all (kube's recorder folds repeats of one reason into an event series).
+    pub async fn events(&self, name: &str, reason: &str) -> (BTreeSet<String>, i32) {
+        let api: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(self.client.clone(), self.ns());
+        let events: Vec<_> = api
+            .list(&ListParams::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .filter(|e| e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(name))
+            .filter(|e| e.reason.as_deref() == Some(reason))
+            .collect();
+        let count = events.iter().map(|e| e.series.as_ref().map_or(1, |s| s.count)).sum();
+        (events.into_iter().filter_map(|e| e.note).collect(), count)
     }
 
     /// Waits until the live pods satisfy `check`.
