@@ -71,6 +71,8 @@ pub struct Metrics {
     pub reconcile_time: Family<ControllerLabels, Histogram>,
     /// Reconciles running now, by controller.
     pub reconciles_active: Family<ControllerLabels, Gauge>,
+    /// API writes of the controllers' plans (creates, patches, deletes, status; not Events).
+    pub controller_writes: Family<ControllerLabels, Counter>,
 }
 
 /// Reconcile time buckets in seconds (controller-runtime's are 5 ms to 60 s).
@@ -121,6 +123,7 @@ impl Metrics {
         let reconcile_time: Family<ControllerLabels, Histogram> =
             Family::new_with_constructor(|| Histogram::new(RECONCILE_BUCKETS));
         let reconciles_active = Family::<ControllerLabels, Gauge>::default();
+        let controller_writes = Family::<ControllerLabels, Counter>::default();
         registry.register(
             "controller_runtime_reconcile",
             "Reconciles finished, by controller and result",
@@ -136,6 +139,11 @@ impl Metrics {
             "Reconciles running now, by controller",
             reconciles_active.clone(),
         );
+        registry.register(
+            "kruise_controller_api_writes",
+            "API writes of the controllers' plans (not Events), by controller",
+            controller_writes.clone(),
+        );
         Metrics {
             registry: Arc::new(registry),
             requests,
@@ -146,6 +154,7 @@ impl Metrics {
             reconciles,
             reconcile_time,
             reconciles_active,
+            controller_writes,
         }
     }
 

@@ -268,11 +268,13 @@ async fn reconcile_once(cs: &CloneSet, ctx: &Context, key: &str) -> Result<Actio
         tracing::warn!("{e}");
     }
     let mut applier = Applier::<CloneSet>::new(ctx.client.clone(), &ns);
-    if let Some(action) = act(ctx, cs, key, &planned, &mut applier).await? {
+    let applied = apply_plan(ctx, cs, key, &planned, &mut applier).await;
+    ctx.metrics
+        .controller_writes
+        .get_or_create(&ControllerLabels { controller: CONTROLLER.into() })
+        .inc_by(applier.sent);
+    if let Some(action) = applied? {
         return Ok(action);
-    }
-    if planned.status_changed {
-        write_status(ctx, cs, &mut applier, planned.status.clone()).await?;
     }
     tracing::debug!(actions = planned.actions.len(), writes = applier.sent, waiting = ?planned.waiting, "round applied");
     let reference = cs.object_ref(&());
@@ -293,6 +295,24 @@ async fn reconcile_once(cs: &CloneSet, ctx: &Context, key: &str) -> Result<Actio
         .and_then(|d| Duration::try_from(d).ok())
         .map_or(ctx.settings.resync, |d| d.min(ctx.settings.resync));
     Ok(Action::requeue(requeue))
+}
+
+/// Applies the plan's actions, then its status; `Some` when the round must end early with that
+/// action (a revision hash collision raised `status.collisionCount`).
+async fn apply_plan(
+    ctx: &Context,
+    cs: &CloneSet,
+    key: &str,
+    planned: &Plan,
+    applier: &mut Applier<CloneSet>,
+) -> Result<Option<Action>, ReconcileError> {
+    if let Some(action) = act(ctx, cs, key, planned, applier).await? {
+        return Ok(Some(action));
+    }
+    if planned.status_changed {
+        write_status(ctx, cs, applier, planned.status.clone()).await?;
+    }
+    Ok(None)
 }
 
 /// Applies the plan's actions; `Some` when the round must end early with that action (a revision
