@@ -25,7 +25,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::core::history;
-use crate::core::rollout::actions::Write;
+use crate::core::rollout::actions::{Action, ActionKind, Write};
 
 /// The field manager of the controllers' writes.
 pub const FIELD_MANAGER: &str = "kruise-manager";
@@ -290,6 +290,63 @@ where
     }
 }
 
+/// How a plan's actions are sent.
+#[derive(Debug, PartialEq)]
+pub enum Wave<'a> {
+    /// One action by itself, in plan order (revisions, the workload's own spec).
+    Alone(&'a Action),
+    /// Actions on different pods sent side by side; each list is one pod's actions in plan order
+    /// (a pod's writes compose: each is pinned to the version the previous one returned).
+    Together(Vec<Vec<&'a Action>>),
+}
+
+/// The object an action is about, when it can be sent alongside actions on other objects.
+fn parallel_key(action: &Action) -> Option<String> {
+    match action.kind {
+        ActionKind::CreateRevision | ActionKind::UpdateRevision | ActionKind::DeleteRevision => None,
+        ActionKind::TrimPodsToDelete => None,
+        _ => {
+            let named = action.writes.iter().find_map(|w| match w {
+                Write::CreatePod { pod } => pod.metadata.name.clone(),
+                Write::DeletePvc { name, .. } | Write::PatchPvc { name, .. } => Some(format!("pvc/{name}")),
+                _ => None,
+            });
+            Some(action.pod.clone().or(named).unwrap_or_default())
+        }
+    }
+}
+
+/// The plan's actions as waves, in plan order: consecutive actions on pods (and their PVCs) form
+/// one wave, grouped by pod, and a new slow-start batch of creations (1, 2, 4, … pods) starts a
+/// new wave, so a failing batch stops the creations after it; every other action goes alone.
+pub fn waves(actions: &[Action]) -> Vec<Wave<'_>> {
+    fn flush<'a>(current: &mut Vec<(String, Vec<&'a Action>)>, out: &mut Vec<Wave<'a>>) {
+        if !current.is_empty() {
+            out.push(Wave::Together(std::mem::take(current).into_iter().map(|(_, a)| a).collect()));
+        }
+    }
+    let mut out: Vec<Wave<'_>> = Vec::new();
+    let mut current: Vec<(String, Vec<&Action>)> = Vec::new();
+    let mut batch: Option<u32> = None;
+    for action in actions {
+        let Some(key) = parallel_key(action) else {
+            flush(&mut current, &mut out);
+            out.push(Wave::Alone(action));
+            continue;
+        };
+        if action.batch != batch {
+            flush(&mut current, &mut out);
+            batch = action.batch;
+        }
+        match current.iter_mut().find(|(k, _)| *k == key) {
+            Some((_, list)) => list.push(action),
+            None => current.push((key, vec![action])),
+        }
+    }
+    flush(&mut current, &mut out);
+    out
+}
+
 /// The JSON body of a revision whose `data` is exactly `data` (the rest serialized as usual).
 fn revision_body(revision: &ControllerRevision, data: &str) -> Result<Vec<u8>, serde_json::Error> {
     let mut without = revision.clone();
@@ -348,5 +405,65 @@ mod tests {
         assert!(revision_body(&r, "{not json").is_err());
         let empty: Value = serde_json::from_slice(&revision_body(&r, "").unwrap()).unwrap();
         assert!(empty.get("data").is_none());
+    }
+
+    fn action(kind: ActionKind, pod: Option<&str>, batch: Option<u32>) -> Action {
+        let mut a = Action::new(kind, pod, "rev", String::new(), vec![]);
+        a.batch = batch;
+        a
+    }
+
+    fn created(name: &str, batch: u32) -> Action {
+        let mut pod = Pod::default();
+        pod.metadata.name = Some(name.into());
+        let mut a =
+            Action::new(ActionKind::Create, None, "rev", String::new(), vec![Write::CreatePod { pod: Box::new(pod) }]);
+        a.batch = Some(batch);
+        a
+    }
+
+    fn shape(w: &[Wave<'_>]) -> Vec<String> {
+        w.iter()
+            .map(|w| match w {
+                Wave::Alone(a) => format!("{:?}", a.kind),
+                Wave::Together(groups) => groups
+                    .iter()
+                    .map(|g| {
+                        let names: Vec<String> = g
+                            .iter()
+                            .map(|a| a.pod.clone().unwrap_or_else(|| parallel_key(a).unwrap_or_default()))
+                            .collect();
+                        names.join("+")
+                    })
+                    .collect::<Vec<_>>()
+                    .join(" | "),
+            })
+            .collect()
+    }
+
+    #[test]
+    fn waves_keep_order_per_pod_and_slow_start_batches() {
+        let actions = vec![
+            action(ActionKind::CreateRevision, None, None),
+            created("web-a", 0),
+            created("web-b", 1),
+            created("web-c", 1),
+            created("web-d", 2),
+        ];
+        assert_eq!(shape(&waves(&actions)), ["CreateRevision", "web-a", "web-b | web-c", "web-d"]);
+
+        let actions = vec![
+            action(ActionKind::SetLifecycle, Some("web-a"), None),
+            action(ActionKind::UpdateInPlace, Some("web-b"), None),
+            action(ActionKind::UpdateInPlace, Some("web-a"), None),
+            action(ActionKind::TrimPodsToDelete, None, None),
+            action(ActionKind::DeleteRevision, None, None),
+        ];
+        assert_eq!(
+            shape(&waves(&actions)),
+            ["web-a+web-a | web-b", "TrimPodsToDelete", "DeleteRevision"],
+            "one pod's actions stay together and in order"
+        );
+        assert!(waves(&[]).is_empty());
     }
 }

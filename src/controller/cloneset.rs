@@ -36,7 +36,7 @@ use kube::{Client, Resource, ResourceExt};
 use serde::de::DeserializeOwned;
 
 use super::Settings;
-use super::apply::{Applier, Outcome, WriteError};
+use super::apply::{Applier, Outcome, Wave, WriteError, waves};
 use super::index::{Index, namespace_of, owner_uids};
 use crate::apis::cloneset::{CloneSet, CloneSetStatus};
 use crate::core::expectations::{Expectations, ScaleAction, cache_lag, scale_name};
@@ -268,15 +268,10 @@ async fn reconcile_once(cs: &CloneSet, ctx: &Context, key: &str) -> Result<Actio
         tracing::warn!("{e}");
     }
     let mut applier = Applier::<CloneSet>::new(ctx.client.clone(), &ns);
-    let applied = apply_plan(ctx, cs, key, &planned, &mut applier).await;
-    ctx.metrics
-        .controller_writes
-        .get_or_create(&ControllerLabels { controller: CONTROLLER.into() })
-        .inc_by(applier.sent);
-    if let Some(action) = applied? {
+    if let Some(action) = apply_plan(ctx, cs, key, &planned, &mut applier).await? {
         return Ok(action);
     }
-    tracing::debug!(actions = planned.actions.len(), writes = applier.sent, waiting = ?planned.waiting, "round applied");
+    tracing::debug!(actions = planned.actions.len(), waiting = ?planned.waiting, "round applied");
     let reference = cs.object_ref(&());
     for e in &planned.events {
         let event = KubeEvent {
@@ -324,22 +319,60 @@ async fn act(
     planned: &Plan,
     applier: &mut Applier<CloneSet>,
 ) -> Result<Option<Action>, ReconcileError> {
-    for action in &planned.actions {
-        tracing::debug!(action = ?action.kind, pod = action.pod.as_deref().unwrap_or(""), revision = %action.revision, "{}", action.reason);
-        for write in &action.writes {
-            match apply_write(ctx, key, applier, write).await? {
-                Outcome::Collision { collision_count } => {
-                    tracing::info!(collision_count, "revision hash collision: raising status.collisionCount");
-                    let mut status = cs.status.clone().unwrap_or_default();
-                    status.collision_count = Some(collision_count);
-                    write_status(ctx, cs, applier, status).await?;
-                    return Ok(Some(Action::requeue(Duration::ZERO)));
+    let ns = cs.metadata.namespace.clone().unwrap_or_default();
+    for wave in waves(&planned.actions) {
+        match wave {
+            Wave::Alone(action) => {
+                log_action(action);
+                for write in &action.writes {
+                    if let Outcome::Collision { collision_count } = apply_write(ctx, key, applier, write).await? {
+                        tracing::info!(collision_count, "revision hash collision: raising status.collisionCount");
+                        let mut status = cs.status.clone().unwrap_or_default();
+                        status.collision_count = Some(collision_count);
+                        write_status(ctx, cs, applier, status).await?;
+                        return Ok(Some(Action::requeue(Duration::ZERO)));
+                    }
                 }
-                Outcome::Done { .. } | Outcome::Exists | Outcome::Gone => {}
+            }
+            Wave::Together(groups) => {
+                // Each pod's actions in order on an applier of its own; pods side by side. Every
+                // write is pinned or preconditioned, so a failure of one pod harms no other; the
+                // wave ends before its error is returned.
+                let sends: Vec<_> = groups.into_iter().map(|group| apply_group(ctx, key, &ns, group)).collect();
+                let results: Vec<Result<(), ReconcileError>> =
+                    futures::stream::iter(sends).buffer_unordered(ctx.settings.writes_in_flight.max(1)).collect().await;
+                if let Some(Err(e)) = results.into_iter().find(Result::is_err) {
+                    return Err(e);
+                }
             }
         }
     }
     Ok(None)
+}
+
+/// One pod's actions, in order, on an applier of its own.
+async fn apply_group(
+    ctx: &Context,
+    key: &str,
+    ns: &str,
+    group: Vec<&crate::core::rollout::actions::Action>,
+) -> Result<(), ReconcileError> {
+    let mut own = Applier::<CloneSet>::new(ctx.client.clone(), ns);
+    for action in group {
+        log_action(action);
+        for write in &action.writes {
+            apply_write(ctx, key, &mut own, write).await?;
+        }
+    }
+    Ok(())
+}
+
+fn log_action(action: &crate::core::rollout::actions::Action) {
+    tracing::debug!(action = ?action.kind, pod = action.pod.as_deref().unwrap_or(""), revision = %action.revision, "{}", action.reason);
+}
+
+fn count_write(ctx: &Context) {
+    ctx.metrics.controller_writes.get_or_create(&ControllerLabels { controller: CONTROLLER.into() }).inc();
 }
 
 /// One write with its expectations: creations and deletions are expected before the call (and
@@ -361,6 +394,7 @@ async fn apply_write(
         lock(&ctx.expectations).expect_scale(key, *a, n);
     }
     let outcome = applier.apply(write).await;
+    count_write(ctx);
     let mut exp = lock(&ctx.expectations);
     match (&outcome, &scale) {
         // Nothing will show up (or go away) in the cache for a failed call, nor for a PVC that
@@ -394,6 +428,7 @@ async fn write_status(
     after.status = Some(status);
     let ops = object_patch(cs, &after).0.into_iter().filter(|op| op.path().as_str().starts_with("/status")).collect();
     let name = cs.name_any();
+    count_write(ctx);
     let outcome = applier
         .patch_status(&name, cs.metadata.resource_version.as_deref().unwrap_or(""), json_patch::Patch(ops))
         .await?;

@@ -22,6 +22,8 @@ pub struct Settings {
     pub namespace: Option<String>,
     /// Objects reconciled at the same time.
     pub concurrency: u16,
+    /// Writes one reconcile sends side by side (to different pods; one pod's writes stay in order).
+    pub writes_in_flight: usize,
     /// How long a created or deleted object may stay unseen by the cache before a warning
     /// (kruise's `--expectation-timeout`); the controller keeps waiting after it, as kruise does.
     pub expectation_timeout: Duration,
@@ -37,6 +39,7 @@ impl Default for Settings {
             gates: FeatureGates::default(),
             namespace: None,
             concurrency: 3,
+            writes_in_flight: 16,
             expectation_timeout: Duration::from_secs(EXPECTATION_TIMEOUT.as_secs().unsigned_abs()),
             resync: Duration::from_secs(300),
             instance: None,
