@@ -129,10 +129,12 @@ async fn scale_down_removes_the_pods_kruise_plan_ranks_first() {
     let t = Scenario::start("cs-scale-down").await;
     t.create("web", spec(5, "nginx:1.25", json!({"type": "ReCreate", "maxUnavailable": "100%"}))).await;
     t.wait_status("web", "5 ready", |s| s.ready_replicas == 5 && s.available_replicas == 5).await;
-    let before: BTreeSet<String> = t.pods().await.iter().map(|p| p.metadata.name.clone().unwrap()).collect();
+    let pods_before = t.pods().await;
+    let before: BTreeSet<String> = pods_before.iter().map(|p| p.metadata.name.clone().unwrap()).collect();
 
     // What `kruise plan` says on a kubectl snapshot with replicas 3.
     t.stop_reconciler().await;
+    t.history.mark().await;
     t.patch_spec("web", json!({"replicas": 3})).await;
     let snapshot = t.kubectl_snapshot().await;
     let predicted = kruise_plan(&snapshot, "delete");
@@ -142,7 +144,32 @@ async fn scale_down_removes_the_pods_kruise_plan_ranks_first() {
     t.eventually("3 pods left", |pods| (pods.len() == 3 && all_ready(pods)).then_some(())).await;
     let after: BTreeSet<String> = t.pods().await.iter().map(|p| p.metadata.name.clone().unwrap()).collect();
     let removed: BTreeSet<String> = before.difference(&after).cloned().collect();
-    assert_eq!(removed, predicted, "the controller removed what kruise plan printed");
+    let facts: Vec<String> = pods_before
+        .iter()
+        .map(|p| {
+            let ready = p.status.as_ref().and_then(|s| s.conditions.as_ref()).and_then(|c| {
+                c.iter().find(|c| c.type_ == "Ready").and_then(|c| c.last_transition_time.as_ref()).map(|t| t.0)
+            });
+            format!(
+                "{} node={:?} ready={ready:?} created={:?} restarts={}",
+                p.metadata.name.as_deref().unwrap(),
+                node(p),
+                p.metadata.creation_timestamp.as_ref().map(|t| t.0),
+                restarts(p)
+            )
+        })
+        .collect();
+    assert_eq!(removed.len(), 2);
+    // The ranking reads readiness and ready times: the prediction holds when no pod changed
+    // readiness between the snapshot and the deletion (on a loaded machine the node lifecycle
+    // controller may mark pods NotReady when a simulated node's heartbeat is late).
+    if t.history.max_unready().await == 0 {
+        assert_eq!(removed, predicted, "the controller removed what kruise plan printed; pods: {facts:#?}");
+    } else {
+        eprintln!(
+            "pods changed readiness after the snapshot: the prediction {predicted:?} is void; removed {removed:?}"
+        );
+    }
     t.wait_status("web", "status of 3", |s| s.replicas == 3 && s.ready_replicas == 3 && s.observed_generation == 2)
         .await;
     assert_eq!(t.history.created().await, 5, "scaling down creates nothing");
@@ -156,6 +183,7 @@ async fn in_place_update_respects_partition_and_max_unavailable() {
     let st0 = t.wait_status("web", "5 ready", |s| s.ready_replicas == 5 && s.available_replicas == 5).await;
     let before: BTreeMap<String, Pod> =
         t.pods().await.into_iter().map(|p| (p.metadata.name.clone().unwrap(), p)).collect();
+    t.history.mark().await;
 
     t.history.watch_image("nginx:1.26");
     t.patch_spec("web", json!({"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.26"}]}}})).await;

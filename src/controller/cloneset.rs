@@ -51,6 +51,9 @@ pub const CONTROLLER: &str = "cloneset";
 /// event that settles them usually comes first.
 const EXPECTATION_RECHECK: Duration = Duration::from_millis(500);
 
+/// Plans of one CloneSet are spaced by this many times the last plan's duration.
+const PLAN_SPACING: u32 = 2;
+
 /// Everything a reconcile reads and writes through: the only door to the world.
 pub struct Context {
     client: Client,
@@ -60,6 +63,9 @@ pub struct Context {
     revisions: Index<ControllerRevision>,
     nodes: Store<Node>,
     expectations: Mutex<Expectations>,
+    /// When each CloneSet was last planned and how long that took (see
+    /// [`Settings::max_plan_interval`]).
+    last_plan: Mutex<HashMap<String, (Instant, Duration)>>,
     /// Consecutive failures per CloneSet, for the error policy's backoff.
     failures: Mutex<HashMap<String, u32>>,
     recorder: Recorder,
@@ -130,6 +136,7 @@ pub async fn run(
         nodes,
         expectations: Mutex::new(Expectations::default()),
         failures: Mutex::new(HashMap::new()),
+        last_plan: Mutex::new(HashMap::new()),
         metrics,
         settings,
         client: client.clone(),
@@ -152,6 +159,7 @@ pub async fn run(
                     let key = format!("{}/{}", r.namespace.as_deref().unwrap_or(""), r.name);
                     lock(&cleanup.expectations).delete_scale(&key);
                     lock(&cleanup.failures).remove(&key);
+                    lock(&cleanup.last_plan).remove(&key);
                 }
                 Err(controller::Error::ReconcilerFailed(e, r)) => tracing::debug!(cloneset = %r, "{e}"),
                 Err(e) => tracing::warn!(controller = CONTROLLER, "{e}"),
@@ -243,6 +251,14 @@ async fn reconcile_once(cs: &CloneSet, ctx: &Context, key: &str) -> Result<Actio
         }
         return Ok(Action::requeue(EXPECTATION_RECHECK));
     }
+    if let Some((at, took)) = lock(&ctx.last_plan).get(key).copied() {
+        let spacing = took.saturating_mul(PLAN_SPACING).min(ctx.settings.max_plan_interval);
+        let since = at.elapsed();
+        if since < spacing {
+            return Ok(Action::requeue(spacing - since));
+        }
+    }
+    let planning = Instant::now();
     let cached_revisions = ctx.revisions.get(&ns);
     let view = crate::plan::owned(
         cs,
@@ -264,6 +280,7 @@ async fn reconcile_once(cs: &CloneSet, ctx: &Context, key: &str) -> Result<Actio
         seed: std::collections::hash_map::RandomState::new().hash_one(now.as_nanosecond()),
         revision_source: RevisionSource::Compute,
     });
+    lock(&ctx.last_plan).insert(key.to_string(), (planning, planning.elapsed()));
     for e in &planned.errors {
         tracing::warn!("{e}");
     }

@@ -174,11 +174,22 @@ impl History {
         s.max_unready_since_mark = s.max_unready_since_mark.max(unready);
     }
 
-    /// Starts counting unready pods from now (after the pods' first start).
-    pub fn mark(&self) {
-        let mut s = self.lock();
-        let unready = s.pods.values().filter(|p| p.metadata.deletion_timestamp.is_none() && !is_ready(p)).count();
-        s.max_unready_since_mark = unready;
+    /// Waits until the watcher sees every live pod ready, then starts counting unready pods (so
+    /// the pods' first start does not count).
+    pub async fn mark(&self) {
+        self.catch_up().await;
+        poll("the history watcher to see every pod ready", || async {
+            let mut s = self.lock();
+            let unready = s.pods.values().filter(|p| p.metadata.deletion_timestamp.is_none() && !is_ready(p)).count();
+            (unready == 0).then(|| s.max_unready_since_mark = 0)
+        })
+        .await;
+    }
+
+    /// The most live pods seen unready at one moment since [`Self::mark`].
+    pub async fn max_unready(&self) -> usize {
+        self.catch_up().await;
+        self.lock().max_unready_since_mark
     }
 
     /// Watches for pods whose spec shows `image` before their InPlaceUpdateReady turned False.
@@ -371,16 +382,14 @@ impl Scenario {
         self.api().patch(name, &PatchParams::default(), &Patch::Merge(json!({"spec": spec}))).await.unwrap();
     }
 
-    /// Waits until the status satisfies `check`; the history starts counting unready pods then.
+    /// Waits until the status satisfies `check`.
     pub async fn wait_status(&self, name: &str, what: &str, check: impl Fn(&CloneSetStatus) -> bool) -> CloneSetStatus {
         let api = self.api();
-        let st = poll(what, || async {
+        poll(what, || async {
             let cs = api.get(name).await.ok()?;
             cs.status.filter(|s| check(s))
         })
-        .await;
-        self.history.mark();
-        st
+        .await
     }
 
     pub async fn eventually_cs<T>(&self, what: &str, check: impl Fn(&CloneSet) -> Option<T>) -> T {
