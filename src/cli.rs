@@ -55,7 +55,7 @@ pub struct PlanArgs {
     /// `kubectl get cloneset,pods,controllerrevisions,pvc -o yaml`; files, directories or `-`.
     #[arg(short = 'f', long = "filename", num_args = 1..)]
     pub files: Vec<String>,
-    /// `cloneset NAME`: read them from the cluster (not available yet).
+    /// `cloneset NAME` (or `cloneset/NAME`): read them from the cluster (KUBECONFIG or in-cluster).
     #[arg(num_args = 0..=2, value_names = ["KIND", "NAME"])]
     pub target: Vec<String>,
     /// Namespace (with `cloneset NAME`).

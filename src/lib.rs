@@ -69,30 +69,36 @@ pub async fn run(cli: Cli) -> i32 {
         }
         Command::Manifests(args) => manifests_command(&args.root, args.check),
         Command::Check(args) => check_command(args),
-        Command::Plan(args) => plan_command(args),
+        Command::Plan(args) => plan_command(args).await,
     }
 }
 
-fn plan_command(args: cli::PlanArgs) -> i32 {
+async fn plan_command(args: cli::PlanArgs) -> i32 {
     let fail = |e: &dyn std::fmt::Display| {
         eprintln!("error: {e}");
         check::exit::USAGE
     };
-    if !args.target.is_empty() {
-        let what = args.target.join(" ");
+    let manifests = if !args.target.is_empty() {
         let ns = args.namespace.as_deref().unwrap_or("default");
-        return fail(&format!(
-            "planning `{what}` in namespace {ns} from a cluster is not available yet (it comes with the CloneSet \
-             reconciler); save the objects and plan them offline: kubectl get cloneset,pods,controllerrevisions,pvc \
-             -n {ns} -o yaml > snapshot.yaml && kruise plan -f snapshot.yaml"
-        ));
-    }
-    if args.files.is_empty() {
-        return fail(&"give the manifests with -f FILE (see `kruise plan --help`)");
-    }
-    let manifests = match check::input::read_paths(&args.files) {
-        Ok(m) => m,
-        Err(e) => return fail(&e),
+        let (kind, name) = match args.target.as_slice() {
+            [kind, name] => (kind.as_str(), name.as_str()),
+            [one] => one.split_once('/').unwrap_or((one.as_str(), "")),
+            _ => ("", ""),
+        };
+        if !plan::live::is_cloneset_kind(kind) || name.is_empty() || !args.files.is_empty() {
+            return fail(&"give `cloneset NAME [-n NAMESPACE]` to read the cluster, or manifests with -f FILE");
+        }
+        match plan::live::read_default(ns, name).await {
+            Ok(m) => m,
+            Err(e) => return fail(&e),
+        }
+    } else if args.files.is_empty() {
+        return fail(&"give the manifests with -f FILE, or `cloneset NAME -n NAMESPACE` (see `kruise plan --help`)");
+    } else {
+        match check::input::read_paths(&args.files) {
+            Ok(m) => m,
+            Err(e) => return fail(&e),
+        }
     };
     let now = args.now.unwrap_or_else(k8s_openapi::jiff::Timestamp::now);
     let planned = match plan::plan_manifests(&manifests, &args.feature_gates, now) {

@@ -139,6 +139,11 @@ async fn scale_down_removes_the_pods_kruise_plan_ranks_first() {
     let snapshot = t.kubectl_snapshot().await;
     let predicted = kruise_plan(&snapshot, "delete");
     assert_eq!(predicted.len(), 2, "kruise plan deletes 2 pods: {predicted:?}");
+    assert_eq!(
+        kruise_plan_live(t.ns(), "web", "delete"),
+        predicted,
+        "kruise plan cloneset reads the same from the cluster"
+    );
     t.start_reconciler().await;
 
     t.eventually("3 pods left", |pods| (pods.len() == 3 && all_ready(pods)).then_some(())).await;

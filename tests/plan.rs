@@ -146,10 +146,20 @@ fn bad_input_gets_a_clear_error() {
     let err = stderr(&o);
     assert!(err.contains("bad.yaml:1: CloneSet web:"), "{err}");
 
-    let o = kruise(&["plan", "cloneset", "web", "-n", "shop"]);
+    // `cloneset NAME` reads the cluster; without a kubeconfig (and outside a cluster) it says so.
+    let o = Command::new(env!("CARGO_BIN_EXE_kruise"))
+        .args(["plan", "cloneset", "web", "-n", "shop"])
+        .env("KUBECONFIG", dir.path().join("no-such-kubeconfig"))
+        .env("HOME", dir.path())
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
-    assert!(err.contains("from a cluster is not available yet") && err.contains("kubectl get cloneset,pods"), "{err}");
+    assert!(err.contains("cannot reach the cluster"), "{err}");
+    let o = kruise(&["plan", "statefulset", "web"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("give `cloneset NAME [-n NAMESPACE]`"), "{}", stderr(&o));
 
     let o = kruise(&["plan"]);
     assert_eq!(o.status.code(), Some(2));

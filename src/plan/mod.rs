@@ -10,6 +10,7 @@
 //! the status has seen this spec and its current/update revisions are taken as given; otherwise the
 //! update revision is computed from the template as the controller computes it.
 
+pub mod live;
 pub mod render;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;

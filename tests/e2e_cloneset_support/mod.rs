@@ -471,11 +471,20 @@ impl Scenario {
 
 /// `kruise plan -f FILE -o json`: the pods of the actions of `kind`.
 pub fn kruise_plan(file: &Path, kind: &str) -> BTreeSet<String> {
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kruise"))
-        .args(["plan", "-o", "json", "-f"])
-        .arg(file)
-        .output()
-        .unwrap();
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kruise"));
+    command.args(["plan", "-o", "json", "-f"]).arg(file);
+    plan_actions(command, kind)
+}
+
+/// `kruise plan cloneset NAME -n NS -o json` on the test cluster: the pods of the actions of `kind`.
+pub fn kruise_plan_live(ns: &str, name: &str, kind: &str) -> BTreeSet<String> {
+    let mut command = std::process::Command::new(env!("CARGO_BIN_EXE_kruise"));
+    command.args(["plan", "cloneset", name, "-n", ns, "-o", "json"]).env("KUBECONFIG", cluster().kubeconfig());
+    plan_actions(command, kind)
+}
+
+fn plan_actions(mut command: std::process::Command, kind: &str) -> BTreeSet<String> {
+    let out = command.output().unwrap();
     assert!(out.status.success(), "kruise plan: {}", String::from_utf8_lossy(&out.stderr));
     let plan: Value = serde_json::from_slice(&out.stdout).unwrap();
     plan["actions"]
