@@ -333,6 +333,42 @@ async fn faults_never_produce_an_extra_or_a_missing_pod() {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_in_place_rollout_under_conflicts_and_stale_watches_keeps_every_pod() {
+    let t = Scenario::start_behind_fault_proxy("cs-faults-inplace").await;
+    let proxy = t.proxy.as_ref().unwrap();
+    t.create("web", spec(4, "nginx:1.25", json!({"type": "InPlaceIfPossible", "maxUnavailable": 2}))).await;
+    t.wait_status("web", "4 ready", |s| s.ready_replicas == 4 && s.available_replicas == 4).await;
+    let before: BTreeMap<String, Pod> =
+        t.pods().await.into_iter().map(|p| (p.metadata.name.clone().unwrap(), p)).collect();
+    t.history.mark().await;
+
+    // Pod and status writes fail a third of the time; the controller's watches lag.
+    proxy.fail_writes(WriteFault::Conflict, Share::Probability(0.35), &["pods", "clonesets"]);
+    proxy.delay_watch_events(Duration::from_millis(500));
+    t.history.watch_image("nginx:1.26");
+    t.patch_spec("web", json!({"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.26"}]}}})).await;
+    proxy.cut_watches();
+    let st = t
+        .wait_status("web", "4 updated in place", |s| {
+            s.observed_generation == 2 && s.updated_ready_replicas == 4 && s.ready_replicas == 4
+        })
+        .await;
+    assert_eq!(st.current_revision, st.update_revision);
+    proxy.heal();
+    assert!(proxy.counts().conflicts > 0, "conflicts were injected: {:?}", proxy.counts());
+    for p in t.pods().await {
+        let name = p.metadata.name.clone().unwrap();
+        let old = before.get(&name).unwrap_or_else(|| panic!("{name} is not one of the original pods"));
+        assert_eq!(p.metadata.uid, old.metadata.uid, "{name} updated in place");
+        assert_eq!(restarts(&p), restarts(old) + 1, "{name} restarted exactly once");
+    }
+    assert_eq!(t.history.created().await, 4, "no pod was recreated");
+    t.history.assert_at_most_unready(2).await;
+    t.history.assert_image_patched_only_when_not_ready();
+    eprintln!("faults injected: {:?}", proxy.counts());
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deleting_the_cloneset_removes_its_pods() {
     let t = Scenario::start("cs-gc").await;
     t.create("web", spec(2, "nginx:1.25", json!({"type": "ReCreate"}))).await;
