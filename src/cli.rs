@@ -1,4 +1,4 @@
-//! Command line: `kruise serve | check | certs | manifests`. Every `serve` flag has an
+//! Command line: `kruise serve | check | plan | certs | manifests`. Every `serve` flag has an
 //! environment fallback (`KRUISE_*`) so the Deployment can be configured either way.
 
 use std::net::SocketAddr;
@@ -44,6 +44,46 @@ pub enum Command {
     Manifests(ManifestsArgs),
     /// Run manifests through the webhooks offline (for CI): exit 0 admitted, 1 denied, 2 bad input, 3 internal error.
     Check(CheckArgs),
+    /// Show what the CloneSet controller will do next, and why, without writing anything.
+    Plan(PlanArgs),
+}
+
+/// `kruise plan`.
+#[derive(Debug, Args)]
+pub struct PlanArgs {
+    /// Manifests with the CloneSet and its Pods (optionally ControllerRevisions, PVCs, Nodes), e.g.
+    /// `kubectl get cloneset,pods,controllerrevisions,pvc -o yaml`; files, directories or `-`.
+    #[arg(short = 'f', long = "filename", num_args = 1..)]
+    pub files: Vec<String>,
+    /// `cloneset NAME` (or `cloneset/NAME`): read them from the cluster (KUBECONFIG or in-cluster).
+    #[arg(num_args = 0..=2, value_names = ["KIND", "NAME"])]
+    pub target: Vec<String>,
+    /// Namespace (with `cloneset NAME`).
+    #[arg(short = 'n', long)]
+    pub namespace: Option<String>,
+    /// Feature gates, as for `serve`.
+    #[arg(long, default_value = "", value_parser = parse_gates)]
+    pub feature_gates: FeatureGates,
+    /// Output format.
+    #[arg(short = 'o', long, value_enum, default_value_t = PlanOutput::Text)]
+    pub output: PlanOutput,
+    /// Plan as of this time (RFC 3339; default now): readiness for minReadySeconds, grace periods
+    /// and progress deadlines are judged against it.
+    #[arg(long, value_parser = parse_time)]
+    pub now: Option<k8s_openapi::jiff::Timestamp>,
+}
+
+/// `kruise plan -o`.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum PlanOutput {
+    /// One line per action, then why the rollout waits.
+    Text,
+    /// One JSON object per CloneSet.
+    Json,
+}
+
+fn parse_time(s: &str) -> Result<k8s_openapi::jiff::Timestamp, String> {
+    s.parse().map_err(|e| format!("invalid time {s:?} (use RFC 3339, e.g. 2024-01-01T00:00:00Z): {e}"))
 }
 
 /// `kruise check`.
@@ -280,5 +320,22 @@ mod tests {
             "objects-dir needs standalone"
         );
         assert!(Cli::try_parse_from(["kruise", "serve", "--feature-gates", "Bogus=true"]).is_err());
+        let cli = Cli::try_parse_from([
+            "kruise",
+            "plan",
+            "-f",
+            "a.yaml",
+            "b.yaml",
+            "-o",
+            "json",
+            "--now",
+            "2024-01-01T00:00:00Z",
+        ])
+        .unwrap();
+        let Command::Plan(args) = cli.command else { panic!("plan") };
+        assert_eq!(args.files, ["a.yaml", "b.yaml"]);
+        assert_eq!(args.output, PlanOutput::Json);
+        assert!(args.now.is_some());
+        assert!(Cli::try_parse_from(["kruise", "plan", "--now", "yesterday"]).is_err());
     }
 }

@@ -12,11 +12,13 @@ pub mod cli;
 pub mod cluster;
 pub mod compat;
 pub mod config;
+pub mod controller;
 pub mod core;
 pub mod failopen;
 pub mod leader;
 pub mod manifests;
 pub mod metrics;
+pub mod plan;
 pub mod process;
 pub mod server;
 pub mod webhook;
@@ -67,7 +69,49 @@ pub async fn run(cli: Cli) -> i32 {
         }
         Command::Manifests(args) => manifests_command(&args.root, args.check),
         Command::Check(args) => check_command(args),
+        Command::Plan(args) => plan_command(args).await,
     }
+}
+
+async fn plan_command(args: cli::PlanArgs) -> i32 {
+    let fail = |e: &dyn std::fmt::Display| {
+        eprintln!("error: {e}");
+        check::exit::USAGE
+    };
+    let manifests = if !args.target.is_empty() {
+        let ns = args.namespace.as_deref().unwrap_or("default");
+        let (kind, name) = match args.target.as_slice() {
+            [kind, name] => (kind.as_str(), name.as_str()),
+            [one] => one.split_once('/').unwrap_or((one.as_str(), "")),
+            _ => ("", ""),
+        };
+        if !plan::live::is_cloneset_kind(kind) || name.is_empty() || !args.files.is_empty() {
+            return fail(&"give `cloneset NAME [-n NAMESPACE]` to read the cluster, or manifests with -f FILE");
+        }
+        match plan::live::read_default(ns, name).await {
+            Ok(m) => m,
+            Err(e) => return fail(&e),
+        }
+    } else if args.files.is_empty() {
+        return fail(&"give the manifests with -f FILE, or `cloneset NAME -n NAMESPACE` (see `kruise plan --help`)");
+    } else {
+        match check::input::read_paths(&args.files) {
+            Ok(m) => m,
+            Err(e) => return fail(&e),
+        }
+    };
+    let now = args.now.unwrap_or_else(k8s_openapi::jiff::Timestamp::now);
+    let planned = match plan::plan_manifests(&manifests, &args.feature_gates, now) {
+        Ok(p) => p,
+        Err(e) => return fail(&e),
+    };
+    for p in &planned {
+        match args.output {
+            cli::PlanOutput::Text => print!("{}", plan::render::text(p)),
+            cli::PlanOutput::Json => println!("{:#}", plan::render::json(p)),
+        }
+    }
+    check::exit::OK
 }
 
 fn check_command(args: cli::CheckArgs) -> i32 {

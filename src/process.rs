@@ -130,6 +130,7 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
         view: view.clone(),
         metrics: metrics.clone(),
         identity: identity.clone(),
+        gates: config.gates.clone(),
     };
 
     if args.leader_elect {
@@ -167,14 +168,15 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
     Ok(())
 }
 
-/// What runs only while this replica leads (the writers: certificates and their `caBundle`,
-/// reconcilers). Each start gets a token cancelled the moment leadership is lost.
+/// What runs only while this replica leads (the writers: certificates and their `caBundle`, the
+/// fail-open watch, the CloneSet controller). Each start gets a token cancelled the moment leadership is lost.
 struct LeaderTasks {
     client: kube::Client,
     certs: Option<Arc<crate::certs::Settings>>,
     view: Arc<dyn ClusterView>,
     metrics: Metrics,
     identity: String,
+    gates: crate::core::features::FeatureGates,
 }
 
 impl LeaderTasks {
@@ -185,6 +187,17 @@ impl LeaderTasks {
         }
         let (view, metrics, identity) = (Arc::clone(&self.view), self.metrics.clone(), self.identity.clone());
         tasks.push(tokio::spawn(crate::failopen::watch(self.client.clone(), view, metrics, identity, token.clone())));
+        let settings = crate::controller::Settings {
+            gates: self.gates.clone(),
+            instance: Some(self.identity.clone()),
+            ..crate::controller::Settings::default()
+        };
+        let stop = token.clone();
+        let cloneset =
+            crate::controller::cloneset::run(self.client.clone(), settings, self.metrics.clone(), async move {
+                stop.cancelled().await
+            });
+        tasks.push(tokio::spawn(cloneset));
         tasks
     }
 }

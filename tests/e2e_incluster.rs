@@ -333,6 +333,38 @@ async fn live_view_readiness_injection_and_leader_election() {
     assert_eq!(failed, 0, "admission never stopped");
     // The released lease is taken at the next retry, well within the lease duration.
     assert!(handover < Duration::from_secs(4), "handover took {handover:?}");
+
+    // The new leader runs the CloneSet controller with deploy/'s RBAC: a CloneSet applied with
+    // kubectl gets its pods (with their sidecar), and its status follows.
+    let cloneset = kubectl.dir().join("cloneset.yaml");
+    std::fs::write(
+        &cloneset,
+        format!(
+            "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata:\n  name: web\n  namespace: {ns}\nspec:\n  \
+             replicas: 2\n  selector:\n    matchLabels:\n      clone: web\n  template:\n    metadata:\n      labels:\n        \
+             app: web\n        clone: web\n    spec:\n      containers:\n      - name: main\n        image: nginx:1.27\n",
+            ns = ns.name()
+        ),
+    )
+    .unwrap();
+    let (ok, out, err) = kubectl.run(&["apply", "-f", cloneset.to_str().unwrap()]).await;
+    assert!(ok, "{out}{err}");
+    let clonesets: Api<kruise::apis::CloneSet> = Api::namespaced(admin.clone(), ns.name());
+    eventually("the CloneSet's 2 pods ready", Duration::from_secs(60), || async {
+        let cs = clonesets.get("web").await.ok()?;
+        (cs.status.as_ref()?.ready_replicas == 2).then_some(())
+    })
+    .await;
+    let owned: Vec<Pod> = pods
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|p| p.metadata.owner_references.iter().flatten().any(|o| o.kind == "CloneSet" && o.name == "web"))
+        .collect();
+    assert_eq!(owned.len(), 2);
+    assert!(owned.iter().all(|p| container_names(p).contains(&"logger".to_string())), "the set injects CloneSet pods");
     drop(b);
     drop(ns);
 }

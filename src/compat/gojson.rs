@@ -21,7 +21,7 @@ use crate::compat::quantity::Quantity;
 
 /// How a Go type is encoded.
 #[derive(Clone, Copy, Debug)]
-enum Go {
+pub(crate) enum Go {
     Str,
     Int,
     Bool,
@@ -31,6 +31,12 @@ enum Go {
     IntOrStr,
     /// `map[string]resource.Quantity`, keys sorted.
     QuantityMap,
+    /// `map[string]string`, keys sorted.
+    StrMap,
+    /// `map[string]T`, keys sorted, values encoded as `T`.
+    Map(&'static Go),
+    /// `metav1.Time`: a struct with `MarshalJSON`, `null` when zero, else RFC 3339 text.
+    Time,
     Struct(&'static [Field]),
     List(&'static Go),
 }
@@ -38,149 +44,32 @@ enum Go {
 /// One struct field: its JSON name (empty for an embedded struct), whether it is a pointer and
 /// whether its tag says `omitempty`.
 #[derive(Clone, Copy, Debug)]
-struct Field {
+pub(crate) struct Field {
     name: &'static str,
     ty: Go,
     pointer: bool,
     omitempty: bool,
 }
 
-const fn f(name: &'static str, ty: Go) -> Field {
+pub(crate) const fn f(name: &'static str, ty: Go) -> Field {
     Field { name, ty, pointer: false, omitempty: false }
 }
-const fn o(name: &'static str, ty: Go) -> Field {
+pub(crate) const fn o(name: &'static str, ty: Go) -> Field {
     Field { name, ty, pointer: false, omitempty: true }
 }
-const fn p(name: &'static str, ty: Go) -> Field {
+pub(crate) const fn p(name: &'static str, ty: Go) -> Field {
     Field { name, ty, pointer: true, omitempty: true }
 }
-const fn inline(fields: &'static [Field]) -> Field {
+/// A pointer WITHOUT `omitempty`: `null` when unset.
+pub(crate) const fn np(name: &'static str, ty: Go) -> Field {
+    Field { name, ty, pointer: true, omitempty: false }
+}
+pub(crate) const fn inline(fields: &'static [Field]) -> Field {
     Field { name: "", ty: Go::Struct(fields), pointer: false, omitempty: false }
 }
 
-const STRS: Go = Go::List(&Go::Str);
+use crate::compat::gotypes::{CONTAINER, OBJECT_FIELD_SELECTOR as FIELD_REF, STRS};
 
-const PORT: &[Field] = &[
-    o("name", Go::Str),
-    o("hostPort", Go::Int),
-    f("containerPort", Go::Int),
-    o("protocol", Go::Str),
-    o("hostIP", Go::Str),
-];
-const LOCAL_REF: &[Field] = &[o("name", Go::Str)];
-const OPTIONAL_REF: &[Field] = &[inline(LOCAL_REF), p("optional", Go::Bool)];
-const ENV_FROM: &[Field] =
-    &[o("prefix", Go::Str), p("configMapRef", Go::Struct(OPTIONAL_REF)), p("secretRef", Go::Struct(OPTIONAL_REF))];
-const FIELD_REF: &[Field] = &[o("apiVersion", Go::Str), f("fieldPath", Go::Str)];
-const RESOURCE_FIELD_REF: &[Field] = &[o("containerName", Go::Str), f("resource", Go::Str), o("divisor", Go::Quantity)];
-const KEY_REF: &[Field] = &[inline(LOCAL_REF), f("key", Go::Str), p("optional", Go::Bool)];
-const ENV_SOURCE: &[Field] = &[
-    p("fieldRef", Go::Struct(FIELD_REF)),
-    p("resourceFieldRef", Go::Struct(RESOURCE_FIELD_REF)),
-    p("configMapKeyRef", Go::Struct(KEY_REF)),
-    p("secretKeyRef", Go::Struct(KEY_REF)),
-];
-const ENV_VAR: &[Field] = &[f("name", Go::Str), o("value", Go::Str), p("valueFrom", Go::Struct(ENV_SOURCE))];
-const CLAIM: &[Field] = &[f("name", Go::Str), o("request", Go::Str)];
-const RESOURCES: &[Field] =
-    &[o("limits", Go::QuantityMap), o("requests", Go::QuantityMap), o("claims", Go::List(&Go::Struct(CLAIM)))];
-const RESIZE: &[Field] = &[f("resourceName", Go::Str), f("restartPolicy", Go::Str)];
-const MOUNT: &[Field] = &[
-    f("name", Go::Str),
-    o("readOnly", Go::Bool),
-    p("recursiveReadOnly", Go::Str),
-    f("mountPath", Go::Str),
-    o("subPath", Go::Str),
-    p("mountPropagation", Go::Str),
-    o("subPathExpr", Go::Str),
-];
-const DEVICE: &[Field] = &[f("name", Go::Str), f("devicePath", Go::Str)];
-const EXEC: &[Field] = &[o("command", STRS)];
-const HEADER: &[Field] = &[f("name", Go::Str), f("value", Go::Str)];
-const HTTP_GET: &[Field] = &[
-    o("path", Go::Str),
-    f("port", Go::IntOrStr),
-    o("host", Go::Str),
-    o("scheme", Go::Str),
-    o("httpHeaders", Go::List(&Go::Struct(HEADER))),
-];
-const TCP_SOCKET: &[Field] = &[f("port", Go::IntOrStr), o("host", Go::Str)];
-/// `GRPCAction.Service` is a pointer WITHOUT omitempty: `"service":null` when unset.
-const GRPC: &[Field] = &[f("port", Go::Int), Field { name: "service", ty: Go::Str, pointer: true, omitempty: false }];
-const PROBE_HANDLER: &[Field] = &[
-    p("exec", Go::Struct(EXEC)),
-    p("httpGet", Go::Struct(HTTP_GET)),
-    p("tcpSocket", Go::Struct(TCP_SOCKET)),
-    p("grpc", Go::Struct(GRPC)),
-];
-const PROBE: &[Field] = &[
-    inline(PROBE_HANDLER),
-    o("initialDelaySeconds", Go::Int),
-    o("timeoutSeconds", Go::Int),
-    o("periodSeconds", Go::Int),
-    o("successThreshold", Go::Int),
-    o("failureThreshold", Go::Int),
-    p("terminationGracePeriodSeconds", Go::Int),
-];
-const SLEEP: &[Field] = &[f("seconds", Go::Int)];
-const LIFECYCLE_HANDLER: &[Field] = &[
-    p("exec", Go::Struct(EXEC)),
-    p("httpGet", Go::Struct(HTTP_GET)),
-    p("tcpSocket", Go::Struct(TCP_SOCKET)),
-    p("sleep", Go::Struct(SLEEP)),
-];
-const LIFECYCLE: &[Field] =
-    &[p("postStart", Go::Struct(LIFECYCLE_HANDLER)), p("preStop", Go::Struct(LIFECYCLE_HANDLER))];
-const CAPABILITIES: &[Field] = &[o("add", STRS), o("drop", STRS)];
-const SELINUX: &[Field] = &[o("user", Go::Str), o("role", Go::Str), o("type", Go::Str), o("level", Go::Str)];
-const WINDOWS: &[Field] = &[
-    p("gmsaCredentialSpecName", Go::Str),
-    p("gmsaCredentialSpec", Go::Str),
-    p("runAsUserName", Go::Str),
-    p("hostProcess", Go::Bool),
-];
-const PROFILE: &[Field] = &[f("type", Go::Str), p("localhostProfile", Go::Str)];
-const SECURITY_CONTEXT: &[Field] = &[
-    p("capabilities", Go::Struct(CAPABILITIES)),
-    p("privileged", Go::Bool),
-    p("seLinuxOptions", Go::Struct(SELINUX)),
-    p("windowsOptions", Go::Struct(WINDOWS)),
-    p("runAsUser", Go::Int),
-    p("runAsGroup", Go::Int),
-    p("runAsNonRoot", Go::Bool),
-    p("readOnlyRootFilesystem", Go::Bool),
-    p("allowPrivilegeEscalation", Go::Bool),
-    p("procMount", Go::Str),
-    p("seccompProfile", Go::Struct(PROFILE)),
-    p("appArmorProfile", Go::Struct(PROFILE)),
-];
-/// `core/v1.Container` of k8s.io/api v0.32.
-const CONTAINER: &[Field] = &[
-    f("name", Go::Str),
-    o("image", Go::Str),
-    o("command", STRS),
-    o("args", STRS),
-    o("workingDir", Go::Str),
-    o("ports", Go::List(&Go::Struct(PORT))),
-    o("envFrom", Go::List(&Go::Struct(ENV_FROM))),
-    o("env", Go::List(&Go::Struct(ENV_VAR))),
-    o("resources", Go::Struct(RESOURCES)),
-    o("resizePolicy", Go::List(&Go::Struct(RESIZE))),
-    p("restartPolicy", Go::Str),
-    o("volumeMounts", Go::List(&Go::Struct(MOUNT))),
-    o("volumeDevices", Go::List(&Go::Struct(DEVICE))),
-    p("livenessProbe", Go::Struct(PROBE)),
-    p("readinessProbe", Go::Struct(PROBE)),
-    p("startupProbe", Go::Struct(PROBE)),
-    p("lifecycle", Go::Struct(LIFECYCLE)),
-    o("terminationMessagePath", Go::Str),
-    o("terminationMessagePolicy", Go::Str),
-    o("imagePullPolicy", Go::Str),
-    p("securityContext", Go::Struct(SECURITY_CONTEXT)),
-    o("stdin", Go::Bool),
-    o("stdinOnce", Go::Bool),
-    o("tty", Go::Bool),
-];
 const UPGRADE_STRATEGY: &[Field] = &[o("upgradeType", Go::Str), o("hotUpgradeEmptyImage", Go::Str)];
 const SHARE_POLICY: &[Field] = &[o("type", Go::Str)];
 const SOURCE_NAME_FROM: &[Field] = &[p("fieldRef", Go::Struct(FIELD_REF))];
@@ -230,6 +119,13 @@ pub fn sidecar_containers(list: &[SidecarContainer], out: &mut String) {
     out.push(']');
 }
 
+/// Go's `json.Marshal` of the struct `fields` describes, holding `v` (the JSON of the same object
+/// as k8s-openapi or our API types serialise it): fields in declaration order, `omitempty`
+/// applied, fields Go does not know dropped.
+pub(crate) fn go_struct(fields: &[Field], v: &Value, out: &mut String) {
+    write_struct(fields, v.as_object(), out);
+}
+
 fn write_struct(fields: &[Field], obj: Option<&Map<String, Value>>, out: &mut String) {
     out.push('{');
     let mut first = true;
@@ -277,14 +173,14 @@ fn write_fields(fields: &[Field], obj: Option<&Map<String, Value>>, out: &mut St
 /// A non-pointer field; returns false when `omitempty` drops it.
 fn write_plain(field: &Field, v: Option<&Value>, out: &mut String) -> bool {
     let empty = match (field.ty, v) {
-        // Structs (including Quantity and IntOrString) are never "empty" for omitempty.
-        (Go::Struct(_) | Go::Quantity | Go::IntOrStr, _) => false,
+        // Structs (including Quantity, IntOrString and Time) are never "empty" for omitempty.
+        (Go::Struct(_) | Go::Quantity | Go::IntOrStr | Go::Time, _) => false,
         (_, None) => true,
         (Go::Str, Some(Value::String(s))) => s.is_empty(),
         (Go::Int, Some(n)) => n.as_i64() == Some(0) || n.as_f64() == Some(0.0),
         (Go::Bool, Some(b)) => b.as_bool() != Some(true),
         (Go::List(_), Some(Value::Array(a))) => a.is_empty(),
-        (Go::QuantityMap, Some(Value::Object(m))) => m.is_empty(),
+        (Go::QuantityMap | Go::StrMap | Go::Map(_), Some(Value::Object(m))) => m.is_empty(),
         _ => false,
     };
     if empty && field.omitempty {
@@ -294,7 +190,7 @@ fn write_plain(field: &Field, v: Option<&Value>, out: &mut String) -> bool {
         (Go::Str, None) => out.push_str("\"\""),
         (Go::Int, None) => out.push('0'),
         (Go::Bool, None) => out.push_str("false"),
-        (Go::List(_) | Go::QuantityMap, None) => out.push_str("null"),
+        (Go::List(_) | Go::QuantityMap | Go::StrMap | Go::Map(_), None) => out.push_str("null"),
         (ty, v) => write_typed(ty, v, out),
     }
     true
@@ -334,7 +230,16 @@ fn write_typed(ty: Go, v: Option<&Value>, out: &mut String) {
             Some(other) => value(other, out),
             None => out.push_str("null"),
         },
-        Go::Str | Go::Int | Go::Bool => match v {
+        Go::Map(item) => match v {
+            Some(Value::Object(m)) => sorted_object(m, out, |v, out| write_typed(*item, Some(v), out)),
+            Some(other) => value(other, out),
+            None => out.push_str("null"),
+        },
+        Go::Time => match v {
+            Some(Value::String(s)) if !s.is_empty() => string(s, out),
+            _ => out.push_str("null"),
+        },
+        Go::Str | Go::Int | Go::Bool | Go::StrMap => match v {
             Some(v) => value(v, out),
             None => out.push_str("null"),
         },

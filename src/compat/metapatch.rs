@@ -79,6 +79,94 @@ pub fn metadata_patch(old: &ObjectMeta, new: &ObjectMeta) -> Result<Value, MetaP
     Ok(sorted_object(out))
 }
 
+/// Applies a patch made by [`metadata_patch`] (a strategic merge patch of pod metadata) to a pod's
+/// metadata, with the Pod schema's strategies: maps merged key by key (`null` deletes), merge
+/// lists of scalars extended and then `$deleteFromPrimitiveList`/`$setElementOrder` applied,
+/// `ownerReferences` merged by `uid` (`{"$patch":"delete"}` removes), anything else replaced.
+pub fn apply_metadata_patch(meta: &ObjectMeta, patch: &Value) -> Result<ObjectMeta, MetaPatchError> {
+    let p = match patch.get("metadata") {
+        None | Some(Value::Null) => return Ok(meta.clone()),
+        Some(Value::Object(p)) => p,
+        Some(other) => return Err(MetaPatchError(format!("metadata patch is not an object: {other}"))),
+    };
+    let mut doc = match serde_json::to_value(meta) {
+        Ok(Value::Object(m)) => m,
+        Ok(other) => return Err(MetaPatchError(format!("metadata serialised as {other}"))),
+        Err(e) => return Err(MetaPatchError(e.to_string())),
+    };
+    for (k, v) in p.iter().filter(|(k, _)| !k.starts_with('$')) {
+        match (strategy(k), v) {
+            (_, Value::Null) => {
+                doc.remove(k);
+            }
+            (Strategy::StringMap, Value::Object(changes)) => {
+                let target = doc.entry(k.clone()).or_insert_with(empty_object);
+                if !target.is_object() {
+                    *target = empty_object();
+                }
+                if let Value::Object(t) = target {
+                    for (ck, cv) in changes {
+                        if cv.is_null() {
+                            t.remove(ck);
+                        } else {
+                            t.insert(ck.clone(), cv.clone());
+                        }
+                    }
+                }
+            }
+            (Strategy::MergeScalars, Value::Array(adds)) => {
+                if let Value::Array(list) = doc.entry(k.clone()).or_insert_with(|| Value::Array(Vec::new())) {
+                    for a in adds {
+                        if !list.contains(a) {
+                            list.push(a.clone());
+                        }
+                    }
+                }
+            }
+            (Strategy::MergeObjects(merge_key), Value::Array(items)) => {
+                if let Value::Array(list) = doc.entry(k.clone()).or_insert_with(|| Value::Array(Vec::new())) {
+                    for item in items {
+                        let id = item.get(merge_key);
+                        let pos = list.iter().position(|e| e.get(merge_key) == id);
+                        let delete = item.get("$patch").and_then(Value::as_str) == Some("delete");
+                        match (pos, delete) {
+                            (Some(i), true) => {
+                                list.remove(i);
+                            }
+                            (None, true) => {}
+                            (Some(i), false) => list[i] = item.clone(),
+                            (None, false) => list.push(item.clone()),
+                        }
+                    }
+                }
+            }
+            _ => {
+                doc.insert(k.clone(), v.clone());
+            }
+        }
+    }
+    for (k, v) in p {
+        if let (Some(field), Value::Array(remove)) = (k.strip_prefix("$deleteFromPrimitiveList/"), v)
+            && let Some(Value::Array(list)) = doc.get_mut(field)
+        {
+            list.retain(|x| !remove.contains(x));
+        }
+    }
+    for (k, v) in p {
+        if let (Some(field), Value::Array(order)) = (k.strip_prefix("$setElementOrder/"), v)
+            && let Some(Value::Array(list)) = doc.get_mut(field)
+        {
+            list.sort_by_key(|x| {
+                order
+                    .iter()
+                    .position(|o| o == x || o.get("uid").is_some_and(|u| Some(u) == x.get("uid")))
+                    .unwrap_or(usize::MAX)
+            });
+        }
+    }
+    serde_json::from_value(Value::Object(doc)).map_err(|e| MetaPatchError(e.to_string()))
+}
+
 /// `ObjectMeta` as Go's encoder writes it: fields are `omitempty` (creationTimestamp is written as
 /// `null`, which the diff treats like absent), so empty values are dropped.
 fn meta_fields(meta: &ObjectMeta) -> Result<Map<String, Value>, MetaPatchError> {
@@ -388,61 +476,11 @@ mod tests {
         serde_json::from_value(v).unwrap()
     }
 
-    /// Test-only strategic-merge application for the metadata fields above (maps, merge lists).
+    /// The production application, with the result normalised as Go would encode it.
     fn apply(old: &ObjectMeta, patch: &Value) -> ObjectMeta {
-        let mut doc = serde_json::to_value(old).unwrap();
-        let Some(p) = patch.get("metadata").and_then(Value::as_object) else {
-            return old.clone();
-        };
-        let d = doc.as_object_mut().unwrap();
-        for (k, v) in p {
-            if k.starts_with('$') {
-                continue;
-            }
-            match (strategy(k), v) {
-                (_, Value::Null) => {
-                    d.remove(k);
-                }
-                (Strategy::StringMap, Value::Object(changes)) => {
-                    let target = d.entry(k.clone()).or_insert_with(empty_object);
-                    for (ck, cv) in changes {
-                        let t = target.as_object_mut().unwrap();
-                        if cv.is_null() {
-                            t.remove(ck);
-                        } else {
-                            t.insert(ck.clone(), cv.clone());
-                        }
-                    }
-                }
-                (Strategy::MergeScalars, Value::Array(adds)) => {
-                    let list = d.entry(k.clone()).or_insert_with(|| json!([])).as_array_mut().unwrap();
-                    for a in adds {
-                        if !list.contains(a) {
-                            list.push(a.clone());
-                        }
-                    }
-                }
-                _ => {
-                    d.insert(k.clone(), v.clone());
-                }
-            }
-        }
-        for (k, v) in p {
-            if let Some(field) = k.strip_prefix("$deleteFromPrimitiveList/")
-                && let Some(list) = d.get_mut(field).and_then(Value::as_array_mut)
-            {
-                list.retain(|x| !v.as_array().unwrap().contains(x));
-            }
-        }
-        for (k, v) in p {
-            if let Some(field) = k.strip_prefix("$setElementOrder/")
-                && let Some(list) = d.get_mut(field).and_then(Value::as_array_mut)
-            {
-                let order = v.as_array().unwrap();
-                list.sort_by_key(|x| order.iter().position(|o| o == x).unwrap_or(usize::MAX));
-            }
-        }
-        d.retain(|k, v| !is_go_omitted(k, v));
+        let applied = apply_metadata_patch(old, patch).unwrap();
+        let mut doc = serde_json::to_value(applied).unwrap();
+        doc.as_object_mut().unwrap().retain(|k, v| !is_go_omitted(k, v));
         serde_json::from_value(doc).unwrap()
     }
 

@@ -105,6 +105,12 @@ pub enum Gate {
     StatefulSetStartOrdinal,
     /// CloneSet revision labels carry the short hash.
     CloneSetShortHash,
+    /// CloneSet pods above the partition roll back to the current revision.
+    CloneSetPartitionRollback,
+    /// Pods in PreparingUpdate count as updated when the CloneSet scales.
+    PreparingUpdateAsUpdate,
+    /// A scale expectation that timed out is dropped instead of waited for.
+    ForceDeleteTimeoutExpectationFeatureGate,
 }
 
 impl Gate {
@@ -128,6 +134,9 @@ impl Gate {
             Gate::PreDownloadImageForInPlaceUpdate => "PreDownloadImageForInPlaceUpdate",
             Gate::StatefulSetStartOrdinal => "StatefulSetStartOrdinal",
             Gate::CloneSetShortHash => "CloneSetShortHash",
+            Gate::CloneSetPartitionRollback => "CloneSetPartitionRollback",
+            Gate::PreparingUpdateAsUpdate => "PreparingUpdateAsUpdate",
+            Gate::ForceDeleteTimeoutExpectationFeatureGate => "ForceDeleteTimeoutExpectationFeatureGate",
         }
     }
 }
@@ -253,7 +262,14 @@ mod tests {
         for (gate, want) in table {
             assert_eq!(g.enabled(gate), want, "{}", gate.name());
         }
-        for gate in [Gate::PodWebhook, Gate::CloneSetShortHash, Gate::StatefulSetStartOrdinal] {
+        for gate in [
+            Gate::PodWebhook,
+            Gate::CloneSetShortHash,
+            Gate::StatefulSetStartOrdinal,
+            Gate::CloneSetPartitionRollback,
+            Gate::PreparingUpdateAsUpdate,
+            Gate::ForceDeleteTimeoutExpectationFeatureGate,
+        ] {
             assert!(DEFAULTS.iter().any(|(n, _)| *n == gate.name()), "{} has a default", gate.name());
         }
     }

@@ -8,7 +8,13 @@
 //!   their pod templates (spec §1).
 //! - [`validation`]: whether a CloneSet or Advanced StatefulSet is valid, may be updated this way,
 //!   or deleted (spec §2, §3.6).
-//! - [`inplace`]: whether a template change can be applied to running pods in place (spec §3).
+//! - [`inplace`]: whether a template change can be applied to running pods in place, how it is
+//!   applied, and when it is complete (spec §3).
+//! - [`rollout`]: the workload planners — the CloneSet controller's round as a pure function,
+//!   with the actions it asks for (spec §5).
+//! - [`history`], [`lifecycle`], [`expectations`], [`pods`]: what every workload controller
+//!   shares — ControllerRevisions (spec §5.8), lifecycle hooks (§5.9), expectations (§5.1), pod
+//!   predicates.
 //! - [`sidecar`]: SidecarSets: defaults, hashes, validity, which apply to a pod and what
 //!   injecting them changes (spec §1.3, §2.3, §4).
 //! - [`pod_mutation`]: the other pod mutators, readiness gate and launch priority (spec §4.1).
@@ -20,9 +26,14 @@
 pub mod certs;
 pub mod conversion;
 pub mod defaults;
+pub mod expectations;
 pub mod features;
+pub mod history;
 pub mod inplace;
 pub mod leader;
+pub mod lifecycle;
 pub mod pod_mutation;
+pub mod pods;
+pub mod rollout;
 pub mod sidecar;
 pub mod validation;

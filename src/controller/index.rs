@@ -1,0 +1,200 @@
+//! A reflector-fed index: the objects of one kind as the watch last showed them, grouped by a key
+//! (the uid of each owner for pods and PVCs, the namespace for ControllerRevisions), so a
+//! reconcile reads what one workload owns without scanning the whole cache.
+//!
+//! It follows the watcher's protocol as kube's own `Store` does: after `Init` the `InitApply`
+//! objects are buffered and replace the contents atomically at `InitDone` (a re-list never shows a
+//! half-filled view), and [`Index::is_synced`] stays false until the first listing is complete —
+//! a controller that planned on an empty, unsynced index would create every pod again.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, RwLock, RwLockReadGuard, RwLockWriteGuard};
+
+use kube::Resource;
+use kube::runtime::watcher::Event;
+
+/// The keys an object is filed under.
+pub type KeysOf<K> = fn(&K) -> Vec<String>;
+
+struct Inner<K> {
+    /// `namespace/name` → object.
+    objects: HashMap<String, Arc<K>>,
+    /// key → names filed under it.
+    by_key: HashMap<String, BTreeSet<String>>,
+    /// The listing in progress (between `Init` and `InitDone`).
+    buffer: Option<HashMap<String, Arc<K>>>,
+    synced: bool,
+}
+
+/// The index of one kind; clones share it.
+pub struct Index<K> {
+    inner: Arc<RwLock<Inner<K>>>,
+    keys: KeysOf<K>,
+}
+
+impl<K> Clone for Index<K> {
+    fn clone(&self) -> Self {
+        Index { inner: Arc::clone(&self.inner), keys: self.keys }
+    }
+}
+
+fn object_key<K: Resource>(o: &K) -> String {
+    let meta = o.meta();
+    format!("{}/{}", meta.namespace.as_deref().unwrap_or(""), meta.name.as_deref().unwrap_or(""))
+}
+
+/// The uids of an object's owner references (kruise indexes pods and PVCs by every owner).
+pub fn owner_uids<K: Resource>(o: &K) -> Vec<String> {
+    o.meta().owner_references.iter().flatten().map(|r| r.uid.clone()).collect()
+}
+
+/// The object's namespace.
+pub fn namespace_of<K: Resource>(o: &K) -> Vec<String> {
+    vec![o.meta().namespace.clone().unwrap_or_default()]
+}
+
+impl<K: Resource + Clone> Index<K> {
+    /// An empty, unsynced index filing objects under `keys`.
+    pub fn new(keys: KeysOf<K>) -> Self {
+        let inner = Inner { objects: HashMap::new(), by_key: HashMap::new(), buffer: None, synced: false };
+        Index { inner: Arc::new(RwLock::new(inner)), keys }
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Inner<K>> {
+        self.inner.read().unwrap_or_else(|e| e.into_inner())
+    }
+
+    fn write(&self) -> RwLockWriteGuard<'_, Inner<K>> {
+        self.inner.write().unwrap_or_else(|e| e.into_inner())
+    }
+
+    /// Applies one watcher event.
+    pub fn apply(&self, event: &Event<K>) {
+        let keys = self.keys;
+        let mut inner = self.write();
+        match event {
+            Event::Apply(o) => inner.upsert(keys, Arc::new(o.clone())),
+            Event::Delete(o) => inner.remove(keys, &object_key(o)),
+            Event::Init => inner.buffer = Some(HashMap::new()),
+            Event::InitApply(o) => {
+                inner.buffer.get_or_insert_with(HashMap::new).insert(object_key(o), Arc::new(o.clone()));
+            }
+            Event::InitDone => {
+                let listed = inner.buffer.take().unwrap_or_default();
+                inner.objects = HashMap::new();
+                inner.by_key = HashMap::new();
+                for o in listed.into_values() {
+                    inner.upsert(keys, o);
+                }
+                inner.synced = true;
+            }
+        }
+    }
+
+    /// Whether the first listing is complete.
+    pub fn is_synced(&self) -> bool {
+        self.read().synced
+    }
+
+    /// The objects filed under `key`, in name order.
+    pub fn get(&self, key: &str) -> Vec<Arc<K>> {
+        let inner = self.read();
+        inner
+            .by_key
+            .get(key)
+            .map(|names| names.iter().filter_map(|n| inner.objects.get(n).cloned()).collect())
+            .unwrap_or_default()
+    }
+
+    /// How many objects the index holds.
+    pub fn len(&self) -> usize {
+        self.read().objects.len()
+    }
+
+    /// Whether the index is empty.
+    pub fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+impl<K: Resource> Inner<K> {
+    fn unfile(&mut self, keys: KeysOf<K>, name: &str, old: &K) {
+        for k in keys(old) {
+            if let Some(names) = self.by_key.get_mut(&k) {
+                names.remove(name);
+                if names.is_empty() {
+                    self.by_key.remove(&k);
+                }
+            }
+        }
+    }
+
+    fn upsert(&mut self, keys: KeysOf<K>, o: Arc<K>) {
+        let name = object_key(o.as_ref());
+        if let Some(old) = self.objects.remove(&name) {
+            self.unfile(keys, &name, &old);
+        }
+        for k in keys(&o) {
+            self.by_key.entry(k).or_default().insert(name.clone());
+        }
+        self.objects.insert(name, o);
+    }
+
+    fn remove(&mut self, keys: KeysOf<K>, name: &str) {
+        if let Some(old) = self.objects.remove(name) {
+            self.unfile(keys, name, &old);
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::api::core::v1::Pod;
+    use serde_json::json;
+
+    fn pod(name: &str, owner: &str, rv: &str) -> Pod {
+        serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ns", "resourceVersion": rv,
+            "ownerReferences": [{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs",
+            "uid": owner, "controller": true}]}}))
+        .unwrap()
+    }
+
+    fn names(v: &[Arc<Pod>]) -> Vec<(String, String)> {
+        v.iter().map(|p| (p.metadata.name.clone().unwrap(), p.metadata.resource_version.clone().unwrap())).collect()
+    }
+
+    #[test]
+    fn files_by_owner_and_follows_updates_and_deletes() {
+        let idx = Index::new(owner_uids::<Pod>);
+        assert!(!idx.is_synced());
+        idx.apply(&Event::Init);
+        idx.apply(&Event::InitApply(pod("a", "u1", "1")));
+        assert!(idx.get("u1").is_empty(), "a listing in progress is not visible");
+        idx.apply(&Event::InitDone);
+        assert!(idx.is_synced());
+        assert_eq!(names(&idx.get("u1")), [("a".into(), "1".into())]);
+        idx.apply(&Event::Apply(pod("b", "u1", "2")));
+        idx.apply(&Event::Apply(pod("a", "u2", "3")));
+        assert_eq!(names(&idx.get("u1")), [("b".into(), "2".into())], "a changed owner moves the pod");
+        assert_eq!(names(&idx.get("u2")), [("a".into(), "3".into())]);
+        idx.apply(&Event::Delete(pod("b", "u1", "4")));
+        assert!(idx.get("u1").is_empty());
+        assert_eq!(idx.len(), 1);
+    }
+
+    #[test]
+    fn a_relist_replaces_everything_at_once() {
+        let idx = Index::new(owner_uids::<Pod>);
+        idx.apply(&Event::Init);
+        idx.apply(&Event::InitApply(pod("a", "u1", "1")));
+        idx.apply(&Event::InitApply(pod("b", "u1", "1")));
+        idx.apply(&Event::InitDone);
+        // The watch broke; the re-list no longer has `a` (deleted while the watch was down).
+        idx.apply(&Event::Init);
+        idx.apply(&Event::InitApply(pod("b", "u1", "5")));
+        assert_eq!(names(&idx.get("u1")).len(), 2, "the old view stays until the listing is complete");
+        idx.apply(&Event::InitDone);
+        assert_eq!(names(&idx.get("u1")), [("b".into(), "5".into())]);
+    }
+}

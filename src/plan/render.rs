@@ -1,0 +1,93 @@
+//! How `kruise plan` prints a plan: text (one line per action, then why the rollout waits) or
+//! JSON, one object per CloneSet with exactly the keys issue 11 specifies: `cloneSet`,
+//! `currentRevision`, `updateRevision`, `diff` (every field of kruise's `expectationDiffs`) and
+//! `actions` (`action`, `pod` when there is one, `revision`, `reason`, `images` on updateInPlace).
+
+use std::fmt::Write;
+
+use serde_json::{Map, Value, json};
+
+use super::Planned;
+use crate::core::rollout::actions::{Action, ActionKind};
+use crate::core::rollout::cloneset::plan::RevisionSource;
+
+/// The JSON name of an action kind.
+pub fn kind_name(kind: ActionKind) -> String {
+    serde_json::to_value(kind).ok().and_then(|v| v.as_str().map(str::to_string)).unwrap_or_default()
+}
+
+fn action_json(a: &Action) -> Value {
+    let mut m = Map::new();
+    m.insert("action".into(), json!(kind_name(a.kind)));
+    if let Some(p) = &a.pod {
+        m.insert("pod".into(), json!(p));
+    }
+    m.insert("revision".into(), json!(a.revision));
+    m.insert("reason".into(), json!(a.reason));
+    if a.kind == ActionKind::UpdateInPlace {
+        m.insert("images".into(), json!(a.images));
+    }
+    Value::Object(m)
+}
+
+/// The JSON object of one CloneSet's plan.
+pub fn json(p: &Planned) -> Value {
+    json!({
+        "cloneSet": p.plan.cloneset,
+        "currentRevision": p.plan.current_revision,
+        "updateRevision": p.plan.update_revision,
+        "diff": p.plan.diff,
+        "actions": p.plan.actions.iter().map(action_json).collect::<Vec<_>>(),
+    })
+}
+
+/// The text of one CloneSet's plan.
+pub fn text(p: &Planned) -> String {
+    let plan = &p.plan;
+    let mut out = String::new();
+    let source = match p.revision_source {
+        RevisionSource::Status => "from status",
+        RevisionSource::Compute => "computed from the template",
+    };
+    let _ = writeln!(
+        out,
+        "CloneSet {}: current revision {}, update revision {} ({source})",
+        plan.cloneset, plan.current_revision, plan.update_revision
+    );
+    let st = &plan.status;
+    let _ = writeln!(
+        out,
+        "  pods: {} ({} ready, {} available, {} updated, {} expected updated)",
+        st.replicas, st.ready_replicas, st.available_replicas, st.updated_replicas, st.expected_updated_replicas
+    );
+    let d = serde_json::to_value(plan.diff).unwrap_or_default();
+    let fields: Vec<String> = d.as_object().into_iter().flatten().map(|(k, v)| format!("{k}={v}")).collect();
+    let _ = writeln!(out, "  diff: {}", fields.join(" "));
+    let width = plan.actions.iter().map(|a| kind_name(a.kind).len()).max().unwrap_or(0);
+    for a in &plan.actions {
+        let (subject, target) = match (&a.pod, a.batch) {
+            (Some(pod), _) if !a.revision.is_empty() => (pod.clone(), format!(" -> {}", a.revision)),
+            (Some(pod), _) => (pod.clone(), String::new()),
+            (None, Some(b)) => (format!("new pod (batch {b})"), format!(" -> {}", a.revision)),
+            (None, None) => (if a.revision.is_empty() { "-".to_string() } else { a.revision.clone() }, String::new()),
+        };
+        let _ = writeln!(out, "  {:width$}  {subject}{target}: {}", kind_name(a.kind), a.reason);
+    }
+    for w in &plan.waiting {
+        let _ = writeln!(out, "  waiting: {w}");
+    }
+    for e in &plan.errors {
+        let _ = writeln!(out, "  error: {e}");
+    }
+    if p.not_owned > 0 {
+        let _ = writeln!(
+            out,
+            "  note: {} pods match the selector but are not owned by this CloneSet (the controller never adopts pods)",
+            p.not_owned
+        );
+    }
+    if plan.actions.is_empty() && plan.waiting.is_empty() && plan.errors.is_empty() {
+        let _ = writeln!(out, "  nothing to do");
+    }
+    out
+}

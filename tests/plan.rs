@@ -1,0 +1,166 @@
+//! `kruise plan` on snapshots shaped like `kubectl get cloneset,pods,controllerrevisions -o yaml`
+//! (tests/data/plan/), through the built binary. The revision names in the snapshots were computed
+//! by Go (k8s.io/api v0.32.10 + kruise's revision code) for these templates, so a planned update
+//! revision equal to them is kruise's name.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use std::process::{Command, Output};
+
+use serde_json::{Value, json};
+
+const NOW: &str = "2024-05-01T12:00:00Z";
+
+fn kruise(args: &[&str]) -> Output {
+    Command::new(env!("CARGO_BIN_EXE_kruise")).args(args).output().unwrap()
+}
+
+fn data(name: &str) -> String {
+    format!("{}/tests/data/plan/{name}", env!("CARGO_MANIFEST_DIR"))
+}
+
+fn stdout(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stdout).into_owned()
+}
+
+fn stderr(o: &Output) -> String {
+    String::from_utf8_lossy(&o.stderr).into_owned()
+}
+
+#[test]
+fn json_of_a_template_change_the_status_has_not_seen() {
+    let o = kruise(&["plan", "-f", &data("computed.yaml"), "--now", NOW, "-o", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let want = json!({
+        "cloneSet": "shop/web",
+        "currentRevision": "web-799f75c5cc",
+        "updateRevision": "web-86bbc48456",
+        "diff": {"scaleUpNum": 0, "scaleUpNumOldRevision": 0, "scaleDownNum": 0, "scaleDownNumOldRevision": 0,
+                 "scaleUpLimit": 0, "deleteReadyLimit": 0, "useSurge": 0, "useSurgeOldRevision": 0,
+                 "updateNum": 3, "updateMaxUnavailable": 1},
+        "actions": [
+            {"action": "createRevision", "revision": "web-86bbc48456",
+             "reason": "the template changed: new revision web-86bbc48456 (revision number 2)"},
+            {"action": "updateInPlace", "pod": "web-x7k2p", "revision": "web-86bbc48456",
+             "reason": "in place: images nginx=nginx:1.26", "images": {"nginx": "nginx:1.26"}}
+        ]
+    });
+    assert_eq!(got, want);
+}
+
+#[test]
+fn text_of_a_rollout_waiting_for_an_unavailable_pod() {
+    let o = kruise(&["plan", "-f", &data("from-status.yaml"), "--now", NOW]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(
+        lines[0],
+        "CloneSet shop/web: current revision web-799f75c5cc, update revision web-86bbc48456 (from status)"
+    );
+    assert!(
+        lines.contains(&"  waiting: web-bj5nt is updating in place: container nginx imageID not changed"),
+        "{text}"
+    );
+    assert!(
+        lines.contains(&"  waiting: 1 pods unavailable, maxUnavailable 1: 2 more pods wait to be updated to web-86bbc48456; waiting for web-bj5nt to become ready"),
+        "{text}"
+    );
+    assert!(
+        lines
+            .iter()
+            .any(|l| l.starts_with("  diff: ") && l.contains("updateNum=2") && l.contains("updateMaxUnavailable=1")),
+        "{text}"
+    );
+}
+
+#[test]
+fn the_in_place_update_completes_once_the_kubelet_reports_the_new_image() {
+    // The same snapshot, with the kubelet now reporting web-bj5nt's new imageID.
+    let text = std::fs::read_to_string(data("from-status.yaml")).unwrap();
+    let old_id = format!("imageID: docker.io/library/nginx@sha256:{}", "25".repeat(32));
+    let new_id = format!("imageID: docker.io/library/nginx@sha256:{}", "26".repeat(32));
+    // The pods listed before web-bj5nt already run the new image, so the first YAML `imageID:` with
+    // the old digest is web-bj5nt's container status.
+    let pos = text.find(&old_id).unwrap();
+    let mut changed = text.clone();
+    changed.replace_range(pos..pos + old_id.len(), &new_id);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("snapshot.yaml");
+    std::fs::write(&path, changed).unwrap();
+    let o = kruise(&["plan", "-f", path.to_str().unwrap(), "--now", NOW, "-o", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let actions: Vec<(String, String)> = got["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["action"].as_str().unwrap().to_string(), a["pod"].as_str().unwrap_or("").to_string()))
+        .collect();
+    assert_eq!(
+        actions,
+        [
+            ("markInPlaceUpdateReady".to_string(), "web-bj5nt".to_string()),
+            ("setLifecycle".to_string(), "web-bj5nt".to_string())
+        ],
+        "InPlaceUpdateReady becomes True and the pod goes back to Normal"
+    );
+}
+
+#[test]
+fn feature_gates_are_those_of_serve() {
+    let o = kruise(&[
+        "plan",
+        "-f",
+        &data("computed.yaml"),
+        "--now",
+        NOW,
+        "--feature-gates",
+        "CloneSetShortHash=true",
+        "-o",
+        "json",
+    ]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let o = kruise(&["plan", "-f", &data("computed.yaml"), "--feature-gates", "NoSuchGate=true"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("NoSuchGate"), "{}", stderr(&o));
+}
+
+#[test]
+fn bad_input_gets_a_clear_error() {
+    let dir = tempfile::tempdir().unwrap();
+    let pods_only = dir.path().join("pods.yaml");
+    std::fs::write(&pods_only, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n").unwrap();
+    let o = kruise(&["plan", "-f", pods_only.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("no CloneSet in the input"), "{}", stderr(&o));
+
+    let bad = dir.path().join("bad.yaml");
+    std::fs::write(
+        &bad,
+        "apiVersion: apps.kruise.io/v1alpha1\nkind: CloneSet\nmetadata: {name: web}\nspec: {replicas: many}\n",
+    )
+    .unwrap();
+    let o = kruise(&["plan", "-f", bad.to_str().unwrap()]);
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("bad.yaml:1: CloneSet web:"), "{err}");
+
+    // `cloneset NAME` reads the cluster; without a kubeconfig (and outside a cluster) it says so.
+    let o = Command::new(env!("CARGO_BIN_EXE_kruise"))
+        .args(["plan", "cloneset", "web", "-n", "shop"])
+        .env("KUBECONFIG", dir.path().join("no-such-kubeconfig"))
+        .env("HOME", dir.path())
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    assert_eq!(o.status.code(), Some(2));
+    let err = stderr(&o);
+    assert!(err.contains("cannot reach the cluster"), "{err}");
+    let o = kruise(&["plan", "statefulset", "web"]);
+    assert_eq!(o.status.code(), Some(2));
+    assert!(stderr(&o).contains("give `cloneset NAME [-n NAMESPACE]`"), "{}", stderr(&o));
+
+    let o = kruise(&["plan"]);
+    assert_eq!(o.status.code(), Some(2));
+}
