@@ -161,6 +161,7 @@ async fn live_view_readiness_injection_and_leader_election() {
         (a.admin_get("/readyz").await.0 == 200).then_some(())
     })
     .await;
+    let kubectl = Kubectl::new();
     let secrets: Api<k8s_openapi::api::core::v1::Secret> = Api::namespaced(admin.clone(), NAMESPACE);
     let secret = secrets.get("kruise-webhook-certs").await.expect("the leader created the Secret");
     let data = secret.data.unwrap_or_default();
@@ -184,11 +185,18 @@ async fn live_view_readiness_injection_and_leader_election() {
     .await;
     let bundle = base64_decode(&bundles[0]);
     assert!(String::from_utf8_lossy(&bundle).contains(String::from_utf8_lossy(&ca).trim()), "caBundle trusts the CA");
+    // The apiserver reads webhook configurations through an informer: wait until its calls verify
+    // (a server-side dry run of a SidecarSet passes both SidecarSet webhooks).
+    let probe = kubectl.dir().join("probe.yaml");
+    std::fs::write(&probe, sidecarset("probe", "nothing", "probe")).unwrap();
+    eventually("the apiserver to trust the published caBundle", Duration::from_secs(30), || async {
+        kubectl.run(&["apply", "--dry-run=server", "-f", probe.to_str().unwrap()]).await.0.then_some(())
+    })
+    .await;
 
     // A SidecarSet applied with kubectl reaches the live view; a pod created with kubectl in a
     // matched namespace gets its sidecar.
     let ns = c.namespace("e2e-incluster").await.unwrap();
-    let kubectl = Kubectl::new();
     let first = kubectl.dir().join("first.yaml");
     std::fs::write(&first, sidecarset("first", "web", "logger")).unwrap();
     let (ok, out, err) = kubectl.run(&["apply", "-f", first.to_str().unwrap()]).await;
