@@ -47,6 +47,8 @@ pub struct KindLabels {
 pub struct NameLabels {
     /// The name.
     pub name: String,
+}
+
 /// Labels of a finished reconcile (controller-runtime's `controller_runtime_reconcile_total`).
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct ReconcileLabels {
@@ -158,6 +160,7 @@ impl Metrics {
             "kruise_sidecarset_uninjected_pods",
             "Pods found matching a SidecarSet without its sidecars (created while admission failed open)",
             uninjected_pods.clone(),
+        );
         let reconciles = Family::<ReconcileLabels, Counter>::default();
         let reconcile_time: Family<ControllerLabels, Histogram> =
             Family::new_with_constructor(|| Histogram::new(RECONCILE_BUCKETS));
