@@ -8,6 +8,7 @@ pub mod certs;
 pub mod check;
 pub mod cli;
 pub mod cluster;
+pub mod compat;
 pub mod core;
 pub mod manifests;
 pub mod metrics;

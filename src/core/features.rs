@@ -356,18 +356,42 @@ mod tests {
     #[test]
     fn registered_names_of_kruise_parse() {
         let kruise = [
-            "KruiseDaemon", "PodWebhook", "CloneSetShortHash", "KruisePodReadinessGate",
-            "PreDownloadImageForInPlaceUpdate", "CloneSetPartitionRollback", "ResourcesDeletionProtection",
-            "PodUnavailableBudgetDeleteGate", "PodUnavailableBudgetUpdateGate", "WorkloadSpread",
-            "DaemonWatchingPod", "TemplateNoDefaults", "InPlaceUpdateEnvFromMetadata", "StatefulSetAutoDeletePVC",
-            "SidecarSetPatchPodMetadataDefaultsAllowed", "SidecarTerminator", "PodProbeMarkerGate",
-            "PreDownloadImageForDaemonSetUpdate", "CloneSetEventHandlerOptimization", "PreparingUpdateAsUpdate",
-            "ImagePullJobGate", "ResourceDistributionGate", "DeletionProtectionForCRDCascadingGate",
-            "EnhancedLivenessProbe", "RecreatePodWhenChangeVCTInCloneSetGate", "StatefulSetStartOrdinal",
-            "PodIndexLabel", "EnableExternalCerts", "StatefulSetAutoResizePVCGate",
-            "ForceDeleteTimeoutExpectationGate", "InPlaceWorkloadVerticalScaling", "EnablePodProbeMarkerOnServerless",
-            "EnableSortSidecarContainerByName", "InPlacePodVerticalScaling",
-            "DefaultHostNetworkHostPortsInPodTemplates", "DaemonSetPruneIneligibleNodes",
+            "KruiseDaemon",
+            "PodWebhook",
+            "CloneSetShortHash",
+            "KruisePodReadinessGate",
+            "PreDownloadImageForInPlaceUpdate",
+            "CloneSetPartitionRollback",
+            "ResourcesDeletionProtection",
+            "PodUnavailableBudgetDeleteGate",
+            "PodUnavailableBudgetUpdateGate",
+            "WorkloadSpread",
+            "DaemonWatchingPod",
+            "TemplateNoDefaults",
+            "InPlaceUpdateEnvFromMetadata",
+            "StatefulSetAutoDeletePVC",
+            "SidecarSetPatchPodMetadataDefaultsAllowed",
+            "SidecarTerminator",
+            "PodProbeMarkerGate",
+            "PreDownloadImageForDaemonSetUpdate",
+            "CloneSetEventHandlerOptimization",
+            "PreparingUpdateAsUpdate",
+            "ImagePullJobGate",
+            "ResourceDistributionGate",
+            "DeletionProtectionForCRDCascadingGate",
+            "EnhancedLivenessProbe",
+            "RecreatePodWhenChangeVCTInCloneSetGate",
+            "StatefulSetStartOrdinal",
+            "PodIndexLabel",
+            "EnableExternalCerts",
+            "StatefulSetAutoResizePVCGate",
+            "ForceDeleteTimeoutExpectationGate",
+            "InPlaceWorkloadVerticalScaling",
+            "EnablePodProbeMarkerOnServerless",
+            "EnableSortSidecarContainerByName",
+            "InPlacePodVerticalScaling",
+            "DefaultHostNetworkHostPortsInPodTemplates",
+            "DaemonSetPruneIneligibleNodes",
         ];
         assert_eq!(kruise.len(), GATES.len());
         for name in kruise {
@@ -377,7 +401,10 @@ mod tests {
         // The Go constant names are aliases of the registered names.
         let g = FeatureGates::parse("EnhancedLivenessProbeGate=true,ForceDeleteTimeoutExpectationFeatureGate=true")
             .unwrap();
-        assert_eq!(g, FeatureGates::parse("EnhancedLivenessProbe=true,ForceDeleteTimeoutExpectationGate=true").unwrap());
+        assert_eq!(
+            g,
+            FeatureGates::parse("EnhancedLivenessProbe=true,ForceDeleteTimeoutExpectationGate=true").unwrap()
+        );
         assert_eq!(g.values.get("EnhancedLivenessProbe"), Some(&true));
         assert!(!g.to_string().contains("EnhancedLivenessProbeGate"), "{g}");
     }
