@@ -13,6 +13,7 @@ pub mod core;
 pub mod manifests;
 pub mod metrics;
 pub mod server;
+pub mod source;
 pub mod webhook;
 
 use std::sync::Arc;
@@ -66,51 +67,47 @@ pub async fn run(cli: Cli) -> i32 {
 }
 
 fn check_command(args: cli::CheckArgs) -> i32 {
-    let fail = |e: &dyn std::fmt::Display| {
-        eprintln!("error: {e}");
-        check::exit::USAGE
-    };
-    let inputs = match check::input::read_paths(&args.files) {
-        Ok(i) => i,
-        Err(e) => return fail(&e),
-    };
+    let mut read = check::input::read_paths(&args.files);
     let mut old = Vec::new();
     for spec in &args.old {
-        let read = match spec.strip_prefix("git:") {
+        let r = match spec.strip_prefix("git:") {
             Some(rev) => check::input::read_git(rev, &args.files),
             None => check::input::read_paths(std::slice::from_ref(spec)),
         };
-        match read {
-            Ok(o) => old.extend(o),
-            Err(e) => return fail(&e),
-        }
+        old.extend(r.objects);
+        read.problems.extend(r.problems);
     }
     let extra = match &args.objects_dir {
         Some(dir) => match cluster::files::load_dir(dir) {
             Ok((snapshot, problems)) => {
-                if let Some(p) = problems.first() {
-                    return fail(&format!("{}: {}", p.path.display(), p.message));
-                }
+                read.problems.extend(problems);
                 snapshot
             }
-            Err(e) => return fail(&e),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return check::exit::USAGE;
+            }
         },
         None => cluster::files::Snapshot::default(),
     };
     let settings = check::Settings { namespace: args.namespace, gates: args.feature_gates };
-    let outcomes = check::check(&inputs, &old, &extra, &settings);
+    let outcomes = check::check(&read.objects, &old, &extra, &settings);
+    let report = check::Report { outcomes, problems: read.problems };
+    for p in &report.problems {
+        eprintln!("error: {p}");
+    }
     match args.output {
-        cli::CheckOutput::Text => print!("{}", check::report::text(&outcomes)),
-        cli::CheckOutput::Json => println!("{:#}", check::report::json(&outcomes)),
-        cli::CheckOutput::Junit => print!("{}", check::report::junit(&outcomes)),
+        cli::CheckOutput::Text => print!("{}", check::report::text(&report)),
+        cli::CheckOutput::Json => println!("{:#}", check::report::json(&report)),
+        cli::CheckOutput::Junit => print!("{}", check::report::junit(&report)),
     }
     if let Some(dir) = &args.mutated_out
-        && let Err(e) = check::report::write_mutated(dir, &outcomes)
+        && let Err(e) = check::report::write_mutated(dir, &report.outcomes)
     {
         eprintln!("error: cannot write {}: {e}", dir.display());
         return check::exit::INTERNAL;
     }
-    check::exit_code(&outcomes, args.warn_exit_code)
+    check::exit_code(&report, args.warn_exit_code)
 }
 
 fn manifests_command(root: &std::path::Path, check: bool) -> i32 {
@@ -187,7 +184,7 @@ fn cluster_view(args: &ServeArgs) -> Result<Arc<dyn ClusterView>, RunError> {
     };
     let (view, problems) = cluster::files::FileView::load(dir)?;
     for p in &problems {
-        tracing::warn!(file = %p.path.display(), "{}", p.message);
+        tracing::warn!("{p}");
     }
     tracing::info!(dir = %dir.display(), objects = view.len(), "standalone cluster view loaded");
     let view = Arc::new(view);
@@ -199,7 +196,7 @@ fn cluster_view(args: &ServeArgs) -> Result<Arc<dyn ClusterView>, RunError> {
             match poller.reload_if_changed() {
                 Ok(Some(problems)) => {
                     for p in &problems {
-                        tracing::warn!(file = %p.path.display(), "{}", p.message);
+                        tracing::warn!("{p}");
                     }
                     tracing::info!(objects = poller.len(), "standalone cluster view reloaded");
                 }

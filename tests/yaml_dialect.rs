@@ -4,6 +4,7 @@
 //! `tests/fixtures/yaml/oracle/` (`k8s.io/apimachinery`'s YAMLOrJSONDecoder over sigs.k8s.io/yaml
 //! and go-yaml v2). kubectl stops at the first broken document while kruise reports each one, so
 //! for a case kubectl refuses, kruise must refuse it too and agree on the documents before it.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use kruise::compat::yaml::documents;
 use serde::Deserialize;

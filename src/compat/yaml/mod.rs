@@ -96,8 +96,7 @@ fn yaml_documents(text: &str, first_line: usize) -> Vec<Result<Document, Documen
     let mut part_line = first_line; // its first line
     let mut part_error: Option<DocumentError> = None;
     let mut offset = 0usize;
-    let mut line_no = first_line;
-    for line in text.split_inclusive('\n') {
+    for (line_no, line) in (first_line..).zip(text.split_inclusive('\n')) {
         if let Some(rest) = line.strip_prefix("---") {
             out.extend(finish_part(&text[part_start..offset], part_line, part_error.take()));
             let rest = rest.trim();
@@ -109,7 +108,6 @@ fn yaml_documents(text: &str, first_line: usize) -> Vec<Result<Document, Documen
             part_line = line_no + 1;
         }
         offset += line.len();
-        line_no += 1;
     }
     out.extend(finish_part(&text[part_start..], part_line, part_error));
     out

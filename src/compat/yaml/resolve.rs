@@ -315,7 +315,7 @@ fn go_float32_g(f: f64) -> String {
     };
     let digits: String = mantissa.chars().filter(char::is_ascii_digit).collect();
     let sign = if negative { "-" } else { "" };
-    if exp < -4 || exp >= 6 {
+    if !(-4..6).contains(&exp) {
         let (head, tail) = digits.split_at(1);
         let frac = if tail.is_empty() { String::new() } else { format!(".{tail}") };
         let esign = if exp < 0 { '-' } else { '+' };
