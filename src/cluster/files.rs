@@ -45,18 +45,20 @@ pub struct Snapshot {
 }
 
 impl Snapshot {
-    /// Adds one object given as JSON; returns `Ok(false)` for kinds the view does not hold.
-    pub fn insert(&mut self, object: Value) -> Result<bool, serde_json::Error> {
+    /// Adds one object given as JSON (decoded as Go decodes it: null is the zero value); returns
+    /// `Ok(false)` for kinds the view does not hold.
+    pub fn insert(&mut self, object: Value) -> Result<bool, crate::compat::decode::Error> {
+        use crate::compat::decode::from_value;
         let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
         let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
         match (api_version.as_str(), kind.as_str()) {
             ("v1", "Namespace") => {
-                let ns: Namespace = serde_json::from_value(object)?;
+                let ns: Namespace = from_value(&object)?;
                 let name = ns.metadata.name.clone().unwrap_or_default();
                 self.namespaces.insert(name, Arc::new(ns));
             }
             ("v1", "Pod") => {
-                let pod: Pod = serde_json::from_value(object)?;
+                let pod: Pod = from_value(&object)?;
                 let key = (
                     pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
                     pod.metadata.name.clone().unwrap_or_default(),
@@ -64,11 +66,11 @@ impl Snapshot {
                 self.pods.insert(key, Arc::new(pod));
             }
             ("apps.kruise.io/v1alpha1", "SidecarSet") => {
-                let set: SidecarSet = serde_json::from_value(object)?;
+                let set: SidecarSet = from_value(&object)?;
                 self.insert_sidecarset(set);
             }
             ("v1", "ConfigMap") => {
-                let cm: ConfigMap = serde_json::from_value(object)?;
+                let cm: ConfigMap = from_value(&object)?;
                 let key = (
                     cm.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
                     cm.metadata.name.clone().unwrap_or_default(),
@@ -76,7 +78,7 @@ impl Snapshot {
                 self.config_maps.insert(key, Arc::new(cm));
             }
             ("apps/v1", "ControllerRevision") => {
-                let cr: ControllerRevision = serde_json::from_value(object)?;
+                let cr: ControllerRevision = from_value(&object)?;
                 let ns = cr.metadata.namespace.clone().unwrap_or_else(|| "default".into());
                 let list = self.revisions.entry(ns).or_default();
                 list.retain(|c| c.metadata.name != cr.metadata.name);
