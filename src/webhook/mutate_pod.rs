@@ -86,7 +86,9 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     pod.metadata.namespace = request_namespace;
     // Mutators only write annotations, the name (launch priority) and the spec: the rest of the
     // pod stays exactly as sent.
-    let mut changed = serde_json::json!({"metadata": {}});
+    // A pod sent without `metadata` gets none from us unless a mutator wrote into it (kruise:
+    // allowed, no patch).
+    let mut changed = serde_json::json!({});
     match (serde_json::to_value(&pod.metadata), serde_json::to_value(&pod.spec)) {
         (Ok(meta), Ok(spec)) => {
             for key in ["annotations", "name"] {
