@@ -214,13 +214,29 @@ fn with_namespace(object: &Value, ns: &str) -> Value {
     let mut o = object.clone();
     let (group, _) = group_version(o["apiVersion"].as_str().unwrap_or_default());
     let namespaced = lookup(group, o["kind"].as_str().unwrap_or_default()).is_none_or(|k| k.namespaced);
-    if namespaced
-        && o["metadata"]["namespace"].as_str().is_none()
-        && let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut)
-    {
-        meta.insert("namespace".into(), json!(ns));
+    // The apiserver sets the namespace of the request URL, creating `metadata` if need be.
+    if namespaced && o["metadata"]["namespace"].as_str().is_none() && o.is_object() {
+        if !o["metadata"].is_object() {
+            o["metadata"] = json!({});
+        }
+        o["metadata"]["namespace"] = json!(ns);
     }
     o
+}
+
+/// What validating webhooks see of an object created with `generateName` and no name: the
+/// apiserver generates the name after the mutating webhooks and before the validating ones. The
+/// five characters are fixed here (the apiserver draws them at random); the reported object and
+/// patch keep the name empty, as the webhooks left it.
+fn with_generated_name(object: &Value) -> Option<Value> {
+    let meta = object.get("metadata")?;
+    let prefix = meta.get("generateName").and_then(Value::as_str).filter(|p| !p.is_empty())?;
+    if meta.get("name").and_then(Value::as_str).is_some_and(|n| !n.is_empty()) {
+        return None;
+    }
+    let mut o = object.clone();
+    o["metadata"]["name"] = json!(format!("{prefix}check"));
+    Some(o)
 }
 
 /// The old object as the cluster stores it: what the mutating webhooks made of it at CREATE.
@@ -325,7 +341,8 @@ fn admit(ctx: &Context, m: &Manifest, old: Option<Value>, ns: &str) -> Outcome {
     let Some(Hooks { info, version, mutating, validating }) = hooks(&mut out, op) else { return out };
     let mut current = object.clone();
     for (n, w) in mutating.iter().chain(validating.iter()).enumerate() {
-        let body = review_body(info, &version, op, Some(&current), old.as_ref(), ns, n);
+        let sent = if w.kind == Kind::Validating { with_generated_name(&current) } else { None };
+        let body = review_body(info, &version, op, Some(sent.as_ref().unwrap_or(&current)), old.as_ref(), ns, n);
         let verdict = match decode(&body).ok().and_then(|r| handle(ctx, w.handler, &r)) {
             Some(v) => v,
             None => {

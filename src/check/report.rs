@@ -228,7 +228,8 @@ pub fn junit(report: &Report) -> String {
     s
 }
 
-/// Writes every admitted object as `<kind>-<namespace>-<name>.yaml` under `dir`.
+/// Writes every admitted object as `<kind>-<namespace>-<name>.yaml` under `dir`, in YAML that
+/// kubectl reads back as the same object.
 pub fn write_mutated(dir: &Path, outcomes: &[Outcome]) -> std::io::Result<usize> {
     std::fs::create_dir_all(dir)?;
     let mut n = 0;
@@ -241,7 +242,8 @@ pub fn write_mutated(dir: &Path, outcomes: &[Outcome]) -> std::io::Result<usize>
                 file.push_str(part);
             }
         }
-        let yaml = serde_yaml_ng::to_string(obj).map_err(std::io::Error::other)?;
+        // YAML kubectl reads back as this object (`yes`, `on`, `0644` quoted).
+        let yaml = crate::compat::yaml::emit::to_yaml(obj);
         std::fs::write(dir.join(format!("{file}.yaml")), yaml)?;
         n += 1;
     }

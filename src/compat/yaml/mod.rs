@@ -12,6 +12,7 @@
 //! item. Documents fail one by one: a broken document is an error at its line and the other
 //! documents of the file are still read (kubectl stops at the first one; a checker reports all).
 
+pub mod emit;
 pub mod resolve;
 
 use std::collections::{HashMap, HashSet};
