@@ -311,3 +311,66 @@ fn kruise_registered_feature_gate_names_are_accepted() {
     assert_eq!(out.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&out.stderr).contains("unrecognized feature gate: NoSuchGate"));
 }
+
+fn sidecarset_with_policy(expr: Value) -> Value {
+    json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet", "metadata": {"name": "logging"},
+        "spec": {"selector": {"matchLabels": {"app": "shop"}},
+            "containers": [{"name": "log-agent", "image": "fluent-bit:3",
+                "resourcesPolicy": {"targetContainersMode": "sum", "targetContainersNameRegex": "^shop",
+                    "resourcesExpr": expr}}]}})
+}
+
+/// spec §4.10: the sidecar's resources are computed from the matched pod containers at injection,
+/// and an expression that does not parse is refused by the SidecarSet validating webhook.
+#[test]
+fn resources_policy_is_validated_and_applied_at_injection() {
+    let expr = json!({"limits": {"cpu": "max(cpu*50%, 50m)", "memory": "200Mi"},
+                      "requests": {"cpu": "max(cpu*25%, 50m)", "memory": "memory / 4"}});
+    let (v, set) = admit(
+        &[Handler::MutateSidecarSet, Handler::ValidateSidecarSet],
+        "apps.kruise.io",
+        "v1alpha1",
+        "sidecarsets",
+        &sidecarset_with_policy(expr),
+    );
+    assert!(v.iter().all(|v| v.allowed), "{v:?}");
+    let mut view = kruise::cluster::files::Snapshot::default();
+    view.insert(set).unwrap();
+    let ctx = Context { gates: FeatureGates::default(), cluster: Arc::new(view) };
+    let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "shop-0", "namespace": "default", "labels": {"app": "shop"}},
+        "spec": {"containers": [
+            {"name": "shop", "image": "shop:1", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "512Mi"}}},
+            {"name": "shop-cache", "image": "redis:7", "resources": {"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "512Mi"}}},
+            {"name": "metrics", "image": "exporter:1"}]}});
+    let r = decode(&review("", "v1", "pods", "Pod", &pod)).unwrap();
+    let verdict = handle(&ctx, Handler::MutatePod, &r).unwrap();
+    let mut injected = pod.clone();
+    json_patch::patch(&mut injected, verdict.patch.as_ref().unwrap()).unwrap();
+    let sidecar = injected["spec"]["containers"].as_array().unwrap().iter().find(|c| c["name"] == "log-agent").unwrap();
+    // Targets shop and shop-cache: limits cpu 2 → 1, memory 200Mi; requests cpu 1 → 250m, memory 1Gi / 4.
+    assert_eq!(
+        sidecar["resources"],
+        json!({"limits": {"cpu": "1", "memory": "200Mi"}, "requests": {"cpu": "250m", "memory": "256Mi"}})
+    );
+    assert!(sidecar.get("resourcesPolicy").is_none(), "the policy is not a container field");
+
+    // A pod without a matching container cannot be created (500, as kruise).
+    let lonely = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "namespace": "default", "labels": {"app": "shop"}},
+        "spec": {"containers": [{"name": "web", "image": "x"}]}});
+    let r = decode(&review("", "v1", "pods", "Pod", &lonely)).unwrap();
+    let verdict = handle(&ctx, Handler::MutatePod, &r).unwrap();
+    assert_eq!((verdict.allowed, verdict.code), (false, 500));
+    assert_eq!(verdict.message, "no containers match the regex pattern \"^shop\"");
+
+    // Invalid expressions are refused with the field and kruise's calculator message.
+    let (v, _) = admit(
+        &[Handler::MutateSidecarSet, Handler::ValidateSidecarSet],
+        "apps.kruise.io",
+        "v1alpha1",
+        "sidecarsets",
+        &sidecarset_with_policy(json!({"limits": {"cpu": "cpu *"}, "requests": {"memory": "memory - 2"}})),
+    );
+    assert!(!v[1].allowed);
+    assert!(v[1].message.contains("resourcesExpr.limits.cpu: Invalid value: \"cpu *\": invalid expression: parse error: syntax error at line 1, col 6"), "{}", v[1].message);
+    assert!(v[1].message.contains("resourcesExpr.requests.memory: Invalid value: \"memory - 2\": invalid expression: calculation result is negative: -1"), "{}", v[1].message);
+}
