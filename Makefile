@@ -4,7 +4,7 @@ BIN := target/debug/kruise
 ADDR ?= 127.0.0.1:9876
 ADMIN_ADDR ?= 127.0.0.1:8000
 
-.PHONY: help build run test unit lint fmt certs manifests verify bench loadtest clean
+.PHONY: help build run test unit lint fmt certs manifests verify bench loadtest controlplane cluster clean
 
 help: ## List targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -18,8 +18,14 @@ run: build ## Serve the webhooks on 127.0.0.1:9876 (dev certs, examples/ as the 
 
 test: lint verify unit ## Lint, check generated files, run every test (what CI runs)
 
-unit: ## Run every test
+unit: controlplane ## Run every test
 	$(CARGO) test --locked --workspace --all-targets
+
+controlplane: ## Build the test control plane (Go: etcd, kube-apiserver, controller-manager, scheduler)
+	testenv/controlplane/build.sh
+
+cluster: controlplane ## Start the test cluster by hand; prints the kubeconfig path, Ctrl-C stops it
+	$(CARGO) run --locked -p kruise-testenv --bin kruise-testenv -- --apply deploy/crds
 
 lint: ## rustfmt check and clippy with -D warnings
 	$(CARGO) fmt --all -- --check

@@ -1,62 +1,40 @@
-//! kruise-testenv: a Kubernetes API server for tests, in process, on `127.0.0.1`.
+//! kruise-testenv: a real Kubernetes control plane for kruise's tests.
 //!
-//! Good enough for the real `kube::Client`, kube-runtime watchers/reflectors and kubectl
-//! (`--validate=false`): in-memory storage with a cluster-wide resourceVersion, watches with
-//! bookmarks and 410 Gone, merge/JSON/strategic merge patches, status and scale subresources,
-//! finalizers, garbage collection, discovery, CRDs that make their resources served — and dynamic
-//! admission that calls webhooks over HTTPS exactly as kube-apiserver does (rules, selectors,
-//! caBundle, service names, failure policy, dry run). A simulated kubelet runs pods, and faults can
-//! be injected per test. Test infrastructure only.
-//!
-//! # Using it
-//! - [`TestEnv::start`] (or [`TestEnv::builder`]) binds `127.0.0.1:0`, creates the namespaces
-//!   `default`, `kube-system`, `kube-public`, `kube-node-lease`, and runs the API server and the
-//!   garbage collector until the `TestEnv` is dropped. [`TestEnv::client`] gives a `kube::Client`,
-//!   [`TestEnv::kubeconfig_yaml`]/[`TestEnv::write_kubeconfig`] a kubeconfig (for kubectl or a
-//!   separately started `kruise serve`).
-//! - Manifests: [`TestEnv::apply`] (one object), [`TestEnv::apply_yaml`], [`TestEnv::apply_path`]
-//!   (a file or a directory such as `deploy/crds/`). Applying a CRD makes its resource served at
-//!   once.
-//! - Webhooks: [`TestEnv::register_webhooks`] / [`TestEnv::register_webhooks_from_path`] apply
-//!   webhook configurations with a CA bundle injected ([`inject_ca_bundle`]);
-//!   [`TestEnv::set_service`] or `env.services().insert(ServiceRef::new(ns, name, port), addr)`
-//!   routes `clientConfig.service` to a loopback address (TLS still names `<name>.<ns>.svc`).
-//!   [`TestEnv::admission_log`] records every call.
-//! - Pods: [`TestEnv::start_kubelet`] (or [`TestEnvBuilder::kubelet`]) with a [`KubeletConfig`];
-//!   the returned [`Kubelet`] changes the ready delay and grace-period cap at any time.
-//! - Faults: [`TestEnv::faults`] (latency, conflict rate, 5xx rate, watch drops and lifetimes,
-//!   scoped to resources), [`TestEnv::compact_history`] for 410s, [`TestEnv::wait_for_watches`].
+//! - [`controlplane`]: the Go program of `testenv/controlplane/` — embedded etcd, kube-apiserver
+//!   (RBAC, the default admission plugins, webhooks), kube-controller-manager (garbage
+//!   collection, namespaces, service accounts and tokens, node lifecycle, PV binding) and
+//!   kube-scheduler, all of one pinned Kubernetes release, on 127.0.0.1; built into
+//!   `target/testenv/` on first use.
+//! - [`kubelet`]: a simulated kubelet, a client of that API server: nodes with Lease heartbeats,
+//!   pods run with the statuses a kubelet reports (in-place image restarts, pull failures,
+//!   readiness gates, graceful deletion), and a volume provisioner.
+//! - [`proxy`]: a fault proxy between a client under test and the API server (latency, 409/429/5xx
+//!   on writes, cut and delayed watches, resets after committed writes), with counters.
+//! - [`webhooks`]: webhook configurations registered with a CA, and servers under test reached
+//!   through their Service as pods are.
+//! - [`cluster`]: the API tests use — [`TestCluster::shared`] starts all of it once per test
+//!   binary and hands out a namespace per test, clients and kubeconfigs.
 //!
 //! ```no_run
 //! # async fn demo() -> Result<(), kruise_testenv::Error> {
-//! use kruise_testenv::{KubeletConfig, TestEnv};
-//! let mut env = TestEnv::start().await?;
-//! env.apply_path("deploy/crds").await?;
-//! # let (ca_pem, webhook_addr): (Vec<u8>, std::net::SocketAddr) = (vec![], "127.0.0.1:9443".parse().unwrap());
-//! env.register_webhooks_from_path("webhook-config", &ca_pem).await?;
-//! env.set_service("kruise-system", "kruise-webhook-service", 443, webhook_addr);
-//! env.start_kubelet(KubeletConfig::default()).await?;
-//! let client = env.client()?;
-//! # drop(client); Ok(()) }
+//! use kruise_testenv::TestCluster;
+//! let cluster = TestCluster::shared()?;
+//! let ns = cluster.namespace("my-test").await?;
+//! let client = cluster.client().await?;
+//! cluster.apply_path("deploy/crds").await?;
+//! # drop((ns, client)); Ok(()) }
 //! ```
 
-pub mod admission;
-pub mod api;
 pub mod cluster;
-mod env;
-pub mod errors;
-pub mod faults;
-mod gc;
-pub mod http;
+pub mod controlplane;
+mod errors;
 pub mod kubelet;
-pub mod meta;
-pub mod patch;
-pub mod resources;
-pub mod selectors;
-pub mod store;
+pub mod manifests;
+pub mod proxy;
+pub mod webhooks;
 
-pub use admission::{AdmissionRecord, CallOutcome, ServiceMap, ServiceRef};
-pub use env::{INITIAL_NAMESPACES, TestEnv, TestEnvBuilder, inject_ca_bundle, parse_manifests};
-pub use errors::{ApiError, Error};
-pub use faults::{FaultConfig, FaultCounts, Faults};
-pub use kubelet::{Kubelet, KubeletConfig, READY_DELAY_ANNOTATION};
+pub use cluster::{TestCluster, TestNamespace, client_from_kubeconfig, write_kubeconfig};
+pub use errors::Error;
+pub use kubelet::{Kubelet, KubeletSettings, KubeletStats, READY_DELAY_ANNOTATION};
+pub use proxy::{FaultCounts, FaultProxy, Share, WriteFault};
+pub use webhooks::{Endpoint, PodAddress, publish_endpoints, register_webhooks};

@@ -1,14 +1,11 @@
-//! Integration tests of the harness: the real kube client, kube-runtime reflectors, kubectl and
-//! an HTTPS admission webhook against a `TestEnv`. One binary, one module per area.
-
-// Test code: failing loudly is the point.
+//! The test cluster against itself: the real control plane's semantics that the in-process
+//! server lacked (pod update validation, CRD pruning, finalizers, server-side apply conflicts,
+//! RBAC, garbage collection), the simulated kubelet, and every fault of the proxy as a
+//! `kube::Client` sees it. All tests share one control plane (started once for this binary) and
+//! each works in a namespace of its own.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod admission;
-mod client;
+mod api;
 mod common;
 mod faults;
-mod gc;
-mod kubectl;
 mod kubelet;
-mod reflector;

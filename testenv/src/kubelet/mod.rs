@@ -1,0 +1,164 @@
+//! The simulated kubelet: a client of the real API server (like kwok, with what OpenKruise
+//! needs). It registers N Nodes and keeps their Leases and Ready condition fresh
+//! ([`nodes`]), runs the pods the scheduler binds to them ([`pods`], with the container runtime
+//! of [`runtime`]), and provisions PersistentVolumes for claims of its StorageClass
+//! ([`volumes`]).
+//!
+//! Settings apply cluster-wide ([`Kubelet::set_defaults`]) or to one namespace
+//! ([`Kubelet::configure_namespace`]), so tests running in parallel do not disturb each other; the
+//! pod annotation [`READY_DELAY_ANNOTATION`] overrides the ready delay of one pod.
+
+pub mod nodes;
+pub mod pods;
+pub mod runtime;
+pub mod volumes;
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+use tokio::sync::Notify;
+
+/// The annotation overriding the ready delay of one pod, in milliseconds.
+pub const READY_DELAY_ANNOTATION: &str = "testenv.kruise.io/ready-delay-ms";
+
+/// The StorageClass the simulated provisioner serves (the cluster's default class).
+pub const STORAGE_CLASS: &str = "standard";
+
+/// The provisioner name of [`STORAGE_CLASS`].
+pub const PROVISIONER: &str = "testenv.kruise.io/simulated";
+
+/// How the kubelet treats the pods of a namespace.
+#[derive(Debug, Clone, PartialEq)]
+pub struct KubeletSettings {
+    /// Time from a container's start to its readiness.
+    pub ready_delay: Duration,
+    /// Caps every pod's termination grace period (`None` honours it fully).
+    pub max_grace_period: Option<Duration>,
+    /// Images whose reference contains one of these fail to pull (`ErrImagePull`, then
+    /// `ImagePullBackOff`).
+    pub pull_failures: Vec<String>,
+}
+
+impl Default for KubeletSettings {
+    fn default() -> Self {
+        Self {
+            ready_delay: Duration::ZERO,
+            max_grace_period: Some(Duration::from_secs(2)),
+            pull_failures: vec!["does-not-exist".into()],
+        }
+    }
+}
+
+/// Counters of what the kubelet did, for tests and benchmarks.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq)]
+pub struct KubeletStats {
+    /// Pod status writes.
+    pub status_writes: u64,
+    /// Containers restarted in place (image changes).
+    pub restarts: u64,
+    /// Pods deleted after their grace period.
+    pub deletions: u64,
+    /// PersistentVolumes provisioned.
+    pub provisioned: u64,
+}
+
+#[derive(Default)]
+pub(crate) struct Counters {
+    pub(crate) status_writes: AtomicU64,
+    pub(crate) restarts: AtomicU64,
+    pub(crate) deletions: AtomicU64,
+    pub(crate) provisioned: AtomicU64,
+}
+
+pub(crate) struct Shared {
+    defaults: Mutex<KubeletSettings>,
+    namespaces: Mutex<HashMap<String, KubeletSettings>>,
+    pub(crate) changed: Notify,
+    pub(crate) counters: Counters,
+}
+
+/// A handle on the running kubelet.
+#[derive(Clone)]
+pub struct Kubelet {
+    shared: Arc<Shared>,
+    nodes: Arc<Vec<nodes::NodeInfo>>,
+}
+
+impl Kubelet {
+    /// Registers `node_count` nodes and starts the kubelet's tasks on the current runtime.
+    pub async fn start(client: kube::Client, node_count: usize) -> Result<Self, crate::Error> {
+        let shared = Arc::new(Shared {
+            defaults: Mutex::new(KubeletSettings::default()),
+            namespaces: Mutex::new(HashMap::new()),
+            changed: Notify::new(),
+            counters: Counters::default(),
+        });
+        let nodes = Arc::new(nodes::register(&client, node_count).await?);
+        tokio::spawn(nodes::heartbeat(client.clone(), nodes.clone()));
+        volumes::ensure_storage_class(&client).await?;
+        tokio::spawn(volumes::provision(client.clone(), shared.clone()));
+        let kubelet = Self { shared, nodes };
+        tokio::spawn(pods::run(client, kubelet.clone()));
+        Ok(kubelet)
+    }
+
+    /// The node names.
+    pub fn nodes(&self) -> Vec<String> {
+        self.nodes.iter().map(|n| n.name.clone()).collect()
+    }
+
+    pub(crate) fn node_infos(&self) -> &[nodes::NodeInfo] {
+        &self.nodes
+    }
+
+    /// The settings of namespaces without their own.
+    pub fn defaults(&self) -> KubeletSettings {
+        lock(&self.shared.defaults).clone()
+    }
+
+    /// Changes the settings of namespaces without their own (takes effect for running pods now).
+    pub fn set_defaults(&self, settings: KubeletSettings) {
+        *lock(&self.shared.defaults) = settings;
+        self.shared.changed.notify_one();
+    }
+
+    /// Gives the pods of `namespace` their own settings.
+    pub fn configure_namespace(&self, namespace: &str, settings: KubeletSettings) {
+        lock(&self.shared.namespaces).insert(namespace.to_string(), settings);
+        self.shared.changed.notify_one();
+    }
+
+    /// Drops the settings of `namespace`.
+    pub fn forget_namespace(&self, namespace: &str) {
+        lock(&self.shared.namespaces).remove(namespace);
+    }
+
+    /// The settings for pods of `namespace`.
+    pub fn settings_for(&self, namespace: &str) -> KubeletSettings {
+        lock(&self.shared.namespaces).get(namespace).cloned().unwrap_or_else(|| self.defaults())
+    }
+
+    /// What the kubelet has done so far.
+    pub fn stats(&self) -> KubeletStats {
+        let c = &self.shared.counters;
+        KubeletStats {
+            status_writes: c.status_writes.load(Ordering::Relaxed),
+            restarts: c.restarts.load(Ordering::Relaxed),
+            deletions: c.deletions.load(Ordering::Relaxed),
+            provisioned: c.provisioned.load(Ordering::Relaxed),
+        }
+    }
+
+    pub(crate) fn counters(&self) -> &Counters {
+        &self.shared.counters
+    }
+}
+
+pub(crate) fn bump(counter: &AtomicU64) {
+    counter.fetch_add(1, Ordering::Relaxed);
+}
+
+fn lock<T>(m: &Mutex<T>) -> std::sync::MutexGuard<'_, T> {
+    m.lock().unwrap_or_else(|e| e.into_inner())
+}

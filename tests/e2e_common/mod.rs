@@ -1,0 +1,116 @@
+//! Shared by the end-to-end tests on the real control plane: `kruise serve` started as a user
+//! starts it and reached through its Service as a pod is, and kubectl.
+#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+use kruise_testenv::{Endpoint, PodAddress, TestCluster, publish_endpoints};
+use std::path::{Path, PathBuf};
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// The manager namespace and webhook Service of `deploy/`.
+pub const NAMESPACE: &str = "kruise-system";
+pub const SERVICE: &str = "kruise-webhook-service";
+
+pub fn root() -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR"))
+}
+
+pub fn cluster() -> &'static TestCluster {
+    TestCluster::shared().unwrap_or_else(|e| panic!("the test cluster did not start: {e}"))
+}
+
+pub fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// A `kruise serve` process; killed on drop.
+pub struct Kruise {
+    child: Child,
+    pub address: PodAddress,
+    pub admin: u16,
+}
+
+impl Drop for Kruise {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+    }
+}
+
+impl Kruise {
+    /// `kruise serve` on a pod address (port 9876, as in `deploy/`) with certificates from
+    /// `kruise certs` in `cert_dir`, plus `extra` flags.
+    pub fn start(cert_dir: &Path, extra: &[&str]) -> Kruise {
+        let status =
+            Command::new(env!("CARGO_BIN_EXE_kruise")).args(["certs", "--out"]).arg(cert_dir).status().unwrap();
+        assert!(status.success());
+        let address = PodAddress::allocate(9876).unwrap();
+        let admin = free_port();
+        let child = Command::new(env!("CARGO_BIN_EXE_kruise"))
+            .args(["serve", "--addr", &address.socket(9876).to_string(), "--admin-addr", &format!("127.0.0.1:{admin}")])
+            .arg("--cert-dir")
+            .arg(cert_dir)
+            .args(extra)
+            .env("RUST_LOG", "warn")
+            .stdout(Stdio::null())
+            .spawn()
+            .unwrap();
+        let kruise = Kruise { child, address, admin };
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while std::net::TcpStream::connect(("127.0.0.1", admin)).is_err() {
+            assert!(Instant::now() < deadline, "kruise serve did not start");
+            std::thread::sleep(Duration::from_millis(50));
+        }
+        kruise
+    }
+}
+
+/// Applies deploy/'s namespace, Service and CRDs, and publishes `servers` as the Service's ready
+/// endpoints.
+pub async fn install(servers: &[&Kruise]) {
+    let c = cluster();
+    for path in ["deploy/namespace.yaml", "deploy/service.yaml", "deploy/crds"] {
+        c.apply_path(root().join(path)).await.unwrap();
+    }
+    let endpoints: Vec<Endpoint> = servers.iter().map(|k| Endpoint { address: k.address, ready: true }).collect();
+    publish_endpoints(&c.client().await.unwrap(), NAMESPACE, SERVICE, "https", 9876, &endpoints).await.unwrap();
+}
+
+/// kubectl with its own cache and home, on the test cluster's admin kubeconfig.
+pub struct Kubectl {
+    dir: tempfile::TempDir,
+    kubeconfig: PathBuf,
+}
+
+impl Kubectl {
+    pub fn new() -> Self {
+        Self { dir: tempfile::tempdir().unwrap(), kubeconfig: cluster().kubeconfig().to_path_buf() }
+    }
+
+    pub fn dir(&self) -> &Path {
+        self.dir.path()
+    }
+
+    /// Runs kubectl; (success, stdout, stderr).
+    pub async fn run(&self, args: &[&str]) -> (bool, String, String) {
+        let out = tokio::time::timeout(
+            Duration::from_secs(60),
+            tokio::process::Command::new("kubectl")
+                .arg("--cache-dir")
+                .arg(self.dir.path().join("cache"))
+                .args(args)
+                .env("KUBECONFIG", &self.kubeconfig)
+                .env("HOME", self.dir.path())
+                .kill_on_drop(true)
+                .output(),
+        )
+        .await
+        .expect("kubectl finishes")
+        .expect("kubectl runs (is it installed? .ci/run installs it)");
+        (
+            out.status.success(),
+            String::from_utf8_lossy(&out.stdout).into_owned(),
+            String::from_utf8_lossy(&out.stderr).into_owned(),
+        )
+    }
+}
