@@ -193,8 +193,6 @@ pub struct CloneSetUpdateStrategy {
 /// Observed state of a CloneSet.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s,
-    &["availableReplicas", "readyReplicas", "replicas", "updatedReadyReplicas", "updatedReplicas"]))]
 pub struct CloneSetStatus {
     /// Generation observed by the controller.
     #[serde(default, skip_serializing_if = "is_default")]

@@ -143,7 +143,6 @@ pub struct SandboxConfig {
 /// Observed state of an ImagePullJob.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s, &["desired"]))]
 pub struct ImagePullJobStatus {
     /// When the job started.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -271,7 +271,6 @@ pub struct SidecarSetUpdateStrategy {
 /// Observed state of a SidecarSet.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
-#[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s, &["matchedPods", "readyPods", "updatedPods"]))]
 pub struct SidecarSetStatus {
     /// Generation observed by the controller.
     #[serde(default, skip_serializing_if = "is_default")]

@@ -261,8 +261,6 @@ pub mod v1beta1 {
     /// Observed state of an Advanced StatefulSet (v1beta1).
     #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
     #[serde(rename_all = "camelCase")]
-    #[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s,
-        &["availableReplicas", "currentReplicas", "readyReplicas", "replicas", "updatedReplicas"]))]
     pub struct StatefulSetStatus {
         /// Generation observed by the controller.
         #[serde(default, skip_serializing_if = "is_default")]
@@ -417,8 +415,6 @@ pub mod v1alpha1 {
     /// Observed state of an Advanced StatefulSet (v1alpha1).
     #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
     #[serde(rename_all = "camelCase")]
-    #[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s,
-        &["availableReplicas", "currentReplicas", "readyReplicas", "replicas", "updatedReplicas"]))]
     pub struct StatefulSetStatus {
         /// Generation observed by the controller.
         #[serde(default, skip_serializing_if = "is_default")]
