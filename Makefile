@@ -4,7 +4,10 @@ BIN := target/debug/kruise
 ADDR ?= 127.0.0.1:9876
 ADMIN_ADDR ?= 127.0.0.1:8000
 
-.PHONY: help build run test unit lint fmt certs manifests verify bench loadtest controlplane cluster clean
+GO_WEBHOOK := target/bench/go-webhook
+BENCH_ARGS ?=
+
+.PHONY: help build run test unit lint fmt certs manifests verify bench bench-servers loadtest callgrind controlplane cluster clean
 
 help: ## List targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -43,10 +46,21 @@ manifests: build ## Regenerate deploy/crds and webhook-config from the sources
 verify: build ## Fail when generated files are stale
 	$(BIN) manifests --root . --check
 
-bench: ## Criterion benchmarks and the load test (figures for issue notes)
+bench: ## Criterion benchmarks, then kruise, the Go baseline and the Rust floor side by side
 	$(CARGO) bench --locked --bench admission --bench injection
-	$(CARGO) build --locked --release
-	$(CARGO) run --locked --release --example loadtest -- --server target/release/kruise
+	$(MAKE) loadtest
+
+bench-servers: ## Build the three servers of the load test and the load test itself (release)
+	$(CARGO) build --locked --release --bin kruise --example floor --example loadtest
+	cd benches/go-webhook && go build -trimpath -o ../../$(GO_WEBHOOK) .
+
+loadtest: bench-servers ## Side-by-side load test on /mutate-pod (h2load if installed); BENCH_ARGS passes options
+	target/release/examples/loadtest --kruise target/release/kruise --go $(GO_WEBHOOK) \
+		--floor target/release/examples/floor $(BENCH_ARGS)
+
+callgrind: bench-servers ## Server instructions per /mutate-pod request under valgrind (repeatable on a busy machine)
+	target/release/examples/loadtest --kruise target/release/kruise --go $(GO_WEBHOOK) \
+		--floor target/release/examples/floor --callgrind 2000 $(BENCH_ARGS)
 
 clean:
 	$(CARGO) clean

@@ -1,7 +1,9 @@
 //! kruise: a Rust re-implementation of OpenKruise's manager. The admission webhook server and,
-//! in later issues, the embedded reconcilers. Layout (see `../shared/STYLE.md`): `apis` holds CRD
-//! types, `core` pure decisions, `webhook` the HTTP adapters, `server` the TLS and admin servers,
-//! `cluster` the view of other objects, `certs` and `manifests` the generated artifacts.
+//! in later issues, the embedded reconcilers. Layout (the README's "Layout" section): `apis` holds
+//! CRD types, `core` pure decisions, `compat` the Go and apimachinery behaviour those decisions
+//! are built from, `webhook` the HTTP adapters, `server` the TLS and admin servers, `cluster` the
+//! view of other objects, `check` the offline `kruise check`, `certs` and `manifests` the
+//! generated artifacts.
 
 pub mod apis;
 pub mod certs;
@@ -26,7 +28,10 @@ use cluster::ClusterView;
 pub fn init_tracing(format: LogFormat, filter: &str) {
     let filter =
         tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr);
+    // Colours only on a terminal: escape codes are noise in collected logs, and cost a tenth of
+    // the per-review log line (issue 16).
+    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
+    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     let _ = match format {
         LogFormat::Text => builder.try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),

@@ -2,6 +2,11 @@
 
 use clap::Parser;
 
+/// The global allocator (feature `mimalloc`, on by default; see Cargo.toml).
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 fn main() {
     // ring, not aws-lc-rs: it builds without cmake. Ignored if already installed.
     let _ = rustls::crypto::ring::default_provider().install_default();

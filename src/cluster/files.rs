@@ -4,7 +4,7 @@
 //! and reloaded when a file changes. Objects of kinds the view does not hold are skipped; a file
 //! that does not parse is reported and skipped, so one bad file cannot take the server down.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 
@@ -41,6 +41,11 @@ pub struct Snapshot {
     sidecarsets_by_namespace: HashMap<String, Vec<Arc<SidecarSet>>>,
     /// SidecarSets that can match pods of any namespace.
     cluster_sidecarsets: Vec<Arc<SidecarSet>>,
+    /// `cluster_sidecarsets` by one `matchLabels` pair their valid selector requires (positions
+    /// into the list); the others (no `matchLabels`, or a selector that does not compile) are
+    /// in `cluster_unindexed`. Rebuilt on every insert.
+    cluster_by_label: HashMap<String, HashMap<String, Vec<usize>>>,
+    cluster_unindexed: Vec<usize>,
     config_maps: HashMap<(String, String), Arc<ConfigMap>>,
 }
 
@@ -120,6 +125,19 @@ impl Snapshot {
             }
         }
         self.sidecarsets.push(set);
+        self.index_cluster_sidecarsets();
+    }
+
+    /// Rebuilds the label index of the cluster-wide SidecarSets.
+    fn index_cluster_sidecarsets(&mut self) {
+        self.cluster_by_label.clear();
+        self.cluster_unindexed.clear();
+        for (i, set) in self.cluster_sidecarsets.iter().enumerate() {
+            match required_label(set) {
+                Some((k, v)) => self.cluster_by_label.entry(k).or_default().entry(v).or_default().push(i),
+                None => self.cluster_unindexed.push(i),
+            }
+        }
     }
 
     /// Number of objects held.
@@ -154,6 +172,17 @@ impl ClusterView for Snapshot {
         let scoped = self.sidecarsets_by_namespace.get(namespace).map(Vec::as_slice).unwrap_or_default();
         scoped.iter().chain(&self.cluster_sidecarsets).cloned().collect()
     }
+    fn sidecarsets_for_pod(&self, namespace: &str, labels: &BTreeMap<String, String>) -> Vec<Arc<SidecarSet>> {
+        let scoped = self.sidecarsets_by_namespace.get(namespace).map(Vec::as_slice).unwrap_or_default();
+        let mut cluster: Vec<usize> = self.cluster_unindexed.clone();
+        for (k, v) in labels {
+            if let Some(hits) = self.cluster_by_label.get(k.as_str()).and_then(|by_value| by_value.get(v.as_str())) {
+                cluster.extend(hits);
+            }
+        }
+        cluster.sort_unstable();
+        scoped.iter().cloned().chain(cluster.into_iter().map(|i| Arc::clone(&self.cluster_sidecarsets[i]))).collect()
+    }
     fn config_map(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
         self.config_maps.get(&(namespace.to_string(), name.to_string())).cloned()
     }
@@ -166,6 +195,15 @@ pub fn load_dir(dir: &Path) -> Result<(Snapshot, Vec<Problem>), LoadError> {
     let (snapshot, more) = load_files(&files);
     problems.extend(more);
     Ok((snapshot, problems))
+}
+
+/// A `matchLabels` pair a SidecarSet's pod selector requires, when the selector is valid (a set
+/// whose selector does not compile must still be matched, to fail the pod as kruise does).
+fn required_label(set: &SidecarSet) -> Option<(String, String)> {
+    let selector = set.spec.selector.as_ref()?;
+    crate::compat::selector::Selector::from_validated(Some(selector)).ok()?;
+    let (k, v) = selector.match_labels.as_ref()?.iter().next()?;
+    Some((k.clone(), v.clone()))
 }
 
 fn load_files(files: &[FileEntry]) -> (Snapshot, Vec<Problem>) {
@@ -263,6 +301,9 @@ impl ClusterView for FileView {
     }
     fn sidecarsets_for_namespace(&self, namespace: &str) -> Vec<Arc<SidecarSet>> {
         self.snapshot().sidecarsets_for_namespace(namespace)
+    }
+    fn sidecarsets_for_pod(&self, namespace: &str, labels: &BTreeMap<String, String>) -> Vec<Arc<SidecarSet>> {
+        self.snapshot().sidecarsets_for_pod(namespace, labels)
     }
     fn config_map(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
         self.snapshot().config_map(namespace, name)
@@ -382,6 +423,51 @@ metadata: {name: ignored}
             "metadata": {"name": "kruise-configuration", "namespace": "kruise-system"}, "data": {"k": "v"}}))
             .unwrap();
         assert!(snap.config_map("kruise-system", "kruise-configuration").is_some());
+    }
+
+    #[test]
+    fn pod_candidates_leave_out_only_sets_whose_labels_the_pod_lacks() {
+        let mut snap = Snapshot::default();
+        let set = |name: &str, spec: Value| {
+            serde_json::json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+                "metadata": {"name": name}, "spec": spec})
+        };
+        let c = serde_json::json!([{"name": "c", "image": "busybox"}]);
+        let sets = [
+            ("web", serde_json::json!({"selector": {"matchLabels": {"app": "web"}}, "containers": c})),
+            (
+                "scoped",
+                serde_json::json!({"namespace": "a", "selector": {"matchLabels": {"app": "db"}}, "containers": c}),
+            ),
+            ("tier", serde_json::json!({"selector": {"matchLabels": {"tier": "x", "app": "web"}}, "containers": c})),
+            (
+                "exists",
+                serde_json::json!({"selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]}, "containers": c}),
+            ),
+            (
+                "invalid",
+                serde_json::json!({"selector": {"matchLabels": {"app": "none"},
+                "matchExpressions": [{"key": "app", "operator": "Bogus"}]}, "containers": c}),
+            ),
+            ("db", serde_json::json!({"selector": {"matchLabels": {"app": "db"}}, "containers": c})),
+        ];
+        for (name, spec) in sets {
+            snap.insert(set(name, spec)).unwrap();
+        }
+        let names = |labels: &[(&str, &str)]| -> Vec<String> {
+            let labels: BTreeMap<String, String> = labels.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
+            snap.sidecarsets_for_pod("a", &labels).iter().map(|s| s.metadata.name.clone().unwrap()).collect()
+        };
+        // Namespace-scoped sets first, then the cluster-wide ones in their own order; a set with an
+        // invalid selector is always a candidate (matching it fails the pod, as in kruise).
+        // "tier" requires app=web and tier=x: it is indexed under one of them (app=web) and stays a
+        // candidate of app=web pods, while pods without app=web never see it.
+        assert_eq!(names(&[("app", "web")]), ["scoped", "web", "tier", "exists", "invalid"]);
+        assert_eq!(names(&[("app", "db"), ("tier", "x")]), ["scoped", "exists", "invalid", "db"]);
+        assert_eq!(names(&[]), ["scoped", "exists", "invalid"]);
+        let all: Vec<String> =
+            snap.sidecarsets_for_namespace("a").iter().map(|s| s.metadata.name.clone().unwrap()).collect();
+        assert_eq!(all, ["scoped", "web", "tier", "exists", "invalid", "db"]);
     }
 
     #[test]

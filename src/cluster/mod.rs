@@ -36,6 +36,14 @@ pub trait ClusterView: Send + Sync {
         let cluster = |s: &&Arc<SidecarSet>| crate::core::sidecar::scope(s) == crate::core::sidecar::Scope::Cluster;
         all.iter().filter(scoped).chain(all.iter().filter(cluster)).cloned().collect()
     }
+    /// The candidates of [`ClusterView::sidecarsets_for_namespace`] that can apply to a pod of
+    /// `namespace` with `labels`, in the same order: views may leave out sets whose valid
+    /// selector requires a label the pod does not carry (they can neither match nor fail), so
+    /// that a pod CREATE costs the same whatever the number of sets it does not match (issue 16).
+    /// This default leaves out nothing.
+    fn sidecarsets_for_pod(&self, namespace: &str, _labels: &BTreeMap<String, String>) -> Vec<Arc<SidecarSet>> {
+        self.sidecarsets_for_namespace(namespace)
+    }
     /// A ConfigMap by namespace and name (kruise's `kruise-configuration`).
     fn config_map(&self, _namespace: &str, _name: &str) -> Option<Arc<ConfigMap>> {
         None

@@ -18,7 +18,7 @@ use std::fmt;
 use serde::de::{self, DeserializeOwned, DeserializeSeed, MapAccess, SeqAccess, Visitor};
 use serde_json::Value;
 
-use crate::core::field::FieldError;
+use crate::compat::field::FieldError;
 
 /// Decodes `value` as `T` with Go's semantics (see the module documentation).
 pub fn from_value<T: DeserializeOwned>(value: &Value) -> Result<T, Error> {

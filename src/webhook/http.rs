@@ -2,15 +2,16 @@
 //! transport rules of issue 2 and ADMISSION.md: JSON only (415 otherwise), bodies up to 7 MiB
 //! (413 above), a body that is not an AdmissionReview gets 400 with a JSON `Status`, a path whose
 //! handler does not exist yet gets 404, a panic is caught and answered 500. One log line and one
-//! set of metric updates per review.
+//! set of metric updates per review; the metric handles of a path are looked up once and kept
+//! ([`PathMetrics`]), so counting a review neither allocates labels nor takes the family's lock.
 
-use std::sync::Arc;
+use std::sync::{Arc, OnceLock};
 use std::time::Instant;
 
 use axum::Router;
 use axum::body::{Body, Bytes};
 use axum::extract::State;
-use axum::http::{HeaderMap, StatusCode, header};
+use axum::http::{HeaderMap, HeaderValue, StatusCode, header};
 use axum::response::{IntoResponse, Response};
 use axum::routing::post;
 use serde_json::json;
@@ -20,6 +21,9 @@ use super::paths::{self, Handler};
 use super::review::{self, Verdict};
 use super::{Context, handle};
 use crate::metrics::{Metrics, RequestLabels, WebhookLabels};
+use prometheus_client::metrics::counter::Counter;
+use prometheus_client::metrics::gauge::Gauge;
+use prometheus_client::metrics::histogram::Histogram;
 
 /// Largest accepted body: two objects of up to 3 MiB plus slack (controller-runtime's limit).
 pub const MAX_BODY_BYTES: usize = 7 * 1024 * 1024;
@@ -36,7 +40,11 @@ pub struct AppState {
 pub fn router(state: Arc<AppState>) -> Router {
     let mut router = Router::new();
     for path in paths::routed_paths() {
-        router = router.route(path, post(move |s: State<Arc<AppState>>, h: HeaderMap, b: Body| serve(s, path, h, b)));
+        let metrics = Arc::new(PathMetrics::new(path));
+        router = router.route(
+            path,
+            post(move |s: State<Arc<AppState>>, h: HeaderMap, b: Body| serve(s, Arc::clone(&metrics), h, b)),
+        );
     }
     router
         .route("/healthz", axum::routing::get(|| async { "ok" }))
@@ -66,7 +74,7 @@ pub fn error(code: StatusCode, reason: &str, message: &str) -> Response {
 }
 
 /// Decrements the in-flight gauge when a review ends, however it ends.
-struct InFlight(prometheus_client::metrics::gauge::Gauge);
+struct InFlight(Gauge);
 
 impl Drop for InFlight {
     fn drop(&mut self) {
@@ -74,26 +82,63 @@ impl Drop for InFlight {
     }
 }
 
-async fn serve(State(state): State<Arc<AppState>>, path: &'static str, headers: HeaderMap, body: Body) -> Response {
+/// The metric handles of one path, each created in its family on first use (so `/metrics`
+/// shows a series only once it counted something) and kept for the next reviews.
+struct PathMetrics {
+    path: &'static str,
+    in_flight: OnceLock<Gauge>,
+    latency: OnceLock<Histogram>,
+    /// HTTP 200 with `allowed` true, and with `allowed` false: nearly every review.
+    answered: [OnceLock<Counter>; 2],
+}
+
+impl PathMetrics {
+    fn new(path: &'static str) -> Self {
+        PathMetrics { path, in_flight: OnceLock::new(), latency: OnceLock::new(), answered: Default::default() }
+    }
+
+    fn labels(&self) -> WebhookLabels {
+        WebhookLabels { webhook: self.path.to_string() }
+    }
+
+    fn in_flight(&self, metrics: &Metrics) -> Gauge {
+        self.in_flight.get_or_init(|| metrics.in_flight.get_or_create(&self.labels()).clone()).clone()
+    }
+
+    fn observe(&self, metrics: &Metrics, code: StatusCode, allowed: Option<bool>, seconds: f64) {
+        let request_labels = || RequestLabels {
+            webhook: self.path.to_string(),
+            code: code.as_u16().to_string(),
+            allowed: match allowed {
+                Some(true) => "true",
+                Some(false) => "false",
+                None => "none",
+            }
+            .into(),
+        };
+        match allowed {
+            Some(a) if code == StatusCode::OK => self.answered[usize::from(a)]
+                .get_or_init(|| metrics.requests.get_or_create(&request_labels()).clone())
+                .inc(),
+            _ => metrics.requests.get_or_create(&request_labels()).inc(),
+        };
+        self.latency.get_or_init(|| metrics.latency.get_or_create(&self.labels()).clone()).observe(seconds);
+    }
+}
+
+async fn serve(
+    State(state): State<Arc<AppState>>,
+    metrics: Arc<PathMetrics>,
+    headers: HeaderMap,
+    body: Body,
+) -> Response {
     let started = Instant::now();
-    let labels = WebhookLabels { webhook: path.to_string() };
-    let gauge = state.metrics.in_flight.get_or_create(&labels).clone();
+    let gauge = metrics.in_flight(&state.metrics);
     gauge.inc();
     let _in_flight = InFlight(gauge);
 
-    let (response, allowed) = answer(&state, path, &headers, body).await;
-    let code = response.status().as_u16().to_string();
-    let allowed = match allowed {
-        Some(true) => "true",
-        Some(false) => "false",
-        None => "none",
-    };
-    state
-        .metrics
-        .requests
-        .get_or_create(&RequestLabels { webhook: path.to_string(), code, allowed: allowed.into() })
-        .inc();
-    state.metrics.latency.get_or_create(&labels).observe(started.elapsed().as_secs_f64());
+    let (response, allowed) = answer(&state, metrics.path, &headers, body).await;
+    metrics.observe(&state.metrics, response.status(), allowed, started.elapsed().as_secs_f64());
     response
 }
 
@@ -129,8 +174,9 @@ async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body:
         return (error(StatusCode::NOT_FOUND, "NotFound", &msg), None);
     };
     log_review(path, &review, &verdict, started);
-    let allowed = verdict.allowed;
-    (axum::Json(review::respond(&review.request, verdict)).into_response(), Some(allowed))
+    let body = review::encode(&review.request, &verdict);
+    let headers = [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))];
+    ((headers, body).into_response(), Some(verdict.allowed))
 }
 
 fn is_json(headers: &HeaderMap) -> bool {

@@ -5,7 +5,7 @@
 //! handled: other operations are allowed unchanged.
 //!
 //! The handler gathers what the pure decisions need from the cluster view — the SidecarSets
-//! indexed under the pod's namespace (never the whole list), the namespace's labels, and the
+//! indexed under the pod's namespace and labels (never the whole list), the namespace's labels, and the
 //! ControllerRevisions only when a matched set pins a revision — plus the clock and a random
 //! draw, and turns the result into a patch.
 
@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::core::admission::Operation;
 
 use super::review::{Review, Verdict};
-use super::sidecarset::kruise_namespace;
+use super::validate_sidecarset::kruise_namespace;
 use super::{Context, decode_object};
 use crate::cluster::namespace_labels;
 use crate::core::features::Gate;
@@ -55,7 +55,9 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     let mut replaced = BTreeSet::new();
     if pods_resource && is_active(&pod) {
         let namespace = pod_namespace(pod.metadata.namespace.as_deref()).to_string();
-        let candidates = ctx.cluster.sidecarsets_for_namespace(&namespace);
+        let no_labels = std::collections::BTreeMap::new();
+        let pod_labels = pod.metadata.labels.as_ref().unwrap_or(&no_labels);
+        let candidates = ctx.cluster.sidecarsets_for_pod(&namespace, pod_labels);
         if !candidates.is_empty() {
             let labels = namespace_labels(ctx.cluster.as_ref(), &namespace);
             let cluster = Arc::clone(&ctx.cluster);
@@ -85,25 +87,28 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
 
     pod.metadata.namespace = request_namespace;
     // Mutators only write annotations, the name (launch priority) and the spec: the rest of the
-    // pod stays exactly as sent.
-    // A pod sent without `metadata` gets none from us unless a mutator wrote into it (kruise:
-    // allowed, no patch).
-    let mut changed = serde_json::json!({});
-    match (serde_json::to_value(&pod.metadata), serde_json::to_value(&pod.spec)) {
-        (Ok(meta), Ok(spec)) => {
-            for key in ["annotations", "name"] {
-                if let Some(v) = meta.get(key) {
-                    changed["metadata"][key] = v.clone();
-                }
-            }
-            if !spec.is_null() {
-                changed["spec"] = spec;
-            }
-        }
-        (Err(e), _) | (_, Err(e)) => return Verdict::errored(500, format!("cannot encode Pod: {e}")),
+    // pod stays exactly as sent. A pod sent without `metadata` gets none from us unless a mutator
+    // wrote into it (kruise: allowed, no patch).
+    let mut metadata = serde_json::Map::new();
+    if let Some(annotations) = &pod.metadata.annotations {
+        let value = annotations.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
+        metadata.insert("annotations".into(), serde_json::Value::Object(value));
     }
-    let target = podpatch::target(raw, &changed, &replaced);
-    Verdict::patched(podpatch::diff(raw, &target))
+    if let Some(name) = &pod.metadata.name {
+        metadata.insert("name".into(), serde_json::Value::String(name.clone()));
+    }
+    let mut changed = serde_json::Map::new();
+    if !metadata.is_empty() {
+        changed.insert("metadata".into(), serde_json::Value::Object(metadata));
+    }
+    match pod.spec.as_ref().map(serde_json::to_value) {
+        None => {}
+        Some(Ok(spec)) => {
+            changed.insert("spec".into(), spec);
+        }
+        Some(Err(e)) => return Verdict::errored(500, format!("cannot encode Pod: {e}")),
+    }
+    Verdict::patched(podpatch::patch(raw, &serde_json::Value::Object(changed), &replaced))
 }
 
 /// `kubecontroller.IsPodActive`: not Succeeded, not Failed, not being deleted.

@@ -7,9 +7,10 @@ use base64::Engine;
 use base64::engine::general_purpose::STANDARD as BASE64;
 use json_patch::Patch;
 use kube::core::DynamicObject;
-use kube::core::Status;
-use kube::core::admission::{AdmissionRequest, AdmissionResponse, AdmissionReview};
+use kube::core::admission::{AdmissionRequest, AdmissionReview};
 use serde_json::Value;
+
+use crate::compat::field::{FieldError, aggregate};
 
 /// AdmissionReview versions the apiserver may send.
 pub const ADMISSION_V1: &str = "admission.k8s.io/v1";
@@ -115,6 +116,12 @@ impl Verdict {
         Verdict { allowed: false, code, reason: String::new(), message: message.into(), patch: None, warnings: vec![] }
     }
 
+    /// The answer of a validating handler: allowed when there are no field errors, else 422 with
+    /// them aggregated in Kubernetes' format.
+    pub fn validated(errors: &[FieldError]) -> Self {
+        if errors.is_empty() { Verdict::allow() } else { Verdict::errored(422, aggregate(errors)) }
+    }
+
     /// Refused by policy (controller-runtime `Denied`): 403 Forbidden.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Verdict { reason: "Forbidden".into(), ..Verdict::errored(403, message) }
@@ -127,55 +134,164 @@ impl Verdict {
         self
     }
 
+    /// Adds the warning, if any.
+    #[must_use]
+    pub fn with_warning(self, warning: Option<String>) -> Self {
+        match warning {
+            Some(w) => self.warn(w),
+            None => self,
+        }
+    }
+
     /// Whether a patch is returned.
     pub fn is_patched(&self) -> bool {
         self.patch.is_some()
     }
 }
 
-/// Builds the response review: same apiVersion and uid as the request, the patch base64-encoded
-/// as Go encodes `[]byte` (kube-core would write an array of numbers, four times larger).
-pub fn respond(request: &AdmissionRequest<DynamicObject>, verdict: Verdict) -> Value {
-    let review = response_review(request, verdict);
-    let mut value = serde_json::to_value(&review).unwrap_or(Value::Null);
-    if let Some(patch) = review.response.as_ref().and_then(|r| r.patch.as_ref()) {
-        value["response"]["patch"] = Value::String(BASE64.encode(patch));
+/// The response review as JSON bytes: same apiVersion and uid as the request, the patch
+/// base64-encoded as Go encodes `[]byte`. Written directly, in the byte order kube-core's
+/// `AdmissionReview` takes once passed through a `serde_json::Value` (keys sorted, empty fields
+/// omitted): the answers stay what they were, without building a `Value` tree per review. The
+/// unit tests below hold the kube-core construction as the reference.
+pub fn encode(request: &AdmissionRequest<DynamicObject>, verdict: &Verdict) -> Vec<u8> {
+    let patch = match verdict.patch.as_ref().map(serde_json::to_vec) {
+        None => None,
+        Some(Ok(bytes)) => Some(bytes),
+        // Serialising a json_patch::Patch cannot fail; if it ever did, refusing is the only
+        // answer that does not silently drop the mutation.
+        Some(Err(e)) => {
+            let refused = Verdict {
+                reason: "InternalError".into(),
+                ..Verdict::errored(500, format!("internal error encoding patch: {e}"))
+            };
+            return encode(request, &Verdict { warnings: verdict.warnings.clone(), ..refused });
+        }
+    };
+    let mut out = Vec::with_capacity(192 + patch.as_ref().map_or(0, |p| p.len() * 4 / 3 + 4) + verdict.message.len());
+    out.extend_from_slice(b"{\"apiVersion\":");
+    write_str(&mut out, &request.types.api_version);
+    out.extend_from_slice(b",\"kind\":");
+    write_str(&mut out, &request.types.kind);
+    out.extend_from_slice(if verdict.allowed {
+        b",\"response\":{\"allowed\":true"
+    } else {
+        b",\"response\":{\"allowed\":false"
+    });
+    if let Some(patch) = patch {
+        out.extend_from_slice(b",\"patch\":\"");
+        let start = out.len();
+        out.resize(start + patch.len().div_ceil(3) * 4, 0);
+        let written = BASE64.encode_slice(&patch, &mut out[start..]).unwrap_or(0);
+        out.truncate(start + written);
+        out.extend_from_slice(b"\",\"patchType\":\"JSONPatch\"");
     }
-    value
+    out.extend_from_slice(b",\"status\":{");
+    if verdict.code != 0 {
+        out.extend_from_slice(b"\"code\":");
+        out.extend_from_slice(verdict.code.to_string().as_bytes());
+        out.push(b',');
+    }
+    if verdict.allowed {
+        out.extend_from_slice(b"\"status\":\"Success\"}");
+    } else {
+        for (key, value) in [("message", &verdict.message), ("reason", &verdict.reason)] {
+            if !value.is_empty() {
+                out.push(b'"');
+                out.extend_from_slice(key.as_bytes());
+                out.extend_from_slice(b"\":");
+                write_str(&mut out, value);
+                out.push(b',');
+            }
+        }
+        out.extend_from_slice(b"\"status\":\"Failure\"}");
+    }
+    out.extend_from_slice(b",\"uid\":");
+    write_str(&mut out, &request.uid);
+    if !verdict.warnings.is_empty() {
+        out.extend_from_slice(b",\"warnings\":[");
+        for (i, w) in verdict.warnings.iter().enumerate() {
+            if i > 0 {
+                out.push(b',');
+            }
+            write_str(&mut out, w);
+        }
+        out.push(b']');
+    }
+    out.extend_from_slice(b"}}");
+    out
 }
 
-fn response_review(request: &AdmissionRequest<DynamicObject>, verdict: Verdict) -> AdmissionReview<DynamicObject> {
-    let mut response = AdmissionResponse::from(request);
-    response.allowed = verdict.allowed;
-    response.result = if verdict.allowed {
-        Status::success().with_code(verdict.code)
-    } else {
-        Status::failure(&verdict.message, &verdict.reason).with_code(verdict.code)
-    };
-    if !verdict.warnings.is_empty() {
-        response.warnings = Some(verdict.warnings);
-    }
-    if let Some(patch) = verdict.patch {
-        response = match response.clone().with_patch(patch) {
-            Ok(r) => r,
-            // Serialising a json_patch::Patch cannot fail; if it ever did, refusing is the
-            // only answer that does not silently drop the mutation.
-            Err(e) => {
-                let mut r = response;
-                r.allowed = false;
-                r.result =
-                    Status::failure(&format!("internal error encoding patch: {e}"), "InternalError").with_code(500);
-                r
-            }
-        };
-    }
-    response.into_review()
+/// A JSON string as serde_json escapes it.
+fn write_str(out: &mut Vec<u8>, s: &str) {
+    // Writing into a Vec cannot fail.
+    let _ = serde_json::to_writer(&mut *out, s);
+}
+
+/// The response review as a JSON value (for tests and tools; the server sends [`encode`]).
+pub fn respond(request: &AdmissionRequest<DynamicObject>, verdict: Verdict) -> Value {
+    serde_json::from_slice(&encode(request, &verdict)).unwrap_or(Value::Null)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube::core::Status;
+    use kube::core::admission::AdmissionResponse;
     use serde_json::json;
+
+    /// The response as kube-core builds it, passed through a `Value` with the patch as base64:
+    /// what [`encode`] must write byte for byte.
+    fn reference(request: &AdmissionRequest<DynamicObject>, verdict: Verdict) -> Vec<u8> {
+        let mut response = AdmissionResponse::from(request);
+        response.allowed = verdict.allowed;
+        response.result = if verdict.allowed {
+            Status::success().with_code(verdict.code)
+        } else {
+            Status::failure(&verdict.message, &verdict.reason).with_code(verdict.code)
+        };
+        if !verdict.warnings.is_empty() {
+            response.warnings = Some(verdict.warnings);
+        }
+        if let Some(patch) = verdict.patch {
+            response = response.with_patch(patch).unwrap();
+        }
+        let review = response.into_review();
+        let mut value = serde_json::to_value(&review).unwrap();
+        if let Some(patch) = review.response.as_ref().and_then(|r| r.patch.as_ref()) {
+            value["response"]["patch"] = Value::String(BASE64.encode(patch));
+        }
+        serde_json::to_vec(&value).unwrap()
+    }
+
+    #[test]
+    fn encoding_is_byte_for_byte_the_kube_core_response() {
+        let patch: Patch = serde_json::from_value(json!([
+            {"op": "add", "path": "/metadata/annotations/a~1b", "value": {"z": 1, "a": ["\u{2028}", "\"q\""]}},
+            {"op": "remove", "path": "/spec/x"}, {"op": "replace", "path": "/y", "value": null}]))
+        .unwrap();
+        let verdicts = [
+            Verdict::allow(),
+            Verdict::patched(Some(patch.clone())),
+            Verdict::patched(None),
+            Verdict::errored(400, "cannot decode Pod: invalid type: \"x\" <\n>"),
+            Verdict::errored(422, "[a: Invalid value, b]").warn("w1").warn("\u{e9}t\u{e9} \\ \"2\""),
+            Verdict::forbidden("no"),
+            Verdict { code: 0, ..Verdict::errored(0, "") },
+            Verdict { message: "ignored when allowed".into(), ..Verdict::allow().warn("w") },
+            Verdict { allowed: false, ..Verdict::patched(Some(patch)) },
+        ];
+        for api_version in [ADMISSION_V1, ADMISSION_V1BETA1] {
+            let r = decode(&body(api_version)).unwrap();
+            let mut request = r.request.clone();
+            request.uid = "u-\"1\"/\u{263a}".into();
+            for v in &verdicts {
+                let want = String::from_utf8(reference(&request, v.clone())).unwrap();
+                let got = String::from_utf8(encode(&request, v)).unwrap();
+                assert_eq!(got, want, "{v:?}");
+            }
+        }
+    }
 
     fn body(api_version: &str) -> Vec<u8> {
         serde_json::to_vec(&json!({

@@ -1,7 +1,7 @@
 //! The JSON patch from the request pod to the injected pod (spec §4.1 "Response", §11.7).
 //!
 //! The mutated typed pod is laid over the raw request pod (so fields our types do not know
-//! survive, see [`crate::core::patch`]), with the container, init container and volume lists
+//! survive, see [`crate::compat::patch`]), with the container, init container and volume lists
 //! matched by name rather than by index: injection inserts elements, and an index-wise overlay
 //! would graft one container's unknown fields onto another. A pod container replaced by a
 //! same-named sidecar keeps its request form when it already equals the sidecar once both are
@@ -9,17 +9,19 @@
 //! after the apiserver has defaulted our first patch, and it must yield no patch.
 //!
 //! [`diff`] writes the patch: inserted list elements become `add` operations at their index
-//! (not a cascade of replacements), everything else is compared key by key.
+//! (not a cascade of replacements), everything else is compared key by key. [`patch`] is
+//! `diff(raw, &target(..))` in one pass, without building the target pod: what the webhook runs.
 
 use std::collections::BTreeSet;
 
-use json_patch::Patch;
+use json_patch::jsonptr::PointerBuf;
+use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOperation};
 use k8s_openapi::api::core::v1::{Container, PodSpec};
-use serde_json::{Map, Value, json};
+use serde_json::{Map, Value};
 
+use crate::compat::patch::overlay;
 use crate::core::defaults::pod::default_pod_spec;
 use crate::core::features::FeatureGates;
-use crate::core::patch::overlay;
 
 /// Pod spec lists whose elements are identified by `name`.
 const NAMED_LISTS: [&str; 3] = ["containers", "initContainers", "volumes"];
@@ -95,35 +97,200 @@ fn is_empty(v: &Value) -> bool {
     }
 }
 
-/// The RFC 6902 patch turning `from` into `to`; `None` when they are equal.
-pub fn diff(from: &Value, to: &Value) -> Option<Patch> {
-    let mut ops = Vec::new();
-    diff_into(from, to, &mut String::new(), &mut ops);
-    if ops.is_empty() {
-        return None;
+/// The patch the webhook answers: `diff(raw, &target(raw, mutated, replaced))`, computed without
+/// building the target pod. The request pod is walked alongside the mutation: keys the mutation
+/// does not carry are the request's own and cannot differ, so only what the typed pod
+/// re-serialised is compared, and only added or replaced values are copied. The named lists of
+/// `spec` are merged as [`target`] merges them. Written for the pod hot path (issue 16); the
+/// tests below and `tests/podpatch_props.rs` hold it to the two-step form byte for byte.
+pub fn patch(raw: &Value, mutated: &Value, replaced: &BTreeSet<String>) -> Option<Patch> {
+    let (Value::Object(raw_map), Value::Object(mutated_map)) = (raw, mutated) else {
+        return diff(raw, &target(raw, mutated, replaced));
+    };
+    let mut ops = Ops::default();
+    let mut path = String::new();
+    for (key, tv) in mutated_map {
+        push_token(&mut path, key);
+        match (raw_map.get(key), key.as_str(), tv) {
+            (None, _, _) => ops.add(&path, tv.clone()),
+            (Some(Value::Object(rs)), "spec", Value::Object(ts)) => spec_patch(rs, ts, replaced, &mut path, &mut ops),
+            (Some(rv), _, _) => overlay_diff(rv, tv, &mut path, &mut ops),
+        }
+        path.clear();
     }
-    serde_json::from_value(Value::Array(ops)).ok()
+    ops.finish()
 }
 
-fn diff_into(from: &Value, to: &Value, path: &mut String, ops: &mut Vec<Value>) {
+/// `spec`: like [`overlay_diff`] on objects, except that the named lists present on both sides
+/// are merged by name first (see [`target`]).
+fn spec_patch(
+    raw: &Map<String, Value>,
+    mutated: &Map<String, Value>,
+    replaced: &BTreeSet<String>,
+    path: &mut String,
+    ops: &mut Ops,
+) {
+    let len = path.len();
+    for (key, tv) in mutated {
+        push_token(path, key);
+        match (raw.get(key), tv) {
+            (None, _) => ops.add(path, tv.clone()),
+            (Some(Value::Array(raw_list)), Value::Array(new_list)) if NAMED_LISTS.contains(&key.as_str()) => {
+                let merged: Vec<Node<'_>> =
+                    new_list.iter().map(|elem| merged_element(key, raw_list, elem, replaced)).collect();
+                if !diff_insertions(raw_list, &merged, path, ops) {
+                    diff_indexed(raw_list, &merged, path, ops);
+                }
+            }
+            (Some(rv), _) => overlay_diff(rv, tv, path, ops),
+        }
+        path.truncate(len);
+    }
+}
+
+/// One element of a merged named list, as [`target`] builds it.
+fn merged_element<'a>(list: &str, raw_list: &'a [Value], elem: &'a Value, replaced: &BTreeSet<String>) -> Node<'a> {
+    let name = elem.get("name").and_then(Value::as_str).unwrap_or("");
+    match raw_list.iter().find(|r| r.get("name").and_then(Value::as_str) == Some(name)) {
+        None => Node::Value(elem),
+        Some(r) if list != "volumes" && replaced.contains(name) => {
+            Node::Value(if same_container(r, elem) { r } else { elem })
+        }
+        Some(r) => Node::Overlay(r, elem),
+    }
+}
+
+/// A value of the target pod without building it: a value as it is, or `overlay(raw, typed)`.
+#[derive(Clone, Copy)]
+enum Node<'a> {
+    Value(&'a Value),
+    Overlay(&'a Value, &'a Value),
+}
+
+impl<'a> Node<'a> {
+    fn materialize(self) -> Value {
+        match self {
+            Node::Value(v) => v.clone(),
+            Node::Overlay(r, t) => overlay(r, t),
+        }
+    }
+
+    /// The `name` the materialised value would have.
+    fn name(self) -> Option<&'a str> {
+        match self {
+            Node::Value(v) => v.get("name").and_then(Value::as_str),
+            Node::Overlay(r, t) => match (r, t) {
+                // `overlay(rn, tn)` is a string exactly when `tn` is one (then it is `tn`).
+                (Value::Object(_), Value::Object(tm)) => match tm.get("name") {
+                    Some(tn) => tn.as_str(),
+                    None => r.get("name").and_then(Value::as_str),
+                },
+                _ => t.get("name").and_then(Value::as_str),
+            },
+        }
+    }
+}
+
+/// `diff_into(from, to)` for a target node.
+fn diff_node(from: &Value, to: Node<'_>, path: &mut String, ops: &mut Ops) {
+    match to {
+        Node::Value(v) => diff_into(from, v, path, ops),
+        Node::Overlay(r, t) if std::ptr::eq(from, r) => overlay_diff(r, t, path, ops),
+        Node::Overlay(..) => diff_into(from, &to.materialize(), path, ops),
+    }
+}
+
+/// `diff_into(raw, &overlay(raw, typed))` without building the overlay: objects compare only
+/// the keys `typed` carries (the others are `raw`'s own on both sides), arrays of equal length
+/// element by element, anything else is `typed` as it is.
+fn overlay_diff(raw: &Value, typed: &Value, path: &mut String, ops: &mut Ops) {
+    match (raw, typed) {
+        (Value::Object(r), Value::Object(t)) => {
+            let len = path.len();
+            for (key, tv) in t {
+                push_token(path, key);
+                match r.get(key) {
+                    Some(rv) => overlay_diff(rv, tv, path, ops),
+                    None => ops.add(path, tv.clone()),
+                }
+                path.truncate(len);
+            }
+        }
+        (Value::Array(r), Value::Array(t)) if r.len() == t.len() => {
+            let len = path.len();
+            for (i, (rv, tv)) in r.iter().zip(t).enumerate() {
+                push_index(path, i);
+                overlay_diff(rv, tv, path, ops);
+                path.truncate(len);
+            }
+        }
+        _ => diff_into(raw, typed, path, ops),
+    }
+}
+
+/// The operations of a patch being written.
+#[derive(Default)]
+struct Ops {
+    ops: Vec<PatchOperation>,
+    /// A path that is not a JSON pointer (cannot happen: every token is escaped).
+    invalid: bool,
+}
+
+impl Ops {
+    fn pointer(&mut self, path: &str) -> PointerBuf {
+        PointerBuf::parse(path.to_string()).unwrap_or_else(|_| {
+            self.invalid = true;
+            PointerBuf::new()
+        })
+    }
+
+    fn add(&mut self, path: &str, value: Value) {
+        let path = self.pointer(path);
+        self.ops.push(PatchOperation::Add(AddOperation { path, value }));
+    }
+
+    fn replace(&mut self, path: &str, value: Value) {
+        let path = self.pointer(path);
+        self.ops.push(PatchOperation::Replace(ReplaceOperation { path, value }));
+    }
+
+    fn remove(&mut self, path: &str) {
+        let path = self.pointer(path);
+        self.ops.push(PatchOperation::Remove(RemoveOperation { path }));
+    }
+
+    fn finish(self) -> Option<Patch> {
+        (!self.ops.is_empty() && !self.invalid).then_some(Patch(self.ops))
+    }
+}
+
+/// The RFC 6902 patch turning `from` into `to`; `None` when they are equal.
+pub fn diff(from: &Value, to: &Value) -> Option<Patch> {
+    let mut ops = Ops::default();
+    diff_into(from, to, &mut String::new(), &mut ops);
+    ops.finish()
+}
+
+fn diff_into(from: &Value, to: &Value, path: &mut String, ops: &mut Ops) {
     match (from, to) {
         (Value::Object(a), Value::Object(b)) => diff_objects(a, b, path, ops),
         (Value::Array(a), Value::Array(b)) => {
-            if !diff_insertions(a, b, path, ops) {
-                diff_indexed(a, b, path, ops);
+            let b: Vec<Node<'_>> = b.iter().map(Node::Value).collect();
+            if !diff_insertions(a, &b, path, ops) {
+                diff_indexed(a, &b, path, ops);
             }
         }
         _ if from == to => {}
-        _ => ops.push(json!({"op": "replace", "path": path.clone(), "value": to})),
+        _ => ops.replace(path, to.clone()),
     }
 }
 
-fn diff_objects(a: &Map<String, Value>, b: &Map<String, Value>, path: &mut String, ops: &mut Vec<Value>) {
+fn diff_objects(a: &Map<String, Value>, b: &Map<String, Value>, path: &mut String, ops: &mut Ops) {
     let len = path.len();
     for k in a.keys() {
         if !b.contains_key(k) {
             push_token(path, k);
-            ops.push(json!({"op": "remove", "path": path.clone()}));
+            ops.remove(path);
             path.truncate(len);
         }
     }
@@ -131,44 +298,46 @@ fn diff_objects(a: &Map<String, Value>, b: &Map<String, Value>, path: &mut Strin
         push_token(path, k);
         match a.get(k) {
             Some(av) => diff_into(av, bv, path, ops),
-            None => ops.push(json!({"op": "add", "path": path.clone(), "value": bv})),
+            None => ops.add(path, bv.clone()),
         }
         path.truncate(len);
     }
 }
 
 /// Element by element; extra elements added at the end or removed from the end.
-fn diff_indexed(a: &[Value], b: &[Value], path: &mut String, ops: &mut Vec<Value>) {
+fn diff_indexed(a: &[Value], b: &[Node<'_>], path: &mut String, ops: &mut Ops) {
     let len = path.len();
     for (i, (av, bv)) in a.iter().zip(b).enumerate() {
-        path.push_str(&format!("/{i}"));
-        diff_into(av, bv, path, ops);
+        push_index(path, i);
+        diff_node(av, *bv, path, ops);
         path.truncate(len);
     }
     for (i, bv) in b.iter().enumerate().skip(a.len()) {
-        path.push_str(&format!("/{i}"));
-        ops.push(json!({"op": "add", "path": path.clone(), "value": bv}));
+        push_index(path, i);
+        ops.add(path, bv.materialize());
         path.truncate(len);
     }
     for i in (b.len()..a.len()).rev() {
-        path.push_str(&format!("/{i}"));
-        ops.push(json!({"op": "remove", "path": path.clone()}));
+        push_index(path, i);
+        ops.remove(path);
         path.truncate(len);
     }
 }
 
 /// When every element of `a` is a named object found, in order, in `b` (i.e. `b` is `a` with
 /// elements inserted), writes `add` ops for the insertions and diffs the kept elements in place.
-fn diff_insertions(a: &[Value], b: &[Value], path: &mut String, ops: &mut Vec<Value>) -> bool {
-    let name = |v: &Value| v.get("name").and_then(Value::as_str).map(str::to_string);
-    if b.len() <= a.len() || a.iter().chain(b).any(|v| name(v).is_none()) {
+fn diff_insertions(a: &[Value], b: &[Node<'_>], path: &mut String, ops: &mut Ops) -> bool {
+    fn name(v: &Value) -> Option<&str> {
+        v.get("name").and_then(Value::as_str)
+    }
+    if b.len() <= a.len() || a.iter().any(|v| name(v).is_none()) || b.iter().any(|v| v.name().is_none()) {
         return false;
     }
     // Match a's names as a subsequence of b's.
     let mut matches = Vec::with_capacity(a.len());
     let mut j = 0;
     for av in a {
-        while j < b.len() && name(&b[j]) != name(av) {
+        while j < b.len() && b[j].name() != name(av) {
             j += 1;
         }
         if j == b.len() {
@@ -180,12 +349,12 @@ fn diff_insertions(a: &[Value], b: &[Value], path: &mut String, ops: &mut Vec<Va
     let len = path.len();
     let mut next = 0;
     for (i, bv) in b.iter().enumerate() {
-        path.push_str(&format!("/{i}"));
+        push_index(path, i);
         if matches.get(next) == Some(&i) {
-            diff_into(&a[next], bv, path, ops);
+            diff_node(&a[next], *bv, path, ops);
             next += 1;
         } else {
-            ops.push(json!({"op": "add", "path": path.clone(), "value": bv}));
+            ops.add(path, bv.materialize());
         }
         path.truncate(len);
     }
@@ -195,12 +364,25 @@ fn diff_insertions(a: &[Value], b: &[Value], path: &mut String, ops: &mut Vec<Va
 /// Appends `/token` with RFC 6901 escaping (`~` → `~0`, `/` → `~1`).
 fn push_token(path: &mut String, token: &str) {
     path.push('/');
-    path.push_str(&token.replace('~', "~0").replace('/', "~1"));
+    for c in token.chars() {
+        match c {
+            '~' => path.push_str("~0"),
+            '/' => path.push_str("~1"),
+            c => path.push(c),
+        }
+    }
+}
+
+/// Appends `/i`.
+fn push_index(path: &mut String, i: usize) {
+    use std::fmt::Write as _;
+    let _ = write!(path, "/{i}");
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use serde_json::json;
 
     fn applied(from: &Value, to: &Value) -> (Value, usize) {
         let mut out = from.clone();
@@ -252,5 +434,10 @@ mod tests {
             json!({"spec": {"containers": [{"name": "app", "image": "a"}, {"name": "side", "image": "s:2"}]}});
         let t = target(&raw, &changed, &replaced);
         assert_eq!(t["spec"]["containers"][1], json!({"name": "side", "image": "s:2"}), "a real replacement");
+        for mutated in [&mutated, &changed] {
+            let one_pass = patch(&raw, mutated, &replaced).map(|p| serde_json::to_string(&p).unwrap());
+            let two_steps = diff(&raw, &target(&raw, mutated, &replaced)).map(|p| serde_json::to_string(&p).unwrap());
+            assert_eq!(one_pass, two_steps);
+        }
     }
 }

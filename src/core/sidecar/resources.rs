@@ -16,7 +16,7 @@ use k8s_openapi::api::core::v1::{Container, Pod, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as K8sQuantity;
 
 use crate::apis::sidecarset::{ResourceExprs, ResourcesPolicy};
-use crate::core::quantity::{Format, Quantity};
+use crate::compat::quantity::{Format, Quantity};
 
 /// A calculator value.
 #[derive(Clone, Debug, PartialEq)]

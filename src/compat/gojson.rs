@@ -17,7 +17,7 @@ use std::fmt::Write;
 use serde_json::{Map, Value};
 
 use crate::apis::sidecarset::SidecarContainer;
-use crate::core::quantity::Quantity;
+use crate::compat::quantity::Quantity;
 
 /// How a Go type is encoded.
 #[derive(Clone, Copy, Debug)]
@@ -418,6 +418,13 @@ fn go_float(f: f64) -> String {
 /// Go's string encoding with HTML escaping (the `json.Marshal` default).
 pub fn string(s: &str, out: &mut String) {
     out.push('"');
+    // Most strings (names, hashes, images) need no escaping: copy them whole. 0xE2 starts
+    // U+2028/U+2029 (and other characters, which take the slow path harmlessly).
+    if s.bytes().all(|b| b >= 0x20 && !matches!(b, b'"' | b'\\' | b'<' | b'>' | b'&' | 0xE2)) {
+        out.push_str(s);
+        out.push('"');
+        return;
+    }
     for c in s.chars() {
         match c {
             '"' => out.push_str("\\\""),

@@ -15,13 +15,21 @@ use serde_json::Value;
 pub fn overlay(raw: &Value, typed: &Value) -> Value {
     match (raw, typed) {
         (Value::Object(r), Value::Object(t)) => {
-            let mut out = r.clone();
+            // Each raw value is copied or merged once (not copied, then overwritten).
+            let mut out: serde_json::Map<String, Value> = r
+                .iter()
+                .map(|(key, rv)| {
+                    let merged = match t.get(key) {
+                        Some(tv) => overlay(rv, tv),
+                        None => rv.clone(),
+                    };
+                    (key.clone(), merged)
+                })
+                .collect();
             for (key, tv) in t {
-                let merged = match r.get(key) {
-                    Some(rv) => overlay(rv, tv),
-                    None => tv.clone(),
-                };
-                out.insert(key.clone(), merged);
+                if !r.contains_key(key) {
+                    out.insert(key.clone(), tv.clone());
+                }
             }
             Value::Object(out)
         }
@@ -34,15 +42,15 @@ pub fn overlay(raw: &Value, typed: &Value) -> Value {
 
 /// A mutation of a raw object, built from typed values.
 #[derive(Debug, Clone)]
-pub struct Overlay {
-    raw: Value,
+pub struct Overlay<'a> {
+    raw: &'a Value,
     target: Value,
 }
 
-impl Overlay {
-    /// Lays the re-serialised typed object over the raw request object.
-    pub fn new(raw: &Value, typed: &Value) -> Self {
-        Overlay { raw: raw.clone(), target: overlay(raw, typed) }
+impl<'a> Overlay<'a> {
+    /// Lays the re-serialised typed object over the raw request object (borrowed, not copied).
+    pub fn new(raw: &'a Value, typed: &Value) -> Self {
+        Overlay { raw, target: overlay(raw, typed) }
     }
 
     /// Sets a top-level field to exactly `value` (or removes it with `None`), discarding whatever
@@ -64,7 +72,7 @@ impl Overlay {
 
     /// The patch from the raw object to the mutated one; `None` when nothing changed.
     pub fn patch(&self) -> Option<Patch> {
-        let patch = json_patch::diff(&self.raw, &self.target);
+        let patch = json_patch::diff(self.raw, &self.target);
         if patch.0.is_empty() { None } else { Some(patch) }
     }
 
