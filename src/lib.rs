@@ -101,10 +101,19 @@ fn check_command(args: cli::CheckArgs) -> i32 {
     for p in &report.problems {
         eprintln!("error: {p}");
     }
-    match args.output {
-        cli::CheckOutput::Text => print!("{}", check::report::text(&report)),
-        cli::CheckOutput::Json => println!("{:#}", check::report::json(&report)),
-        cli::CheckOutput::Junit => print!("{}", check::report::junit(&report)),
+    let rendered = match args.output {
+        cli::CheckOutput::Text => check::report::text(&report),
+        cli::CheckOutput::Json => format!("{:#}\n", check::report::json(&report)),
+        cli::CheckOutput::Junit => check::report::junit(&report),
+    };
+    // A reader that stops early (`| head`) is not an error; any other failed write is.
+    let mut stdout = std::io::stdout().lock();
+    match std::io::Write::write_all(&mut stdout, rendered.as_bytes()).and_then(|()| std::io::Write::flush(&mut stdout)) {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: cannot write the report: {e}");
+            return check::exit::INTERNAL;
+        }
+        _ => {}
     }
     if let Some(dir) = &args.mutated_out
         && let Err(e) = check::report::write_mutated(dir, &report.outcomes)
