@@ -108,7 +108,8 @@ fn check_command(args: cli::CheckArgs) -> i32 {
     };
     // A reader that stops early (`| head`) is not an error; any other failed write is.
     let mut stdout = std::io::stdout().lock();
-    match std::io::Write::write_all(&mut stdout, rendered.as_bytes()).and_then(|()| std::io::Write::flush(&mut stdout)) {
+    match std::io::Write::write_all(&mut stdout, rendered.as_bytes()).and_then(|()| std::io::Write::flush(&mut stdout))
+    {
         Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             eprintln!("error: cannot write the report: {e}");
             return check::exit::INTERNAL;
