@@ -103,7 +103,7 @@ pub struct CheckArgs {
     #[arg(short = 'n', long, default_value = "default")]
     pub namespace: String,
     /// Feature gates, as the server's.
-    #[arg(long, default_value = "", value_parser = parse_gates)]
+    #[arg(long, default_value = "", value_parser = parse_gates, long_help = crate::core::features::help())]
     pub feature_gates: FeatureGates,
     /// Output format.
     #[arg(short = 'o', long, value_enum, default_value_t = CheckOutput::Text)]
@@ -140,7 +140,13 @@ pub struct ServeArgs {
     #[arg(long, env = "KRUISE_ADMIN_ADDR", default_value = "0.0.0.0:8000")]
     pub admin_addr: SocketAddr,
     /// Feature gates, `Name=bool,...`, with kruise's names and defaults.
-    #[arg(long, env = "KRUISE_FEATURE_GATES", default_value = "", value_parser = parse_gates)]
+    #[arg(
+        long,
+        env = "KRUISE_FEATURE_GATES",
+        default_value = "",
+        value_parser = parse_gates,
+        long_help = crate::core::features::help()
+    )]
     pub feature_gates: FeatureGates,
     /// Run without a cluster: other objects come from --objects-dir.
     #[arg(long, env = "KRUISE_STANDALONE")]
@@ -337,5 +343,15 @@ mod tests {
         assert_eq!(args.output, PlanOutput::Json);
         assert!(args.now.is_some());
         assert!(Cli::try_parse_from(["kruise", "plan", "--now", "yesterday"]).is_err());
+        // kruise's registered names, as its Helm chart passes them.
+        let cli = Cli::try_parse_from([
+            "kruise",
+            "serve",
+            "--feature-gates",
+            "EnhancedLivenessProbe=true,ForceDeleteTimeoutExpectationGate=true",
+        ]);
+        assert!(cli.is_ok(), "{cli:?}");
+        let help = Cli::command().find_subcommand_mut("serve").map(|c| c.render_long_help().to_string());
+        assert!(help.is_some_and(|h| h.contains("PodWebhook=true|false (BETA - default=true)")));
     }
 }

@@ -21,6 +21,7 @@ pub mod metrics;
 pub mod plan;
 pub mod process;
 pub mod server;
+pub mod source;
 pub mod webhook;
 
 use cli::{Cli, Command, LogFormat};
@@ -95,10 +96,12 @@ async fn plan_command(args: cli::PlanArgs) -> i32 {
     } else if args.files.is_empty() {
         return fail(&"give the manifests with -f FILE, or `cloneset NAME -n NAMESPACE` (see `kruise plan --help`)");
     } else {
-        match check::input::read_paths(&args.files) {
-            Ok(m) => m,
-            Err(e) => return fail(&e),
+        let read = check::input::read_paths(&args.files);
+        if let Some(p) = read.problems.first() {
+            let at = p.line.map(|l| format!(":{l}")).unwrap_or_default();
+            return fail(&format!("{}{at}: {}", p.file, p.message));
         }
+        read.objects
     };
     let now = args.now.unwrap_or_else(k8s_openapi::jiff::Timestamp::now);
     let planned = match plan::plan_manifests(&manifests, &args.feature_gates, now) {
@@ -115,51 +118,57 @@ async fn plan_command(args: cli::PlanArgs) -> i32 {
 }
 
 fn check_command(args: cli::CheckArgs) -> i32 {
-    let fail = |e: &dyn std::fmt::Display| {
-        eprintln!("error: {e}");
-        check::exit::USAGE
-    };
-    let inputs = match check::input::read_paths(&args.files) {
-        Ok(i) => i,
-        Err(e) => return fail(&e),
-    };
+    let mut read = check::input::read_paths(&args.files);
     let mut old = Vec::new();
     for spec in &args.old {
-        let read = match spec.strip_prefix("git:") {
+        let r = match spec.strip_prefix("git:") {
             Some(rev) => check::input::read_git(rev, &args.files),
             None => check::input::read_paths(std::slice::from_ref(spec)),
         };
-        match read {
-            Ok(o) => old.extend(o),
-            Err(e) => return fail(&e),
-        }
+        old.extend(r.objects);
+        read.problems.extend(r.problems);
     }
     let extra = match &args.objects_dir {
         Some(dir) => match cluster::files::load_dir(dir) {
             Ok((snapshot, problems)) => {
-                if let Some(p) = problems.first() {
-                    return fail(&format!("{}: {}", p.path.display(), p.message));
-                }
+                read.problems.extend(problems);
                 snapshot
             }
-            Err(e) => return fail(&e),
+            Err(e) => {
+                eprintln!("error: {e}");
+                return check::exit::USAGE;
+            }
         },
         None => cluster::files::Snapshot::default(),
     };
     let settings = check::Settings { namespace: args.namespace, gates: args.feature_gates };
-    let outcomes = check::check(&inputs, &old, &extra, &settings);
-    match args.output {
-        cli::CheckOutput::Text => print!("{}", check::report::text(&outcomes)),
-        cli::CheckOutput::Json => println!("{:#}", check::report::json(&outcomes)),
-        cli::CheckOutput::Junit => print!("{}", check::report::junit(&outcomes)),
+    let outcomes = check::check(&read.objects, &old, &extra, &settings);
+    let report = check::Report { outcomes, problems: read.problems };
+    for p in &report.problems {
+        eprintln!("error: {p}");
+    }
+    let rendered = match args.output {
+        cli::CheckOutput::Text => check::report::text(&report),
+        cli::CheckOutput::Json => format!("{:#}\n", check::report::json(&report)),
+        cli::CheckOutput::Junit => check::report::junit(&report),
+    };
+    // A reader that stops early (`| head`) is not an error; any other failed write is.
+    let mut stdout = std::io::stdout().lock();
+    match std::io::Write::write_all(&mut stdout, rendered.as_bytes()).and_then(|()| std::io::Write::flush(&mut stdout))
+    {
+        Err(e) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("error: cannot write the report: {e}");
+            return check::exit::INTERNAL;
+        }
+        _ => {}
     }
     if let Some(dir) = &args.mutated_out
-        && let Err(e) = check::report::write_mutated(dir, &outcomes)
+        && let Err(e) = check::report::write_mutated(dir, &report.outcomes)
     {
         eprintln!("error: cannot write {}: {e}", dir.display());
         return check::exit::INTERNAL;
     }
-    check::exit_code(&outcomes, args.warn_exit_code)
+    check::exit_code(&report, args.warn_exit_code)
 }
 
 fn manifests_command(root: &std::path::Path, check: bool) -> i32 {

@@ -65,6 +65,10 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
     for (name, crd) in crds {
         let mut crd = serde_json::to_value(&crd).map_err(|e| ManifestError::Render(name.to_string(), e.to_string()))?;
         strip_defaults(&mut crd["spec"]["versions"]);
+        strip_nullable(&mut crd["spec"]["versions"]);
+        if let Some(versions) = crd["spec"]["versions"].as_array_mut() {
+            versions.iter_mut().for_each(|v| controller_gen_root(&mut v["schema"]["openAPIV3Schema"]));
+        }
         files.push((Path::new("deploy/crds").join(name), yaml(name, &crd)?));
     }
     files.push((PathBuf::from("webhook-config/mutating-webhook-configuration.yaml"), yaml("mutating", &mutating())?));
@@ -85,6 +89,42 @@ fn strip_defaults(value: &mut serde_json::Value) {
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(strip_defaults),
         _ => {}
+    }
+}
+
+/// Removes `nullable: true`: kruise's CRDs declare no nullable field, so the apiserver prunes an
+/// explicit `null` (`updateStrategy: null`) before it stores an object or calls a webhook, as it
+/// does for kruise. (The derived schemas mark every `Option` field nullable.)
+fn strip_nullable(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            if map.get("nullable") == Some(&serde_json::Value::Bool(true)) {
+                map.remove("nullable");
+            }
+            map.values_mut().for_each(strip_nullable);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(strip_nullable),
+        _ => {}
+    }
+}
+
+/// The root of a version's schema as controller-gen writes kruise's: `apiVersion`, `kind` and
+/// `metadata` declared, nothing required (kube-derive requires `spec`; kruise admits an object
+/// without one to its webhooks, whose validation names what is missing).
+fn controller_gen_root(root: &mut serde_json::Value) {
+    let Some(map) = root.as_object_mut() else { return };
+    map.remove("required");
+    if let Some(props) = map.get_mut("properties").and_then(serde_json::Value::as_object_mut) {
+        let field = |description: &str, ty: &str| serde_json::json!({"description": description, "type": ty});
+        props.insert(
+            "apiVersion".into(),
+            field("APIVersion defines the versioned schema of this representation of an object.", "string"),
+        );
+        props.insert(
+            "kind".into(),
+            field("Kind is a string value representing the REST resource this object represents.", "string"),
+        );
+        props.insert("metadata".into(), serde_json::json!({"type": "object"}));
     }
 }
 

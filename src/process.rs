@@ -296,7 +296,7 @@ fn files_view(args: &ServeArgs, stop: &CancellationToken) -> Result<Arc<dyn Clus
     };
     let (view, problems) = cluster::files::FileView::load(dir)?;
     for p in &problems {
-        tracing::warn!(file = %p.path.display(), "{}", p.message);
+        tracing::warn!(file = %p.file, line = ?p.line, "{}", p.message);
     }
     tracing::info!(dir = %dir.display(), objects = view.len(), "standalone cluster view loaded");
     let view = Arc::new(view);
@@ -312,7 +312,7 @@ fn files_view(args: &ServeArgs, stop: &CancellationToken) -> Result<Arc<dyn Clus
             match poller.reload_if_changed() {
                 Ok(Some(problems)) => {
                     for p in &problems {
-                        tracing::warn!(file = %p.path.display(), "{}", p.message);
+                        tracing::warn!(file = %p.file, line = ?p.line, "{}", p.message);
                     }
                     tracing::info!(objects = poller.len(), "standalone cluster view reloaded");
                 }

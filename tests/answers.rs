@@ -197,6 +197,19 @@ async fn workload_and_sidecarset_answers_are_unchanged() {
         ),
         ("scale strategy", vec![(format!("{o}/spec/scaleStrategy"), Some(json!({"maxUnavailable": "10%"})))]),
         ("empty template", vec![(format!("{o}/spec/template"), Some(json!({})))]),
+        // Real-world shapes (issue 14): explicit nulls decode as the zero value, a value of the
+        // wrong type is a field error, a missing metadata is the validator's business.
+        (
+            "explicit nulls",
+            vec![
+                (format!("{o}/spec/updateStrategy"), Some(Value::Null)),
+                (format!("{o}/spec/scaleStrategy"), Some(Value::Null)),
+                (format!("{o}/spec/volumeClaimTemplates"), Some(Value::Null)),
+                (format!("{o}/spec/minReadySeconds"), Some(Value::Null)),
+            ],
+        ),
+        ("wrong type", vec![(format!("{o}/spec/replicas"), Some(json!("ten")))]),
+        ("no metadata", vec![(format!("{o}/metadata"), None)]),
     ];
     let asts_edits: Vec<(&str, Edits)> = vec![
         ("as sent", vec![]),
@@ -219,6 +232,14 @@ async fn workload_and_sidecarset_answers_are_unchanged() {
             "bad max unavailable",
             vec![(format!("{o}/spec/updateStrategy/rollingUpdate/maxUnavailable"), Some(json!("150%")))],
         ),
+        (
+            "explicit nulls",
+            vec![
+                (format!("{o}/spec/reserveOrdinals"), Some(Value::Null)),
+                (format!("{o}/spec/updateStrategy"), Some(Value::Null)),
+                (format!("{o}/spec/volumeClaimTemplates"), Some(Value::Null)),
+            ],
+        ),
     ];
     let mut requests = Vec::new();
     for (name, edits) in &cloneset_edits {
@@ -240,6 +261,28 @@ async fn workload_and_sidecarset_answers_are_unchanged() {
         ("as sent", sidecar.clone()),
         ("v1beta1 review", edit(&sidecar, &[("/apiVersion", Some(json!("admission.k8s.io/v1beta1")))])),
         ("bad container", edit(&sidecar, &[("/request/object/spec/containers", Some(json!([{"name": "Bad_Name"}])))])),
+        (
+            "null strategies",
+            edit(
+                &sidecar,
+                &[
+                    ("/request/object/spec/updateStrategy", Some(Value::Null)),
+                    ("/request/object/spec/injectionStrategy", Some(Value::Null)),
+                ],
+            ),
+        ),
+        (
+            "resources policy",
+            with_policy(
+                &sidecar,
+                json!({"limits": {"cpu": "max(cpu*50%, 50m)", "memory": "200Mi"},
+                    "requests": {"cpu": "max(cpu*25%, 50m)", "memory": "memory / 4"}}),
+            ),
+        ),
+        (
+            "bad resources policy",
+            with_policy(&sidecar, json!({"limits": {"cpu": "cpu *"}, "requests": {"memory": "memory - 2"}})),
+        ),
     ] {
         requests.push(request(format!("sidecarset mutate {name}"), paths::MUTATE_SIDECARSET, &review));
         requests.push(request(format!("sidecarset validate {name}"), paths::VALIDATE_SIDECARSET, &review));
@@ -261,6 +304,22 @@ async fn workload_and_sidecarset_answers_are_unchanged() {
     }
     let got = run_corpus(&app(&[], ""), requests).await;
     compare("workloads", &got);
+}
+
+/// A sidecar whose resources come from `resourcesPolicy` (spec §4.10): the sum of the containers
+/// named `shop*`, through `expr`.
+fn policy_sidecar(expr: Value) -> Value {
+    json!({"name": "log-agent", "image": "fluent-bit:3",
+        "resourcesPolicy": {"targetContainersMode": "sum", "targetContainersNameRegex": "^shop", "resourcesExpr": expr}})
+}
+
+/// The SidecarSet review with its sidecar's resources given by a policy instead.
+fn with_policy(review: &Value, expr: Value) -> Value {
+    let mut out = review.clone();
+    let sidecar = &mut out["request"]["object"]["spec"]["containers"][0];
+    sidecar.as_object_mut().unwrap().remove("resources");
+    sidecar["resourcesPolicy"] = policy_sidecar(expr)["resourcesPolicy"].take();
+    out
 }
 
 /// A small deterministic generator (xorshift64*), so that the corpus is the same on every run.
@@ -431,6 +490,46 @@ async fn pod_injection_answers_are_unchanged() {
     for gates in ["", "KruisePodReadinessGate=true,EnableSortSidecarContainerByName=true", "PodWebhook=false"] {
         let requests = vec![request(format!("example [{gates}]"), "/mutate-pod", &examples("pod-create.json"))];
         out.push_str(&run_corpus(&app(std::slice::from_ref(&sample), gates), requests).await);
+    }
+    // Real-world shapes (issue 14): a pod without metadata, explicit nulls, and a SidecarSet whose
+    // sidecar resources come from resourcesPolicy (and a pod it cannot serve).
+    let policy_set = json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet", "metadata": {"name": "logging"},
+        "spec": {"selector": {"matchLabels": {"app": "shop"}}, "containers": [policy_sidecar(
+            json!({"limits": {"cpu": "max(cpu*50%, 50m)", "memory": "200Mi"},
+                   "requests": {"cpu": "max(cpu*25%, 50m)", "memory": "memory / 4"}}))]}});
+    let resources = json!({"limits": {"cpu": "1", "memory": "1Gi"}, "requests": {"cpu": "500m", "memory": "512Mi"}});
+    let shapes = [
+        (
+            "no metadata",
+            json!({"apiVersion": "v1", "kind": "Pod", "spec": {"containers": [{"name": "c", "image": "nginx"}]}}),
+        ),
+        (
+            "explicit nulls",
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "p", "labels": null, "annotations": null},
+                "spec": {"containers": [{"name": "c", "image": "nginx", "env": null, "resources": null}],
+                    "initContainers": null, "volumes": null, "nodeSelector": null}}),
+        ),
+        (
+            "resources policy",
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "shop-0", "labels": {"app": "shop"}},
+                "spec": {"containers": [{"name": "shop", "image": "shop:1", "resources": resources},
+                    {"name": "shop-cache", "image": "redis:7", "resources": resources},
+                    {"name": "metrics", "image": "exporter:1"}]}}),
+        ),
+        (
+            "resources policy, no target",
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web-0", "labels": {"app": "shop"}},
+                "spec": {"containers": [{"name": "web", "image": "web:1"}]}}),
+        ),
+    ];
+    for (name, pod) in shapes {
+        let review = ReviewRequest::new(Operation::Create, "", "v1", "Pod", "pods")
+            .namespace("default")
+            .uid("00000000-0000-0000-0000-000000000001")
+            .object(pod)
+            .to_json();
+        let requests = vec![request(name, "/mutate-pod", &review)];
+        out.push_str(&run_corpus(&app(std::slice::from_ref(&policy_set), ""), requests).await);
     }
     for case in 0..300 {
         let sets: Vec<Value> = (0..rng.below(4)).map(|i| gen_set(&mut rng, i)).collect();

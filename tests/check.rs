@@ -36,6 +36,32 @@ fn clean_set_is_admitted_and_unhandled_kinds_are_reported_as_skipped() {
     assert!(text.contains("3 objects: 2 admitted (2 mutated), 0 denied, 1 skipped, 0 errors"), "{text}");
 }
 
+/// A report that cannot be written is a failure of the run (exit 3), not a panic; a reader that
+/// closes the pipe early (`| head`) is not.
+#[test]
+fn a_report_that_cannot_be_written_exits_3_and_a_closed_pipe_is_no_panic() {
+    let dir = fixtures().join("clean");
+    let full = std::fs::File::create("/dev/full").unwrap();
+    let out = Command::new(env!("CARGO_BIN_EXE_kruise"))
+        .args(["check", "-f", dir.to_str().unwrap(), "-o", "json"])
+        .stdout(full)
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("error: cannot write the report"), "{out:?}");
+
+    let mut child = Command::new(env!("CARGO_BIN_EXE_kruise"))
+        .args(["check", "-f", dir.to_str().unwrap(), "-o", "json"])
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    drop(child.stdout.take());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(!String::from_utf8_lossy(&out.stderr).contains("panicked"));
+}
+
 #[test]
 fn json_report_and_mutated_objects() {
     let dir = fixtures().join("clean");

@@ -104,20 +104,26 @@ pub const DEFAULT_MAX_UNAVAILABLE: &str = "20%";
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s, &["selector", "template"]))]
 pub struct CloneSetSpec {
     /// Desired number of pods (default 1).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub replicas: Option<i32>,
     /// Label query over pods; must match the template labels. Immutable.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::apis::schema::label_selector")]
     pub selector: Option<LabelSelector>,
     /// Template of the pods. Schemaless in the CRD, as in kruise.
     #[serde(default)]
-    #[schemars(schema_with = "crate::apis::schema::preserve_unknown_object")]
+    #[schemars(schema_with = "crate::apis::schema::preserve_unknown")]
     pub template: PodTemplateSpec,
     /// One PVC per pod per template.
-    #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::apis::schema::preserve_unknown_array")]
+    #[serde(
+        default,
+        skip_serializing_if = "Vec::is_empty",
+        serialize_with = "crate::apis::common::serialize_claim_templates"
+    )]
+    #[schemars(schema_with = "crate::apis::schema::preserve_unknown")]
     pub volume_claim_templates: Vec<PersistentVolumeClaim>,
     /// Scaling behaviour.
     #[serde(default, skip_serializing_if = "is_default")]
@@ -232,6 +238,7 @@ pub struct CloneSetStatus {
 /// One CloneSet status condition.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s, &["status", "type"]))]
 pub struct CloneSetCondition {
     /// FailedScale, FailedUpdate or Progressing.
     #[serde(default, rename = "type")]

@@ -23,6 +23,7 @@ pub struct UpdatePriorityStrategy {
 /// One `orderPriority` term.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s, &["orderedKey"]))]
 pub struct UpdatePriorityOrderTerm {
     /// Pod label key whose integer value orders the pods.
     #[serde(default)]
@@ -32,12 +33,14 @@ pub struct UpdatePriorityOrderTerm {
 /// One `weightPriority` term.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s, &["matchSelector", "weight"]))]
 pub struct UpdatePriorityWeightTerm {
     /// Weight in the range 1-100.
     #[serde(default)]
     pub weight: i32,
     /// Pods matching this selector get the weight.
     #[serde(default)]
+    #[schemars(schema_with = "crate::apis::schema::label_selector")]
     pub match_selector: LabelSelector,
 }
 
@@ -46,6 +49,7 @@ pub type UpdateScatterStrategy = Vec<UpdateScatterTerm>;
 
 /// One `scatterStrategy` term.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s, &["key", "value"]))]
 pub struct UpdateScatterTerm {
     /// Label key.
     #[serde(default)]
@@ -101,4 +105,25 @@ pub struct LifecycleHook {
     /// Mark the pod not ready (KruisePodReady=False) while hooked.
     #[serde(default, skip_serializing_if = "super::is_default")]
     pub mark_pod_not_ready: bool,
+}
+
+/// Serialises `volumeClaimTemplates` as Go does: a template's `apiVersion` and `kind` are
+/// `omitempty` in Go and unset in manifests, so they are not written (k8s-openapi always writes
+/// them for a `PersistentVolumeClaim`). A request that has them keeps them: patches lay our
+/// output over the request object.
+pub(crate) fn serialize_claim_templates<S: serde::Serializer>(
+    templates: &[k8s_openapi::api::core::v1::PersistentVolumeClaim],
+    serializer: S,
+) -> Result<S::Ok, S::Error> {
+    use serde::ser::{Error, SerializeSeq};
+    let mut seq = serializer.serialize_seq(Some(templates.len()))?;
+    for t in templates {
+        let mut v = serde_json::to_value(t).map_err(S::Error::custom)?;
+        if let Some(map) = v.as_object_mut() {
+            map.remove("apiVersion");
+            map.remove("kind");
+        }
+        seq.serialize_element(&v)?;
+    }
+    seq.end()
 }

@@ -57,6 +57,7 @@ use std::collections::BTreeMap;
     )
 )]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s, &["completionPolicy", "image"]))]
 pub struct ImagePullJobSpec {
     /// Image to pull.
     #[serde(default)]
@@ -69,6 +70,7 @@ pub struct ImagePullJobSpec {
     pub selector: Option<ImagePullJobNodeSelector>,
     /// Pull on the nodes of the pods matching this selector.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::apis::schema::label_selector")]
     pub pod_selector: Option<LabelSelector>,
     /// Nodes pulling at once (integer only; 0 pauses).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -90,6 +92,7 @@ pub struct ImagePullJobSpec {
 /// `spec.selector`: node names XOR a label selector (inline).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = crate::apis::schema::atomic)]
 pub struct ImagePullJobNodeSelector {
     /// Node names.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

@@ -1,13 +1,20 @@
-//! Hand-written schema fragments for fields kruise marks `Schemaless` + `PreserveUnknownFields`
-//! (pod templates, volume claim templates, sidecar containers): the apiserver keeps every field
-//! there, including fields of Kubernetes versions newer than ours.
+//! Hand-written schema fragments, so that the generated CRDs say what kruise's controller-gen
+//! CRDs say (checked field by field against kruise v1.8's by `tests/crd_schemas.rs`):
+//! - fields kruise marks `Schemaless` + `PreserveUnknownFields` (pod templates, volume claim
+//!   templates, SidecarSet volumes): the apiserver keeps every field there, including fields of
+//!   Kubernetes versions newer than ours, and neither types nor prunes them;
+//! - Kubernetes types marked `+structType=atomic` (`LabelSelector`, `LocalObjectReference`):
+//!   `x-kubernetes-map-type: atomic`, so server-side apply replaces a selector whole;
+//! - `required` lists where kruise's Go fields have no `omitempty`.
 
-use schemars::{Schema, SchemaGenerator, json_schema};
+use k8s_openapi::api::core::v1::LocalObjectReference;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
+use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 
-/// An object whose content is not validated nor pruned.
-pub fn preserve_unknown_object(_: &mut SchemaGenerator) -> Schema {
+/// A field whose content is neither validated nor pruned, nor even typed (kruise's
+/// `Schemaless` fields).
+pub fn preserve_unknown(_: &mut SchemaGenerator) -> Schema {
     json_schema!({
-        "type": "object",
         "x-kubernetes-preserve-unknown-fields": true
     })
 }
@@ -21,4 +28,29 @@ pub fn preserve_unknown_array(_: &mut SchemaGenerator) -> Schema {
             "x-kubernetes-preserve-unknown-fields": true
         }
     })
+}
+
+/// Marks a schema `x-kubernetes-map-type: atomic` (a struct transform).
+pub fn atomic(schema: &mut Schema) {
+    schema.insert("x-kubernetes-map-type".into(), "atomic".into());
+}
+
+/// `metav1.LabelSelector` (atomic), also for `Option` fields.
+pub fn label_selector(generator: &mut SchemaGenerator) -> Schema {
+    let mut s = LabelSelector::json_schema(generator);
+    atomic(&mut s);
+    s
+}
+
+/// `[]corev1.LocalObjectReference` (atomic items, nothing required: `name` defaults to "").
+pub fn local_object_references(generator: &mut SchemaGenerator) -> Schema {
+    let mut item = LocalObjectReference::json_schema(generator);
+    item.remove("required");
+    atomic(&mut item);
+    json_schema!({ "type": "array", "items": item })
+}
+
+/// Sets the `required` list of a struct's schema (a struct transform).
+pub fn require(schema: &mut Schema, fields: &[&str]) {
+    schema.insert("required".into(), fields.iter().map(|f| serde_json::Value::from(*f)).collect());
 }

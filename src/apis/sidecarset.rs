@@ -51,12 +51,14 @@ use super::is_default;
 pub struct SidecarSetSpec {
     /// Pod label selector; required and non-empty.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::apis::schema::label_selector")]
     pub selector: Option<LabelSelector>,
     /// Restrict injection to one namespace (v1alpha1 only).
     #[serde(default, skip_serializing_if = "String::is_empty")]
     pub namespace: String,
     /// Label selector over Namespace objects.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::apis::schema::label_selector")]
     pub namespace_selector: Option<LabelSelector>,
     /// Init containers injected at pod creation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -68,7 +70,7 @@ pub struct SidecarSetSpec {
     pub containers: Vec<SidecarContainer>,
     /// Volumes the sidecars may mount.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::apis::schema::preserve_unknown_array")]
+    #[schemars(schema_with = "crate::apis::schema::preserve_unknown")]
     pub volumes: Vec<Volume>,
     /// How running pods get new sidecar versions.
     #[serde(default, skip_serializing_if = "is_default")]
@@ -78,6 +80,7 @@ pub struct SidecarSetSpec {
     pub injection_strategy: SidecarSetInjectionStrategy,
     /// Image pull secrets merged into the pod.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    #[schemars(schema_with = "crate::apis::schema::local_object_references")]
     pub image_pull_secrets: Vec<LocalObjectReference>,
     /// Number of ControllerRevisions kept (default 10).
     #[serde(default, skip_serializing_if = "Option::is_none")]
@@ -249,6 +252,7 @@ pub struct SidecarSetUpdateStrategy {
     pub paused: bool,
     /// Canary subset of pods.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "crate::apis::schema::label_selector")]
     pub selector: Option<LabelSelector>,
     /// Number or percent of matched pods kept at the old version.
     #[serde(default, skip_serializing_if = "Option::is_none")]

@@ -85,6 +85,8 @@ pub struct UnorderedUpdateStrategy {
 /// One `status.volumeClaims` entry (v1beta1).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s,
+    &["compatibleReadyReplicas", "compatibleReplicas", "volumeClaimName"]))]
 pub struct VolumeClaimStatus {
     /// Volume claim template name.
     #[serde(default)]
@@ -166,20 +168,26 @@ pub mod v1beta1 {
         )
     )]
     #[serde(rename_all = "camelCase")]
+    #[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s, &["selector", "template"]))]
     pub struct StatefulSetSpec {
         /// Desired number of pods (default 1).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub replicas: Option<i32>,
         /// Label query over pods. Immutable.
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(schema_with = "crate::apis::schema::label_selector")]
         pub selector: Option<LabelSelector>,
         /// Template of the pods. Schemaless in the CRD, as in kruise.
         #[serde(default)]
-        #[schemars(schema_with = "crate::apis::schema::preserve_unknown_object")]
+        #[schemars(schema_with = "crate::apis::schema::preserve_unknown")]
         pub template: PodTemplateSpec,
         /// Claims each pod gets.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        #[schemars(schema_with = "crate::apis::schema::preserve_unknown_array")]
+        #[serde(
+            default,
+            skip_serializing_if = "Vec::is_empty",
+            serialize_with = "crate::apis::common::serialize_claim_templates"
+        )]
+        #[schemars(schema_with = "crate::apis::schema::preserve_unknown")]
         pub volume_claim_templates: Vec<PersistentVolumeClaim>,
         /// How PVCs follow template changes.
         #[serde(default, skip_serializing_if = "is_default")]
@@ -369,20 +377,26 @@ pub mod v1alpha1 {
         )
     )]
     #[serde(rename_all = "camelCase")]
+    #[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s, &["selector", "template"]))]
     pub struct StatefulSetSpec {
         /// Desired number of pods (default 1).
         #[serde(default, skip_serializing_if = "Option::is_none")]
         pub replicas: Option<i32>,
         /// Label query over pods. Immutable.
         #[serde(default, skip_serializing_if = "Option::is_none")]
+        #[schemars(schema_with = "crate::apis::schema::label_selector")]
         pub selector: Option<LabelSelector>,
         /// Template of the pods.
         #[serde(default)]
-        #[schemars(schema_with = "crate::apis::schema::preserve_unknown_object")]
+        #[schemars(schema_with = "crate::apis::schema::preserve_unknown")]
         pub template: PodTemplateSpec,
         /// Claims each pod gets.
-        #[serde(default, skip_serializing_if = "Vec::is_empty")]
-        #[schemars(schema_with = "crate::apis::schema::preserve_unknown_array")]
+        #[serde(
+            default,
+            skip_serializing_if = "Vec::is_empty",
+            serialize_with = "crate::apis::common::serialize_claim_templates"
+        )]
+        #[schemars(schema_with = "crate::apis::schema::preserve_unknown")]
         pub volume_claim_templates: Vec<PersistentVolumeClaim>,
         /// Governing service. Immutable.
         #[serde(default, skip_serializing_if = "String::is_empty")]

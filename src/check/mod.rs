@@ -6,6 +6,11 @@
 //! are checked as UPDATEs against their stored (mutated) old version; objects only in `--old` as
 //! DELETEs. Other objects of the input (SidecarSets, Namespaces, Pods, ControllerRevisions) and
 //! `--objects-dir` form the cluster view; pods are previewed after the rest of the change.
+//!
+//! What the check cannot vouch for is said, never passed over: objects of kruise's API groups that
+//! no implemented webhook serves (other kinds, `v1beta1` CloneSets, ImagePullJobs...) are
+//! **unchecked**, with a warning; two objects with one identity get a warning naming both places;
+//! files or documents that cannot be read are [`Problem`]s reported beside the results.
 
 pub mod input;
 pub mod report;
@@ -23,7 +28,7 @@ use crate::webhook::paths::{Kind, Rule, WEBHOOKS, Webhook};
 use crate::webhook::request::ReviewRequest;
 use crate::webhook::review::decode;
 use crate::webhook::{Context, handle};
-use input::Manifest;
+pub use input::{Manifest, Problem};
 use resources::{KindInfo, group_version, lookup};
 
 /// Exit codes.
@@ -47,8 +52,10 @@ pub enum Status {
     Mutated,
     /// Refused by a webhook.
     Denied,
-    /// No webhook handles it.
+    /// No webhook intercepts it, in kruise either: nothing to check.
     Skipped(String),
+    /// kruise's webhooks would intercept it, but this build does not implement them.
+    Unchecked(String),
     /// The check itself failed (a patch that does not apply, an unexpected answer).
     Error(String),
 }
@@ -56,7 +63,7 @@ pub enum Status {
 /// The result for one object.
 #[derive(Clone, Debug)]
 pub struct Outcome {
-    /// Input file and line.
+    /// Input file.
     pub file: String,
     /// Line of the document.
     pub line: usize,
@@ -68,6 +75,8 @@ pub struct Outcome {
     pub namespace: String,
     /// Name.
     pub name: String,
+    /// `metadata.generateName`, shown when the name is empty.
+    pub generate_name: String,
     /// CREATE, UPDATE or DELETE.
     pub operation: &'static str,
     /// Verdict.
@@ -108,6 +117,15 @@ fn key(object: &Value, default_ns: &str) -> Key {
     (group.to_string(), kind.to_string(), ns, name)
 }
 
+/// What a check found: a result per object, and the inputs that could not be read.
+#[derive(Clone, Debug, Default)]
+pub struct Report {
+    /// One outcome per object, in input order, then the DELETEs.
+    pub outcomes: Vec<Outcome>,
+    /// Files and documents that could not be read.
+    pub problems: Vec<Problem>,
+}
+
 /// Checks `inputs` (and `old`, when given) against the webhooks; `extra` holds `--objects-dir`.
 pub fn check(inputs: &[Manifest], old: &[Manifest], extra: &Snapshot, settings: &Settings) -> Vec<Outcome> {
     let ns = if settings.namespace.is_empty() { "default" } else { settings.namespace.as_str() };
@@ -140,6 +158,7 @@ pub fn check(inputs: &[Manifest], old: &[Manifest], extra: &Snapshot, settings: 
     }
     outcomes.sort_by_key(|(i, _)| *i);
     let mut out: Vec<Outcome> = outcomes.into_iter().map(|(_, o)| o).collect();
+    warn_duplicates(inputs, &mut out, ns);
     // Objects only in --old: DELETEs.
     for (k, m) in &old_by_key {
         if !input_keys.contains(k) {
@@ -150,17 +169,76 @@ pub fn check(inputs: &[Manifest], old: &[Manifest], extra: &Snapshot, settings: 
     out
 }
 
+/// Two inputs with one identity: the cluster would hold only the later one (kubectl applies it
+/// over the first), so the later gets a warning naming both places. Objects named by
+/// `generateName` alone are all distinct.
+fn warn_duplicates(inputs: &[Manifest], outcomes: &mut [Outcome], ns: &str) {
+    let mut first: BTreeMap<Key, usize> = BTreeMap::new();
+    for (i, m) in inputs.iter().enumerate() {
+        let k = key(&m.object, ns);
+        if k.3.is_empty() {
+            continue;
+        }
+        match first.get(&k) {
+            Some(&j) => {
+                let (earlier, this) = (&inputs[j], m);
+                if let Some(o) = outcomes.get_mut(i) {
+                    let warning = format!(
+                        "duplicate: {} is also defined at {}:{}; applied together, {}:{} replaces it",
+                        display_name(o),
+                        earlier.file,
+                        earlier.line,
+                        this.file,
+                        this.line
+                    );
+                    o.warnings.push(warning);
+                }
+            }
+            None => {
+                first.insert(k, i);
+            }
+        }
+    }
+}
+
+/// `Kind namespace/name` as the reports show it: an empty name is the `generateName` prefix, or
+/// `<generated>`.
+pub fn display_name(o: &Outcome) -> String {
+    let name = match (o.name.as_str(), o.generate_name.as_str()) {
+        ("", "") => "<generated>",
+        ("", prefix) => prefix,
+        (name, _) => name,
+    };
+    if o.namespace.is_empty() { format!("{} {name}", o.kind) } else { format!("{} {}/{name}", o.kind, o.namespace) }
+}
+
 fn with_namespace(object: &Value, ns: &str) -> Value {
     let mut o = object.clone();
     let (group, _) = group_version(o["apiVersion"].as_str().unwrap_or_default());
     let namespaced = lookup(group, o["kind"].as_str().unwrap_or_default()).is_none_or(|k| k.namespaced);
-    if namespaced
-        && o["metadata"]["namespace"].as_str().is_none()
-        && let Some(meta) = o.get_mut("metadata").and_then(Value::as_object_mut)
-    {
-        meta.insert("namespace".into(), json!(ns));
+    // The apiserver sets the namespace of the request URL, creating `metadata` if need be.
+    if namespaced && o["metadata"]["namespace"].as_str().is_none() && o.is_object() {
+        if !o["metadata"].is_object() {
+            o["metadata"] = json!({});
+        }
+        o["metadata"]["namespace"] = json!(ns);
     }
     o
+}
+
+/// What validating webhooks see of an object created with `generateName` and no name: the
+/// apiserver generates the name after the mutating webhooks and before the validating ones. The
+/// five characters are fixed here (the apiserver draws them at random); the reported object and
+/// patch keep the name empty, as the webhooks left it.
+fn with_generated_name(object: &Value) -> Option<Value> {
+    let meta = object.get("metadata")?;
+    let prefix = meta.get("generateName").and_then(Value::as_str).filter(|p| !p.is_empty())?;
+    if meta.get("name").and_then(Value::as_str).is_some_and(|n| !n.is_empty()) {
+        return None;
+    }
+    let mut o = object.clone();
+    o["metadata"]["name"] = json!(format!("{prefix}check"));
+    Some(o)
 }
 
 /// The old object as the cluster stores it: what the mutating webhooks made of it at CREATE.
@@ -237,6 +315,7 @@ fn base_outcome(m: &Manifest, object: &Value, op: &'static str, ns: &str) -> Out
         kind,
         namespace,
         name,
+        generate_name: object["metadata"]["generateName"].as_str().unwrap_or_default().to_string(),
         operation: op,
         status: Status::Ok,
         code: 200,
@@ -251,23 +330,11 @@ fn admit(ctx: &Context, m: &Manifest, old: Option<Value>, ns: &str) -> Outcome {
     let object = with_namespace(&m.object, ns);
     let op = if old.is_some() { "UPDATE" } else { "CREATE" };
     let mut out = base_outcome(m, &object, op, ns);
-    let (group, version) = group_version(&out.api_version);
-    let Some(info) = lookup(group, &out.kind) else {
-        out.status = Status::Skipped("no webhook handles this kind".into());
-        return out;
-    };
-    let mutating: Vec<_> = webhooks(Kind::Mutating, info, version, op).collect();
-    let validating: Vec<_> = webhooks(Kind::Validating, info, version, op).collect();
-    if mutating.is_empty() && validating.is_empty() {
-        out.status = Status::Skipped(format!(
-            "no implemented webhook handles {op} of {}/{version} {}",
-            info.group, info.resource
-        ));
-        return out;
-    }
+    let Some(Hooks { info, version, mutating, validating }) = hooks(&mut out, op) else { return out };
     let mut current = object.clone();
     for (n, w) in mutating.iter().chain(validating.iter()).enumerate() {
-        let body = review_body(info, version, op, Some(&current), old.as_ref(), ns, n);
+        let sent = if w.kind == Kind::Validating { with_generated_name(&current) } else { None };
+        let body = review_body(info, &version, op, Some(sent.as_ref().unwrap_or(&current)), old.as_ref(), ns, n);
         let verdict = match decode(&body).ok().and_then(|r| handle(ctx, w.handler, &r)) {
             Some(v) => v,
             None => {
@@ -304,23 +371,9 @@ fn admit(ctx: &Context, m: &Manifest, old: Option<Value>, ns: &str) -> Outcome {
 
 fn admit_delete(ctx: &Context, m: &Manifest, stored: Value, ns: &str) -> Outcome {
     let mut out = base_outcome(m, &stored, "DELETE", ns);
-    let (group, version) = group_version(&out.api_version);
-    let Some(info) = lookup(group, &out.kind) else {
-        out.status = Status::Skipped("no webhook handles this kind".into());
-        return out;
-    };
-    let hooks: Vec<_> = webhooks(Kind::Mutating, info, version, "DELETE")
-        .chain(webhooks(Kind::Validating, info, version, "DELETE"))
-        .collect();
-    if hooks.is_empty() {
-        out.status = Status::Skipped(format!(
-            "no implemented webhook handles DELETE of {}/{version} {}",
-            info.group, info.resource
-        ));
-        return out;
-    }
-    for (n, w) in hooks.iter().enumerate() {
-        let body = review_body(info, version, "DELETE", None, Some(&stored), ns, n);
+    let Some(Hooks { info, version, mutating, validating }) = hooks(&mut out, "DELETE") else { return out };
+    for (n, w) in mutating.iter().chain(&validating).enumerate() {
+        let body = review_body(info, &version, "DELETE", None, Some(&stored), ns, n);
         match decode(&body).ok().and_then(|r| handle(ctx, w.handler, &r)) {
             Some(v) if v.allowed => out.warnings.extend(v.warnings),
             Some(v) => {
@@ -338,10 +391,104 @@ fn admit_delete(ctx: &Context, m: &Manifest, stored: Value, ns: &str) -> Outcome
     out
 }
 
-/// The process exit code for a set of outcomes.
-pub fn exit_code(outcomes: &[Outcome], warn_exit_code: Option<i32>) -> i32 {
+/// The implemented webhooks an object goes through.
+struct Hooks {
+    info: &'static KindInfo,
+    version: String,
+    mutating: Vec<&'static Webhook>,
+    validating: Vec<&'static Webhook>,
+}
+
+/// The webhooks of `op` on the outcome's object; `None` (with the outcome's status set) when it
+/// is unchecked or skipped. kruise webhooks of the table that match but are not implemented are
+/// named in a warning.
+fn hooks(out: &mut Outcome, op: &str) -> Option<Hooks> {
+    match route(out, op) {
+        Route::Run { info, version, mutating, validating, missing } => {
+            let unchecked =
+                missing.iter().map(|w| format!("webhook {} is not implemented: its rules were not checked", w.name));
+            out.warnings.extend(unchecked);
+            Some(Hooks { info, version, mutating, validating })
+        }
+        Route::Unchecked(why) => {
+            out.warnings.push(format!("unchecked: {why}"));
+            out.status = Status::Unchecked(why);
+            None
+        }
+        Route::Skipped(why) => {
+            out.status = Status::Skipped(why);
+            None
+        }
+    }
+}
+
+/// Which webhooks an object goes through.
+enum Route {
+    /// Through these (implemented) webhooks; `missing` ones of kruise's also match.
+    Run {
+        info: &'static KindInfo,
+        version: String,
+        mutating: Vec<&'static Webhook>,
+        validating: Vec<&'static Webhook>,
+        missing: Vec<&'static Webhook>,
+    },
+    /// kruise would check it; this build cannot.
+    Unchecked(String),
+    /// No webhook of kruise's intercepts it.
+    Skipped(String),
+}
+
+/// API groups whose objects kruise's webhooks serve.
+fn is_kruise_group(group: &str) -> bool {
+    group == "kruise.io" || group.ends_with(".kruise.io")
+}
+
+fn route(out: &Outcome, op: &str) -> Route {
+    let (group, version) = group_version(&out.api_version);
+    let Some(info) = lookup(group, &out.kind) else {
+        return if is_kruise_group(group) {
+            Route::Unchecked(format!("no webhook of this build serves {} {}", out.api_version, out.kind))
+        } else {
+            Route::Skipped("no webhook handles this kind".into())
+        };
+    };
+    let any_op = WEBHOOKS.iter().any(|w| {
+        w.implemented()
+            && w.rules.iter().any(|r| {
+                let has = |list: &[&str], v: &str| list.iter().any(|x| *x == "*" || *x == v);
+                has(r.groups, info.group) && has(r.versions, version) && has(r.resources, info.resource)
+            })
+    });
+    if is_kruise_group(group) && !any_op {
+        return Route::Unchecked(format!("no webhook of this build serves {} {}", out.api_version, out.kind));
+    }
+    let matching = |kind: Kind| -> Vec<&'static Webhook> {
+        WEBHOOKS.iter().filter(|w| w.kind == kind && w.rules.iter().any(|r| matches(r, info, version, op))).collect()
+    };
+    let (mutating, validating): (Vec<_>, Vec<_>) = (matching(Kind::Mutating), matching(Kind::Validating));
+    let missing: Vec<_> = mutating.iter().chain(&validating).filter(|w| !w.implemented()).copied().collect();
+    let mutating: Vec<_> = mutating.into_iter().filter(|w| w.implemented()).collect();
+    let validating: Vec<_> = validating.into_iter().filter(|w| w.implemented()).collect();
+    if mutating.is_empty() && validating.is_empty() {
+        if let Some(w) = missing.first() {
+            return Route::Unchecked(format!(
+                "webhook {} ({op} of {}/{version} {}) is not implemented",
+                w.name, info.group, info.resource
+            ));
+        }
+        return Route::Skipped(format!("no webhook handles {op} of {}/{version} {}", info.group, info.resource));
+    }
+    Route::Run { info, version: version.to_string(), mutating, validating, missing }
+}
+
+/// The process exit code of a report: 3 for an internal error, 2 when an input could not be read,
+/// 1 for a denial, `warn_exit_code` for warnings (unchecked objects, duplicates) and nothing worse.
+pub fn exit_code(report: &Report, warn_exit_code: Option<i32>) -> i32 {
+    let outcomes = &report.outcomes;
     if outcomes.iter().any(|o| matches!(o.status, Status::Error(_))) {
         exit::INTERNAL
+    } else if !report.problems.is_empty() {
+        exit::USAGE
     } else if outcomes.iter().any(|o| o.status == Status::Denied) {
         exit::DENIED
     } else if let Some(code) = warn_exit_code.filter(|_| outcomes.iter().any(|o| !o.warnings.is_empty())) {

@@ -1,21 +1,20 @@
 //! The file-backed cluster view of `--standalone --objects-dir DIR`: every YAML/JSON manifest
-//! under DIR (recursively, multi-document YAML, `kind: List`) is loaded; the directory is polled
+//! under DIR (recursively, multi-document YAML, lists; read by [`crate::source`] as kubectl reads
+//! files) is loaded; the directory is polled
 //! and reloaded when a file changes. Objects of kinds the view does not hold are skipped; a file
 //! that does not parse is reported and skipped, so one bad file cannot take the server down.
 
 use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
-use std::time::SystemTime;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
-use serde::Deserialize;
-use serde_json::Value;
 
 use super::ClusterView;
 pub use super::snapshot::Snapshot;
 use crate::apis::SidecarSet;
+use crate::source::{self, FileEntry, Problem};
 
 /// Why a directory could not be loaded at all.
 #[derive(Debug, thiserror::Error)]
@@ -31,112 +30,53 @@ pub enum LoadError {
     },
 }
 
-/// A problem with one file or document; the rest still loads.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct FileProblem {
-    /// The file.
-    pub path: PathBuf,
-    /// What is wrong, with the line where known.
-    pub message: String,
+/// Loads every manifest under `dir` (read by [`crate::source`] as kubectl reads files): objects of
+/// kinds the view holds are indexed; problems with single files or documents are returned.
+pub fn load_dir(dir: &Path) -> Result<(Snapshot, Vec<Problem>), LoadError> {
+    let (files, mut problems) = manifest_files(dir)?;
+    let (snapshot, more) = load_files(&files);
+    problems.extend(more);
+    Ok((snapshot, problems))
 }
 
-/// Splits a manifest file into objects: multi-document YAML (JSON is YAML) and `kind: List`
-/// items. Errors name the line.
-pub fn parse_manifests(text: &str) -> Result<Vec<Value>, String> {
-    let mut out = Vec::new();
-    for document in serde_yaml_ng::Deserializer::from_str(text) {
-        let value = Value::deserialize(document).map_err(|e| match e.location() {
-            Some(loc) => format!("line {}: {e}", loc.line()),
-            None => e.to_string(),
-        })?;
-        match value {
-            Value::Null => {}
-            Value::Object(ref map) if map.get("kind").and_then(Value::as_str) == Some("List") => {
-                if let Some(Value::Array(items)) = map.get("items") {
-                    out.extend(items.iter().cloned());
-                }
-            }
-            Value::Object(_) => out.push(value),
-            other => return Err(format!("a manifest must be an object, found {}", type_name(&other))),
-        }
-    }
-    Ok(out)
-}
-
-fn type_name(v: &Value) -> &'static str {
-    match v {
-        Value::Null => "null",
-        Value::Bool(_) => "a boolean",
-        Value::Number(_) => "a number",
-        Value::String(_) => "a string",
-        Value::Array(_) => "an array",
-        Value::Object(_) => "an object",
-    }
-}
-
-/// Every manifest file under `dir`, sorted, with its modification time and size.
-fn manifest_files(dir: &Path) -> Result<Vec<(PathBuf, Option<SystemTime>, u64)>, LoadError> {
-    let mut files = Vec::new();
-    let mut stack = vec![dir.to_path_buf()];
-    while let Some(d) = stack.pop() {
-        let entries = std::fs::read_dir(&d).map_err(|source| LoadError::Walk { path: d.clone(), source })?;
-        for entry in entries.flatten() {
-            let path = entry.path();
-            let Ok(meta) = std::fs::metadata(&path) else { continue };
-            if meta.is_dir() {
-                stack.push(path);
-            } else if is_manifest(&path) {
-                files.push((path, meta.modified().ok(), meta.len()));
-            }
-        }
-    }
-    files.sort();
-    Ok(files)
-}
-
-/// `.yaml`, `.yml` or `.json`.
-pub fn is_manifest(path: &Path) -> bool {
-    matches!(path.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json"))
-}
-
-/// Loads every manifest under `dir`.
-pub fn load_dir(dir: &Path) -> Result<(Snapshot, Vec<FileProblem>), LoadError> {
+fn load_files(files: &[FileEntry]) -> (Snapshot, Vec<Problem>) {
     let mut snapshot = Snapshot::default();
     let mut problems = Vec::new();
-    for (path, _, _) in manifest_files(dir)? {
-        let text = match std::fs::read_to_string(&path) {
-            Ok(t) => t,
-            Err(e) => {
-                problems.push(FileProblem { path, message: e.to_string() });
-                continue;
+    for f in files {
+        let read = source::read_file(&f.path);
+        problems.extend(read.problems);
+        for m in read.objects {
+            if let Err(e) = snapshot.insert(m.object) {
+                problems.push(Problem { file: m.file, line: Some(m.line), message: e.to_string() });
             }
-        };
-        match parse_manifests(&text) {
-            Ok(objects) => {
-                for object in objects {
-                    if let Err(e) = snapshot.insert(object) {
-                        problems.push(FileProblem { path: path.clone(), message: e.to_string() });
-                    }
-                }
-            }
-            Err(message) => problems.push(FileProblem { path, message }),
         }
     }
-    Ok((snapshot, problems))
+    (snapshot, problems)
+}
+
+/// The manifest files under `dir`, and the subdirectories that could not be read; `dir` itself
+/// must be readable.
+fn manifest_files(dir: &Path) -> Result<(Vec<FileEntry>, Vec<Problem>), LoadError> {
+    if let Err(source) = std::fs::read_dir(dir) {
+        return Err(LoadError::Walk { path: dir.to_path_buf(), source });
+    }
+    let walked = source::walk(dir);
+    Ok((walked.files, walked.problems))
 }
 
 /// The file-backed view: a snapshot swapped whole on reload.
 pub struct FileView {
     dir: PathBuf,
     current: RwLock<Arc<Snapshot>>,
-    fingerprint: RwLock<Vec<(PathBuf, Option<SystemTime>, u64)>>,
+    fingerprint: RwLock<Vec<FileEntry>>,
 }
 
 impl FileView {
     /// Loads `dir`; problems with single files are returned, not fatal.
-    pub fn load(dir: &Path) -> Result<(Self, Vec<FileProblem>), LoadError> {
-        let fingerprint = manifest_files(dir)?;
-        let (snapshot, problems) = load_dir(dir)?;
+    pub fn load(dir: &Path) -> Result<(Self, Vec<Problem>), LoadError> {
+        let (fingerprint, mut problems) = manifest_files(dir)?;
+        let (snapshot, more) = load_files(&fingerprint);
+        problems.extend(more);
         let view = FileView {
             dir: dir.to_path_buf(),
             current: RwLock::new(Arc::new(snapshot)),
@@ -146,13 +86,14 @@ impl FileView {
     }
 
     /// Reloads when a file was added, removed or changed; returns whether it reloaded.
-    pub fn reload_if_changed(&self) -> Result<Option<Vec<FileProblem>>, LoadError> {
-        let now = manifest_files(&self.dir)?;
+    pub fn reload_if_changed(&self) -> Result<Option<Vec<Problem>>, LoadError> {
+        let (now, mut problems) = manifest_files(&self.dir)?;
         let unchanged = self.fingerprint.read().map(|f| *f == now).unwrap_or(false);
         if unchanged {
             return Ok(None);
         }
-        let (snapshot, problems) = load_dir(&self.dir)?;
+        let (snapshot, more) = load_files(&now);
+        problems.extend(more);
         if let Ok(mut cur) = self.current.write() {
             *cur = Arc::new(snapshot);
         }
@@ -206,6 +147,7 @@ impl ClusterView for FileView {
 mod tests {
     use super::*;
     use crate::cluster::namespace_labels;
+    use serde_json::Value;
 
     const MANIFESTS: &str = r#"
 apiVersion: v1
@@ -370,8 +312,8 @@ metadata: {name: ignored}
         let (view, problems) = FileView::load(dir.path()).unwrap();
         assert_eq!(view.len(), 1);
         assert_eq!(problems.len(), 1);
-        assert!(problems[0].path.ends_with("bad.yaml"));
-        assert!(problems[0].message.contains("line"), "{}", problems[0].message);
+        assert!(problems[0].file.ends_with("bad.yaml"));
+        assert_eq!(problems[0].line, Some(3), "{}", problems[0]);
     }
 
     #[test]

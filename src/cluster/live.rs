@@ -178,7 +178,7 @@ impl LiveView {
         }
     }
 
-    fn decode_failed(&self, kind: ViewKind, labels: &KindLabels, name: &str, e: &serde_json::Error) {
+    fn decode_failed(&self, kind: ViewKind, labels: &KindLabels, name: &str, e: &crate::compat::decode::Error) {
         self.metrics.view_decode_failures.get_or_create(labels).inc();
         tracing::warn!(kind = kind.name(), object = name, error = %e, "cannot decode; the object is skipped");
     }

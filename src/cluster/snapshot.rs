@@ -1,8 +1,8 @@
 //! The indexed store behind both cluster views (the files of `--standalone` and the live
 //! watches): objects by kind, SidecarSets by the namespaces they are scoped to and the
 //! cluster-wide ones by a label their selector requires (issue 16), so that a pod CREATE reads
-//! only its candidates. Objects enter as JSON; one that does not decode is reported to the caller
-//! and not held.
+//! only its candidates. Objects enter as JSON and are decoded as Go decodes them (null is the zero
+//! value, `compat::decode`); one that does not decode is reported to the caller and not held.
 
 use std::collections::{BTreeMap, HashMap};
 use std::sync::Arc;
@@ -12,6 +12,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use serde_json::Value;
 
 use super::ClusterView;
+use crate::compat::decode::{Error as DecodeError, from_value};
 use crate::apis::SidecarSet;
 
 /// The kinds a view holds.
@@ -76,7 +77,7 @@ pub struct Snapshot {
 impl Snapshot {
     /// Adds (or replaces) one object given as JSON; returns `Ok(false)` for kinds the view does
     /// not hold.
-    pub fn insert(&mut self, object: Value) -> Result<bool, serde_json::Error> {
+    pub fn insert(&mut self, object: Value) -> Result<bool, DecodeError> {
         let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default();
         let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default();
         let Some(kind) = ViewKind::of(api_version, kind) else { return Ok(false) };
@@ -85,27 +86,27 @@ impl Snapshot {
     }
 
     /// Adds (or replaces) one object of `kind`; `index` rebuilds the SidecarSet label index.
-    fn insert_as(&mut self, kind: ViewKind, object: Value, index: bool) -> Result<(), serde_json::Error> {
+    fn insert_as(&mut self, kind: ViewKind, object: Value, index: bool) -> Result<(), DecodeError> {
         match kind {
             ViewKind::Namespace => {
-                let ns: Namespace = serde_json::from_value(object)?;
+                let ns: Namespace = from_value(&object)?;
                 let name = ns.metadata.name.clone().unwrap_or_default();
                 self.namespaces.insert(name, Arc::new(ns));
             }
             ViewKind::Pod => {
-                let pod: Pod = serde_json::from_value(object)?;
+                let pod: Pod = from_value(&object)?;
                 self.pods.insert(key(&pod.metadata), Arc::new(pod));
             }
             ViewKind::SidecarSet => {
-                let set: SidecarSet = serde_json::from_value(object)?;
+                let set: SidecarSet = from_value(&object)?;
                 self.insert_sidecarset(set, index);
             }
             ViewKind::ConfigMap => {
-                let cm: ConfigMap = serde_json::from_value(object)?;
+                let cm: ConfigMap = from_value(&object)?;
                 self.config_maps.insert(key(&cm.metadata), Arc::new(cm));
             }
             ViewKind::ControllerRevision => {
-                let cr: ControllerRevision = serde_json::from_value(object)?;
+                let cr: ControllerRevision = from_value(&object)?;
                 let (ns, _) = key(&cr.metadata);
                 let list = self.revisions.entry(ns).or_default();
                 list.retain(|c| c.metadata.name != cr.metadata.name);
@@ -142,7 +143,7 @@ impl Snapshot {
 
     /// Replaces every object of `kind` with `objects` (a watch's initial list or relist). Objects
     /// that do not decode are skipped and returned with their names and errors.
-    pub fn replace_kind(&mut self, kind: ViewKind, objects: Vec<Value>) -> Vec<(String, serde_json::Error)> {
+    pub fn replace_kind(&mut self, kind: ViewKind, objects: Vec<Value>) -> Vec<(String, DecodeError)> {
         match kind {
             ViewKind::Namespace => self.namespaces.clear(),
             ViewKind::Pod => self.pods.clear(),

@@ -310,6 +310,66 @@ impl Quantity {
     }
 }
 
+/// Arithmetic of kruise's resource calculator (`pkg/util/calculator`, spec §4.10): Go's
+/// `NewMilliQuantity`, `NewQuantity`, `Add`, `Neg` and `SetMilli`, exact (values far beyond any
+/// real resource saturate at ±2^127).
+impl Quantity {
+    /// `resource.NewMilliQuantity(milli, format)`.
+    pub fn from_milli(milli: i64, format: Format) -> Quantity {
+        Quantity::from_scaled(i128::from(milli), -3, format)
+    }
+
+    /// `resource.NewQuantity(value, format)`.
+    pub fn from_int(value: i64, format: Format) -> Quantity {
+        Quantity::from_scaled(i128::from(value), 0, format)
+    }
+
+    fn from_scaled(v: i128, exp: i64, format: Format) -> Quantity {
+        let mut q = Quantity::from_digits(&v.unsigned_abs().to_string(), exp);
+        q.negative = v < 0;
+        q.format = format;
+        q.normalise_zero();
+        q
+    }
+
+    /// The value as an integer at `10^exp` (exact when `exp` is at most the quantity's own).
+    fn at_exp(&self, exp: i64) -> i128 {
+        let mut v = if self.is_zero() { 0 } else { to_i128(&self.digits).unwrap_or(i128::MAX) };
+        for _ in 0..(self.exp - exp).max(0) {
+            v = v.saturating_mul(10);
+        }
+        if self.negative { -v } else { v }
+    }
+
+    /// Go's `Add`: exact; a zero receiver takes the other's format.
+    pub fn add(&mut self, other: &Quantity) {
+        if self.is_zero() {
+            self.format = other.format;
+        }
+        let exp = match (self.is_zero(), other.is_zero()) {
+            (true, true) => 0,
+            (true, false) => other.exp,
+            (false, true) => self.exp,
+            (false, false) => self.exp.min(other.exp),
+        };
+        let sum = self.at_exp(exp).saturating_add(other.at_exp(exp));
+        *self = Quantity::from_scaled(sum, exp, self.format);
+    }
+
+    /// Go's `Neg`.
+    pub fn neg(&mut self) {
+        self.cached = None;
+        if !self.is_zero() {
+            self.negative = !self.negative;
+        }
+    }
+
+    /// Go's `SetMilli`: the value becomes `milli / 1000`, the format stays.
+    pub fn set_milli(&mut self, milli: i64) {
+        *self = Quantity::from_scaled(i128::from(milli), -3, self.format);
+    }
+}
+
 impl fmt::Display for Quantity {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         f.write_str(&self.canonical())

@@ -1,49 +1,94 @@
-//! Feature gates with kruise's names and defaults (spec §11.9, kruise `pkg/features`), parsed from
-//! `--feature-gates Name=bool,...`, including kruise's dependent gates (`SetDefaultFeatureGates`):
+//! Feature gates with kruise's registered names and defaults (spec §11.9, kruise
+//! `pkg/features/kruise_features.go`), parsed from `--feature-gates Name=bool,...` as
+//! `k8s.io/component-base/featuregate` does (Go's `strconv.ParseBool` values, `AllAlpha`/`AllBeta`,
+//! "unrecognized feature gate"), including kruise's dependent gates (`SetDefaultFeatureGates`):
 //! turning `PodWebhook` or `KruiseDaemon` off turns the gates that need them off too.
+//!
+//! The names are the registered strings, which kruise's Helm chart passes: two differ from their
+//! Go constant names (`EnhancedLivenessProbeGate` registers `EnhancedLivenessProbe`,
+//! `ForceDeleteTimeoutExpectationFeatureGate` registers `ForceDeleteTimeoutExpectationGate`). The
+//! constant names, which earlier builds of this project took, are still accepted as aliases.
 
 use std::collections::BTreeMap;
 use std::fmt;
 
-/// Every gate kruise knows, with its default.
-const DEFAULTS: &[(&str, bool)] = &[
-    ("PodWebhook", true),
-    ("KruiseDaemon", true),
-    ("DaemonWatchingPod", true),
-    ("CloneSetShortHash", false),
-    ("KruisePodReadinessGate", false),
-    ("PreDownloadImageForInPlaceUpdate", false),
-    ("CloneSetPartitionRollback", false),
-    ("ResourcesDeletionProtection", false),
-    ("WorkloadSpread", true),
-    ("PodUnavailableBudgetDeleteGate", true),
-    ("PodUnavailableBudgetUpdateGate", false),
-    ("TemplateNoDefaults", false),
-    ("InPlaceUpdateEnvFromMetadata", true),
-    ("StatefulSetAutoDeletePVC", true),
-    ("SidecarSetPatchPodMetadataDefaultsAllowed", false),
-    ("SidecarTerminator", false),
-    ("PodProbeMarkerGate", true),
-    ("PreDownloadImageForDaemonSetUpdate", false),
-    ("CloneSetEventHandlerOptimization", false),
-    ("PreparingUpdateAsUpdate", false),
-    ("ImagePullJobGate", false),
-    ("ResourceDistributionGate", false),
-    ("DeletionProtectionForCRDCascadingGate", false),
-    ("EnhancedLivenessProbeGate", false),
-    ("RecreatePodWhenChangeVCTInCloneSetGate", false),
-    ("StatefulSetStartOrdinal", false),
-    ("PodIndexLabel", true),
-    ("EnableExternalCerts", false),
-    ("StatefulSetAutoResizePVCGate", false),
-    ("ForceDeleteTimeoutExpectationFeatureGate", false),
-    ("InPlaceWorkloadVerticalScaling", false),
-    ("EnablePodProbeMarkerOnServerless", false),
-    ("EnableSortSidecarContainerByName", false),
-    ("InPlacePodVerticalScaling", false),
-    ("DefaultHostNetworkHostPortsInPodTemplates", false),
-    ("DaemonSetPruneIneligibleNodes", false),
+/// How mature kruise declares a gate (`featuregate.Alpha` / `featuregate.Beta`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Stage {
+    /// Off by default unless stated; turned on by `AllAlpha=true`.
+    Alpha,
+    /// Turned on by `AllBeta=true`.
+    Beta,
+}
+
+/// One gate kruise registers: its name, default and stage (kruise HEAD, a superset of v1.8).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct GateSpec {
+    /// The registered name (what `--feature-gates` takes).
+    pub name: &'static str,
+    /// The default value.
+    pub default: bool,
+    /// The stage.
+    pub stage: Stage,
+}
+
+const fn alpha(name: &'static str) -> GateSpec {
+    GateSpec { name, default: false, stage: Stage::Alpha }
+}
+
+const fn beta(name: &'static str, default: bool) -> GateSpec {
+    GateSpec { name, default, stage: Stage::Beta }
+}
+
+/// Every gate kruise registers, in `defaultFeatureGates` order.
+pub const GATES: &[GateSpec] = &[
+    beta("PodWebhook", true),
+    beta("KruiseDaemon", true),
+    beta("DaemonWatchingPod", true),
+    alpha("CloneSetShortHash"),
+    alpha("KruisePodReadinessGate"),
+    alpha("PreDownloadImageForInPlaceUpdate"),
+    alpha("CloneSetPartitionRollback"),
+    beta("ResourcesDeletionProtection", false),
+    beta("WorkloadSpread", true),
+    beta("PodUnavailableBudgetDeleteGate", true),
+    alpha("PodUnavailableBudgetUpdateGate"),
+    alpha("TemplateNoDefaults"),
+    beta("InPlaceUpdateEnvFromMetadata", true),
+    beta("StatefulSetAutoDeletePVC", true),
+    alpha("SidecarSetPatchPodMetadataDefaultsAllowed"),
+    alpha("SidecarTerminator"),
+    beta("PodProbeMarkerGate", true),
+    alpha("PreDownloadImageForDaemonSetUpdate"),
+    alpha("CloneSetEventHandlerOptimization"),
+    alpha("PreparingUpdateAsUpdate"),
+    alpha("ImagePullJobGate"),
+    beta("ResourceDistributionGate", false),
+    alpha("DeletionProtectionForCRDCascadingGate"),
+    alpha("EnhancedLivenessProbe"),
+    alpha("RecreatePodWhenChangeVCTInCloneSetGate"),
+    alpha("StatefulSetStartOrdinal"),
+    beta("PodIndexLabel", true),
+    alpha("EnableExternalCerts"),
+    alpha("StatefulSetAutoResizePVCGate"),
+    alpha("ForceDeleteTimeoutExpectationGate"),
+    alpha("InPlaceWorkloadVerticalScaling"),
+    alpha("EnablePodProbeMarkerOnServerless"),
+    alpha("EnableSortSidecarContainerByName"),
+    alpha("InPlacePodVerticalScaling"),
+    alpha("DefaultHostNetworkHostPortsInPodTemplates"),
+    alpha("DaemonSetPruneIneligibleNodes"),
 ];
+
+/// Go constant names accepted for the registered name they stand for.
+const ALIASES: &[(&str, &str)] = &[
+    ("EnhancedLivenessProbeGate", "EnhancedLivenessProbe"),
+    ("ForceDeleteTimeoutExpectationFeatureGate", "ForceDeleteTimeoutExpectationGate"),
+];
+
+/// component-base's special gates: set every Alpha (Beta) gate not named explicitly.
+const ALL_ALPHA: &str = "AllAlpha";
+const ALL_BETA: &str = "AllBeta";
 
 /// Gates forced off when `PodWebhook` is off.
 const NEED_POD_WEBHOOK: &[&str] = &[
@@ -52,7 +97,7 @@ const NEED_POD_WEBHOOK: &[&str] = &[
     "PodUnavailableBudgetUpdateGate",
     "WorkloadSpread",
     "SidecarSetPatchPodMetadataDefaultsAllowed",
-    "EnhancedLivenessProbeGate",
+    "EnhancedLivenessProbe",
     "EnablePodProbeMarkerOnServerless",
 ];
 
@@ -65,7 +110,7 @@ const NEED_KRUISE_DAEMON: &[&str] = &[
     "PodProbeMarkerGate",
     "SidecarTerminator",
     "ImagePullJobGate",
-    "EnhancedLivenessProbeGate",
+    "EnhancedLivenessProbe",
 ];
 
 /// A gate name this build knows.
@@ -136,7 +181,7 @@ impl Gate {
             Gate::CloneSetShortHash => "CloneSetShortHash",
             Gate::CloneSetPartitionRollback => "CloneSetPartitionRollback",
             Gate::PreparingUpdateAsUpdate => "PreparingUpdateAsUpdate",
-            Gate::ForceDeleteTimeoutExpectationFeatureGate => "ForceDeleteTimeoutExpectationFeatureGate",
+            Gate::ForceDeleteTimeoutExpectationFeatureGate => "ForceDeleteTimeoutExpectationGate",
         }
     }
 }
@@ -145,13 +190,13 @@ impl Gate {
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 pub enum FeatureGateError {
     /// An item is not `Name=bool`.
-    #[error("feature gate {0:?} must be Name=true or Name=false")]
+    #[error("missing bool value for {0}")]
     Malformed(String),
-    /// A name kruise does not know.
+    /// A name kruise does not register.
     #[error("unrecognized feature gate: {0}")]
     Unknown(String),
-    /// The value is not a boolean.
-    #[error("invalid value of {name}: {value:?}, must be true or false")]
+    /// The value is not one Go's `strconv.ParseBool` accepts.
+    #[error("invalid value of {name}={value}, err: strconv.ParseBool: parsing {value:?}: invalid syntax")]
     NotBool {
         /// Gate name.
         name: String,
@@ -168,33 +213,58 @@ pub struct FeatureGates {
 
 impl Default for FeatureGates {
     fn default() -> Self {
-        let mut gates = FeatureGates { values: DEFAULTS.iter().copied().collect() };
+        let mut gates = FeatureGates::defaults();
         gates.apply_dependencies();
         gates
     }
 }
 
+/// The registered name for `name` (itself, or the name an alias stands for).
+fn registered(name: &str) -> Option<&'static GateSpec> {
+    let name = ALIASES.iter().find(|(alias, _)| *alias == name).map_or(name, |(_, n)| n);
+    GATES.iter().find(|g| g.name == name)
+}
+
+/// Go's `strconv.ParseBool`.
+fn parse_bool(s: &str) -> Option<bool> {
+    match s {
+        "1" | "t" | "T" | "TRUE" | "true" | "True" => Some(true),
+        "0" | "f" | "F" | "FALSE" | "false" | "False" => Some(false),
+        _ => None,
+    }
+}
+
 impl FeatureGates {
-    /// Parses `Name=bool,Name=bool` over the defaults, as Go's `--feature-gates` flag does.
+    fn defaults() -> Self {
+        FeatureGates { values: GATES.iter().map(|g| (g.name, g.default)).collect() }
+    }
+
+    /// Parses `Name=bool,Name=bool` over the defaults, as component-base's `--feature-gates`
+    /// flag does: explicit names win over `AllAlpha`/`AllBeta` whatever their order.
     pub fn parse(spec: &str) -> Result<Self, FeatureGateError> {
-        let mut gates = FeatureGates { values: DEFAULTS.iter().copied().collect() };
+        let mut explicit: BTreeMap<&'static str, bool> = BTreeMap::new();
+        let mut all: Vec<(Stage, bool)> = Vec::new();
         for item in spec.split(',').map(str::trim).filter(|s| !s.is_empty()) {
             let (name, value) = item.split_once('=').ok_or_else(|| FeatureGateError::Malformed(item.to_string()))?;
             let (name, value) = (name.trim(), value.trim());
-            let key = DEFAULTS
-                .iter()
-                .map(|(k, _)| *k)
-                .find(|k| *k == name)
-                .ok_or_else(|| FeatureGateError::Unknown(name.to_string()))?;
-            let on = match value.to_ascii_lowercase().as_str() {
-                "true" => true,
-                "false" => false,
+            let on = parse_bool(value)
+                .ok_or_else(|| FeatureGateError::NotBool { name: name.to_string(), value: value.to_string() })?;
+            match name {
+                ALL_ALPHA => all.push((Stage::Alpha, on)),
+                ALL_BETA => all.push((Stage::Beta, on)),
                 _ => {
-                    return Err(FeatureGateError::NotBool { name: name.to_string(), value: value.to_string() });
+                    let gate = registered(name).ok_or_else(|| FeatureGateError::Unknown(name.to_string()))?;
+                    explicit.insert(gate.name, on);
                 }
-            };
-            gates.values.insert(key, on);
+            }
         }
+        let mut gates = FeatureGates::defaults();
+        for (stage, on) in all {
+            for g in GATES.iter().filter(|g| g.stage == stage && !explicit.contains_key(g.name)) {
+                gates.values.insert(g.name, on);
+            }
+        }
+        gates.values.extend(explicit);
         gates.apply_dependencies();
         Ok(gates)
     }
@@ -241,6 +311,25 @@ impl fmt::Display for FeatureGates {
     }
 }
 
+/// The `--feature-gates` help: every registered gate with its default and stage, as
+/// component-base's `KnownFeatures()` lists them.
+pub fn help() -> String {
+    let mut lines = vec![
+        "Feature gates, `Name=bool,...` (kruise's registered names and defaults; also AllAlpha=bool, AllBeta=bool):"
+            .to_string(),
+    ];
+    let mut gates: Vec<&GateSpec> = GATES.iter().collect();
+    gates.sort_by_key(|g| g.name);
+    for g in gates {
+        let stage = match g.stage {
+            Stage::Alpha => "ALPHA",
+            Stage::Beta => "BETA",
+        };
+        lines.push(format!("  {}=true|false ({stage} - default={})", g.name, g.default));
+    }
+    lines.join("\n")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -270,8 +359,70 @@ mod tests {
             Gate::PreparingUpdateAsUpdate,
             Gate::ForceDeleteTimeoutExpectationFeatureGate,
         ] {
-            assert!(DEFAULTS.iter().any(|(n, _)| *n == gate.name()), "{} has a default", gate.name());
+            assert!(registered(gate.name()).is_some(), "{} is registered", gate.name());
         }
+        let mut names: Vec<&str> = GATES.iter().map(|g| g.name).collect();
+        names.sort_unstable();
+        names.dedup();
+        assert_eq!(names.len(), GATES.len(), "no gate registered twice");
+    }
+
+    /// The registered strings of kruise's `pkg/features` (HEAD; v1.8 registers the first 32), as
+    /// its Helm chart passes them.
+    #[test]
+    fn registered_names_of_kruise_parse() {
+        let kruise = [
+            "KruiseDaemon",
+            "PodWebhook",
+            "CloneSetShortHash",
+            "KruisePodReadinessGate",
+            "PreDownloadImageForInPlaceUpdate",
+            "CloneSetPartitionRollback",
+            "ResourcesDeletionProtection",
+            "PodUnavailableBudgetDeleteGate",
+            "PodUnavailableBudgetUpdateGate",
+            "WorkloadSpread",
+            "DaemonWatchingPod",
+            "TemplateNoDefaults",
+            "InPlaceUpdateEnvFromMetadata",
+            "StatefulSetAutoDeletePVC",
+            "SidecarSetPatchPodMetadataDefaultsAllowed",
+            "SidecarTerminator",
+            "PodProbeMarkerGate",
+            "PreDownloadImageForDaemonSetUpdate",
+            "CloneSetEventHandlerOptimization",
+            "PreparingUpdateAsUpdate",
+            "ImagePullJobGate",
+            "ResourceDistributionGate",
+            "DeletionProtectionForCRDCascadingGate",
+            "EnhancedLivenessProbe",
+            "RecreatePodWhenChangeVCTInCloneSetGate",
+            "StatefulSetStartOrdinal",
+            "PodIndexLabel",
+            "EnableExternalCerts",
+            "StatefulSetAutoResizePVCGate",
+            "ForceDeleteTimeoutExpectationGate",
+            "InPlaceWorkloadVerticalScaling",
+            "EnablePodProbeMarkerOnServerless",
+            "EnableSortSidecarContainerByName",
+            "InPlacePodVerticalScaling",
+            "DefaultHostNetworkHostPortsInPodTemplates",
+            "DaemonSetPruneIneligibleNodes",
+        ];
+        assert_eq!(kruise.len(), GATES.len());
+        for name in kruise {
+            let g = FeatureGates::parse(&format!("{name}=true")).unwrap_or_else(|e| panic!("{name}: {e}"));
+            assert!(g.values.contains_key(name), "{name}");
+        }
+        // The Go constant names are aliases of the registered names.
+        let g = FeatureGates::parse("EnhancedLivenessProbeGate=true,ForceDeleteTimeoutExpectationFeatureGate=true")
+            .unwrap();
+        assert_eq!(
+            g,
+            FeatureGates::parse("EnhancedLivenessProbe=true,ForceDeleteTimeoutExpectationGate=true").unwrap()
+        );
+        assert_eq!(g.values.get("EnhancedLivenessProbe"), Some(&true));
+        assert!(!g.to_string().contains("EnhancedLivenessProbeGate"), "{g}");
     }
 
     #[test]
@@ -289,6 +440,24 @@ mod tests {
         let g = FeatureGates::parse("PreDownloadImageForInPlaceUpdate=true").unwrap();
         assert!(g.enabled(Gate::ImagePullJobGate), "forced on by pre-download");
         assert_eq!(FeatureGates::parse("").unwrap(), FeatureGates::default());
+        // strconv.ParseBool spellings.
+        for (v, want) in [("1", true), ("t", true), ("True", true), ("0", false), ("F", false), ("FALSE", false)] {
+            let g = FeatureGates::parse(&format!("TemplateNoDefaults={v}")).unwrap();
+            assert_eq!(g.enabled(Gate::TemplateNoDefaults), want, "{v}");
+        }
+    }
+
+    #[test]
+    fn all_alpha_and_all_beta_yield_to_explicit_names() {
+        let g = FeatureGates::parse("AllAlpha=true").unwrap();
+        assert!(g.enabled(Gate::TemplateNoDefaults) && g.enabled(Gate::CloneSetShortHash));
+        assert!(!g.enabled(Gate::ResourcesDeletionProtection), "a beta gate");
+        let a = FeatureGates::parse("TemplateNoDefaults=false,AllAlpha=true").unwrap();
+        let b = FeatureGates::parse("AllAlpha=true,TemplateNoDefaults=false").unwrap();
+        assert_eq!(a, b);
+        assert!(!a.enabled(Gate::TemplateNoDefaults));
+        let g = FeatureGates::parse("AllBeta=false").unwrap();
+        assert!(!g.enabled(Gate::PodWebhook) && !g.enabled(Gate::KruisePodReadinessGate));
     }
 
     #[test]
@@ -297,9 +466,21 @@ mod tests {
             ("Nope=true", FeatureGateError::Unknown("Nope".into())),
             ("PodWebhook", FeatureGateError::Malformed("PodWebhook".into())),
             ("PodWebhook=yes", FeatureGateError::NotBool { name: "PodWebhook".into(), value: "yes".into() }),
+            ("PodWebhook=tRuE", FeatureGateError::NotBool { name: "PodWebhook".into(), value: "tRuE".into() }),
         ];
         for (input, want) in cases {
             assert_eq!(FeatureGates::parse(input).unwrap_err(), want, "{input}");
         }
+        assert_eq!(FeatureGates::parse("Nope=true").unwrap_err().to_string(), "unrecognized feature gate: Nope");
+    }
+
+    #[test]
+    fn help_lists_every_gate_with_its_default() {
+        let h = help();
+        for g in GATES {
+            assert!(h.contains(&format!("  {}=true|false (", g.name)), "{}", g.name);
+        }
+        assert!(h.contains("PodWebhook=true|false (BETA - default=true)"), "{h}");
+        assert!(h.contains("EnhancedLivenessProbe=true|false (ALPHA - default=false)"), "{h}");
     }
 }

@@ -82,11 +82,12 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
     }
 }
 
-/// Decodes the request object of a CREATE or UPDATE as `T` (400 when absent or malformed, as
-/// controller-runtime's decoder answers).
+/// Decodes the request object of a CREATE or UPDATE as `T`, as Go decodes it (null is the zero
+/// value, see [`crate::compat::decode`]); 400 when absent or malformed, as controller-runtime's
+/// decoder answers, with the field error naming the field.
 pub(crate) fn decode_object<T: DeserializeOwned>(raw: Option<&Value>, what: &str) -> Result<T, Verdict> {
     let raw = raw.ok_or_else(|| Verdict::errored(400, "there is no content to decode"))?;
-    T::deserialize(raw).map_err(|e| Verdict::errored(400, format!("cannot decode {what}: {e}")))
+    crate::compat::decode::from_value(raw).map_err(|e| Verdict::errored(400, format!("cannot decode {what}: {e}")))
 }
 
 /// Whether the operation carries a new object (CREATE or UPDATE).

@@ -86,7 +86,8 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
 
     pod.metadata.namespace = request_namespace;
     // Mutators only write annotations, the name (launch priority) and the spec: the rest of the
-    // pod stays exactly as sent.
+    // pod stays exactly as sent. A pod sent without `metadata` gets none from us unless a mutator
+    // wrote into it (kruise: allowed, no patch).
     let mut metadata = serde_json::Map::new();
     if let Some(annotations) = &pod.metadata.annotations {
         let value = annotations.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
@@ -95,7 +96,10 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     if let Some(name) = &pod.metadata.name {
         metadata.insert("name".into(), serde_json::Value::String(name.clone()));
     }
-    let mut changed = serde_json::Map::from_iter([("metadata".to_string(), serde_json::Value::Object(metadata))]);
+    let mut changed = serde_json::Map::new();
+    if !metadata.is_empty() {
+        changed.insert("metadata".into(), serde_json::Value::Object(metadata));
+    }
     match pod.spec.as_ref().map(serde_json::to_value) {
         None => {}
         Some(Ok(spec)) => {

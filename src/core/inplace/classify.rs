@@ -218,11 +218,12 @@ pub fn classify_revision_update(
     decide(ops, &old, &new, opts)
 }
 
-/// Kruise's `GetTemplateFromRevision`: a missing `spec.template` decodes as an empty template.
+/// Kruise's `GetTemplateFromRevision`: a missing `spec.template` decodes as an empty template,
+/// and the template decodes as `json.Unmarshal` does (nulls are zero values).
 fn template_from_data(data: &Value) -> Result<PodTemplateSpec, NotInPlace> {
     match data.get("spec").and_then(|s| s.get("template")) {
         None | Some(Value::Null) => Ok(PodTemplateSpec::default()),
-        Some(t) => serde_json::from_value(t.clone())
+        Some(t) => crate::compat::decode::from_value(t)
             .map_err(|e| refuse(None, NotInPlaceReason::InvalidTemplate(e.to_string()))),
     }
 }

@@ -63,6 +63,9 @@ pub enum InjectionError {
     /// A `patchPodMetadata` entry could not be applied.
     #[error(transparent)]
     Metadata(#[from] MetadataError),
+    /// A sidecar's `resourcesPolicy` cannot be applied to the pod (spec §4.10).
+    #[error(transparent)]
+    Resources(#[from] super::resources::PolicyError),
     /// An existing hash annotation of the pod does not parse.
     #[error("pod({namespace}/{name}) invalid annotations[{key}] value {value}, unmarshal failed: {message}")]
     Annotation {
@@ -227,6 +230,19 @@ pub fn plan_injection(
     let mut injected_annotations: BTreeMap<String, String> = BTreeMap::new();
     let mut names: BTreeSet<String> = BTreeSet::new();
     let context = PodContext::new(pod);
+    // Containers of the matched sets: never targets of a resourcesPolicy.
+    let sidecar_names: BTreeSet<String> = sets
+        .iter()
+        .flat_map(|s| s.spec.init_containers.iter().chain(&s.spec.containers))
+        .map(|c| c.container.name.clone())
+        .collect();
+    let build = |sc: &SidecarContainer, volumes: &HashMap<&str, &Volume>, out: &mut Vec<Volume>| {
+        let mut built = context.build(sc, volumes, out);
+        if let Some(policy) = &sc.resources_policy {
+            built.resources = Some(super::resources::sidecar_resources(policy, pod, &sidecar_names)?);
+        }
+        Ok::<_, InjectionError>(built)
+    };
 
     for set in &sets {
         let set_name = set.metadata.name.clone().unwrap_or_default();
@@ -239,7 +255,7 @@ pub fn plan_injection(
             if is_native_sidecar(&sc.container) {
                 sidecar_list.insert(sc.container.name.clone());
             }
-            let built = context.build(sc, &volumes, &mut plan.volumes);
+            let built = build(sc, &volumes, &mut plan.volumes)?;
             injecting = true;
             let before = sc.pod_inject_policy == BEFORE_APP_CONTAINER;
             if is_native_sidecar(&sc.container) && is_hot_upgrade(sc) {
@@ -254,7 +270,7 @@ pub fn plan_injection(
 
         for sc in &set.spec.containers {
             sidecar_list.insert(sc.container.name.clone());
-            let built = context.build(sc, &volumes, &mut plan.volumes);
+            let built = build(sc, &volumes, &mut plan.volumes)?;
             injecting = true;
             let before = sc.pod_inject_policy == BEFORE_APP_CONTAINER;
             if is_hot_upgrade(sc) {

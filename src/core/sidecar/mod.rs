@@ -25,6 +25,7 @@ pub mod matching;
 pub mod metadata;
 pub mod podcheck;
 pub mod podpatch;
+pub mod resources;
 pub mod validate;
 
 use k8s_openapi::api::core::v1::Container;

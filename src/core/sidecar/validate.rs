@@ -8,8 +8,8 @@
 //! `spec.container.*`. Cross-set conflicts (item 13) are only evaluated when everything else
 //! passed.
 //!
-//! Not reproduced: the arithmetic of `resourcesPolicy` expressions (item 10) is not parsed —
-//! resourcesPolicy itself is not applied at injection (spec §4.10, optional).
+//! `resourcesPolicy` expressions (item 10) are evaluated by kruise's calculator
+//! ([`super::resources`]) with their variable set to 1, as kruise checks them.
 
 use std::collections::BTreeSet;
 use std::sync::Arc;
@@ -376,12 +376,22 @@ fn validate_resources_policy(c: &SidecarContainer, policy: &ResourcesPolicy, pat
         ));
     }
     let expr = &policy.resources_expr;
+    let expr_path = child(path, "resourcesExpr");
     if expr.limits.is_none() && expr.requests.is_none() {
         errs.push(FieldError::invalid(
-            &child(path, "resourcesExpr"),
+            &expr_path,
             serde_json::to_value(expr).unwrap_or_default(),
             "at least one of limits or requests must be configured",
         ));
+        return errs;
+    }
+    for (part, exprs) in [("limits", &expr.limits), ("requests", &expr.requests)] {
+        let Some(exprs) = exprs else { continue };
+        for (variable, text) in [("cpu", &exprs.cpu), ("memory", &exprs.memory)] {
+            if let Err(e) = super::resources::check_expression(text, variable) {
+                errs.push(FieldError::invalid(&child(&child(&expr_path, part), variable), text.as_str(), e));
+            }
+        }
     }
     errs
 }
