@@ -12,8 +12,8 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use serde_json::Value;
 
 use super::ClusterView;
-use crate::compat::decode::{Error as DecodeError, from_value};
 use crate::apis::SidecarSet;
+use crate::compat::decode::{Error as DecodeError, from_value};
 
 /// The kinds a view holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
