@@ -19,6 +19,7 @@ pub mod leader;
 pub mod manifests;
 pub mod metrics;
 pub mod plan;
+pub mod podreadiness;
 pub mod process;
 pub mod server;
 pub mod source;

@@ -169,7 +169,8 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
 }
 
 /// What runs only while this replica leads (the writers: certificates and their `caBundle`, the
-/// fail-open watch, the CloneSet controller). Each start gets a token cancelled the moment leadership is lost.
+/// fail-open watch, the CloneSet controller, pod readiness). Each start gets a token cancelled the
+/// moment leadership is lost.
 struct LeaderTasks {
     client: kube::Client,
     certs: Option<Arc<crate::certs::Settings>>,
@@ -198,6 +199,7 @@ impl LeaderTasks {
                 stop.cancelled().await
             });
         tasks.push(tokio::spawn(cloneset));
+        tasks.push(tokio::spawn(crate::podreadiness::run(self.client.clone(), token.clone())));
         tasks
     }
 }

@@ -358,12 +358,12 @@ async fn live_view_readiness_injection_and_leader_election() {
     let (ok, out, err) = kubectl.run(&["apply", "-f", cloneset.to_str().unwrap()]).await;
     assert!(ok, "{out}{err}");
     let clonesets: Api<kruise::apis::CloneSet> = Api::namespaced(admin.clone(), ns.name());
-    // Ready needs kruise's pod-readiness controller for the `KruisePodReady` gate the pod
-    // webhook adds (not ported yet), so the controller's own counts are checked.
-    eventually("the CloneSet's 2 pods created and counted", Duration::from_secs(60), || async {
+    // The pod webhook gives them the `KruisePodReady` readiness gate; the leader's pod-readiness
+    // task sets the condition, so they turn Ready.
+    eventually("the CloneSet's 2 pods ready", Duration::from_secs(60), || async {
         let cs = clonesets.get("web").await.ok()?;
         let st = cs.status.as_ref()?;
-        (st.replicas == 2 && st.updated_replicas == 2).then_some(())
+        (st.replicas == 2 && st.updated_replicas == 2 && st.ready_replicas == 2).then_some(())
     })
     .await;
     let owned: Vec<Pod> = pods

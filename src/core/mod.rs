@@ -21,6 +21,7 @@
 //! - [`conversion`]: Advanced StatefulSet v1alpha1 <-> v1beta1.
 //! - [`features`]: which feature gates are on (kruise's names, defaults and dependencies).
 //! - [`certs`]: the webhook certificate's next step: renewal and overlapping CA rotation (§8.4).
+//! - [`podreadiness`]: which pods get the `KruisePodReady` condition (kruise's podreadiness controller).
 //! - [`leader`]: leader election on a Lease, as client-go decides it (§8.5).
 
 pub mod certs;
@@ -33,6 +34,7 @@ pub mod inplace;
 pub mod leader;
 pub mod lifecycle;
 pub mod pod_mutation;
+pub mod podreadiness;
 pub mod pods;
 pub mod rollout;
 pub mod sidecar;
