@@ -18,28 +18,31 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kruise::apis::SidecarSet;
 use kruise::cluster::ClusterView;
 use kruise::cluster::files::Snapshot;
-use kruise::webhook::review::{Review, decode};
+use kruise::webhook::request::ReviewRequest;
+use kruise::webhook::review::Review;
 use kruise::webhook::{Context, Handler, handle};
+use kube::core::admission::Operation;
+use objects::{ContainerExt, PodBuilder, SidecarSetBuilder, container};
 use serde_json::json;
+
+/// The typed object builders of the integration tests.
+#[allow(dead_code)]
+#[path = "../tests/common/objects.rs"]
+mod objects;
 
 fn snapshot(n: usize) -> Snapshot {
     let mut snap = Snapshot::default();
-    snap.insert(json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet", "metadata": {"name": "match"},
-        "spec": {"namespace": "default", "selector": {"matchLabels": {"app": "web"}},
-                 "containers": [{"name": "proxy", "image": "envoy:1.30", "shareVolumePolicy": {"type": "enabled"},
-                                 "transferEnv": [{"sourceContainerName": "web", "envName": "LOG_LEVEL"}]}]}}))
-        .unwrap();
+    let proxy = container("proxy", "envoy:1.30");
+    let matching = SidecarSetBuilder::new("match").namespace("default").selector(&[("app", "web")]);
+    snap.insert(matching.container(proxy).share_volumes().transfer_env("web", "LOG_LEVEL").json()).unwrap();
     for i in 1..n {
-        let scope = if i % 20 == 0 {
-            json!({"selector": {"matchLabels": {"tier": "other"}}})
+        let set = SidecarSetBuilder::new(&format!("set-{i}"));
+        let set = if i % 20 == 0 {
+            set.selector(&[("tier", "other")])
         } else {
-            json!({"namespace": format!("ns-{i}"), "selector": {"matchLabels": {"app": "web"}}})
+            set.namespace(&format!("ns-{i}")).selector(&[("app", "web")])
         };
-        let mut spec = scope;
-        spec["containers"] = json!([{"name": format!("side-{i}"), "image": "busybox:1.36"}]);
-        snap.insert(json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
-            "metadata": {"name": format!("set-{i}")}, "spec": spec}))
-            .unwrap();
+        snap.insert(set.container(container(&format!("side-{i}"), "busybox:1.36")).json()).unwrap();
     }
     snap
 }
@@ -63,20 +66,9 @@ impl ClusterView for FullScan {
 }
 
 fn review() -> Review {
-    let body = json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
-            "resource": {"group": "", "version": "v1", "resource": "pods"},
-            "namespace": "default", "name": "web-0", "operation": "CREATE", "userInfo": {"username": "bench"},
-            "object": {"apiVersion": "v1", "kind": "Pod",
-                "metadata": {"name": "web-0", "namespace": "default", "labels": {"app": "web"}},
-                "spec": {"containers": [{"name": "web", "image": "nginx:1.27", "env": [{"name": "LOG_LEVEL", "value": "info"}],
-                                         "volumeMounts": [{"name": "data", "mountPath": "/data"}]}],
-                         "volumes": [{"name": "data", "emptyDir": {}}]}}
-        }
-    });
-    decode(&serde_json::to_vec(&body).unwrap()).unwrap()
+    let web = container("web", "nginx:1.27").env("LOG_LEVEL", "info").mount("data", "/data");
+    let pod = PodBuilder::new("web-0").label("app", "web").container(web).empty_dir("data").json();
+    ReviewRequest::for_object(Operation::Create, &pod).username("bench").decode().unwrap()
 }
 
 fn injection(c: &mut Criterion) {

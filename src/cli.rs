@@ -1,5 +1,5 @@
-//! Command line: `kruise serve | certs | manifests`. Every `serve` flag has an environment
-//! fallback (`KRUISE_*`) so the Deployment can be configured either way.
+//! Command line: `kruise serve | check | certs | manifests`. Every `serve` flag has an
+//! environment fallback (`KRUISE_*`) so the Deployment can be configured either way.
 
 use std::net::SocketAddr;
 use std::path::PathBuf;

@@ -1,13 +1,16 @@
 //! kruise: a Rust re-implementation of OpenKruise's manager. The admission webhook server and,
-//! in later issues, the embedded reconcilers. Layout (see `../shared/STYLE.md`): `apis` holds CRD
-//! types, `core` pure decisions, `webhook` the HTTP adapters, `server` the TLS and admin servers,
-//! `cluster` the view of other objects, `certs` and `manifests` the generated artifacts.
+//! in later issues, the embedded reconcilers. Layout (the README's "Layout" section): `apis` holds
+//! CRD types, `core` pure decisions, `compat` the Go and apimachinery behaviour those decisions
+//! are built from, `webhook` the HTTP adapters, `server` the TLS and admin servers, `cluster` the
+//! view of other objects, `check` the offline `kruise check`, `certs` and `manifests` the
+//! generated artifacts.
 
 pub mod apis;
 pub mod certs;
 pub mod check;
 pub mod cli;
 pub mod cluster;
+pub mod compat;
 pub mod core;
 pub mod manifests;
 pub mod metrics;

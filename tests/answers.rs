@@ -10,21 +10,24 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod sidecar_common;
+mod common;
 
 use std::fmt::Write as _;
 use std::sync::Arc;
 
 use axum::body::Body;
 use base64::Engine;
+use common::sidecar::sidecarset;
+use common::snapshot;
 use http_body_util::BodyExt;
 use kruise::core::features::FeatureGates;
 use kruise::metrics::Metrics;
 use kruise::webhook::Context;
 use kruise::webhook::http::{AppState, router};
 use kruise::webhook::paths;
+use kruise::webhook::request::ReviewRequest;
+use kube::core::admission::Operation;
 use serde_json::{Value, json};
-use sidecar_common::{review_json, sidecarset, snapshot};
 use tower::ServiceExt;
 
 /// One request of the corpus.
@@ -437,8 +440,11 @@ async fn pod_injection_answers_are_unchanged() {
             1 => "EnableSortSidecarContainerByName=true",
             _ => "",
         };
-        let mut review = review_json("CREATE", ("", "v1", "pods"), "default", &pod, None);
-        review["request"]["kind"]["kind"] = json!("Pod");
+        let review = ReviewRequest::new(Operation::Create, "", "v1", "Pod", "pods")
+            .namespace("default")
+            .uid("00000000-0000-0000-0000-000000000001")
+            .object(pod.clone())
+            .to_json();
         let mut requests = vec![request(format!("case {case} [{gates}]"), "/mutate-pod", &review)];
         if case % 25 == 0 {
             let mut other = review.clone();

@@ -3,41 +3,43 @@
 //! the request object and the result compared with the expected object.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+mod common;
+
 use std::sync::Arc;
 
+use common::apply;
 use kruise::cluster::EmptyView;
 use kruise::core::features::{FeatureGates, Gate};
 use kruise::webhook::paths::Handler;
-use kruise::webhook::review::{Verdict, decode};
-use kruise::webhook::{Context, handle};
+use kruise::webhook::request::ReviewRequest;
+use kruise::webhook::{Context, Verdict};
+use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
 fn ctx(gates: FeatureGates) -> Context {
     Context { gates, cluster: Arc::new(EmptyView) }
 }
 
-fn review(resource: &str, version: &str, kind: &str, op: &str, object: &Value, old: Option<&Value>) -> Vec<u8> {
-    serde_json::to_vec(&json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": "uid-1",
-            "kind": {"group": "apps.kruise.io", "version": version, "kind": kind},
-            "resource": {"group": "apps.kruise.io", "version": version, "resource": resource},
-            "namespace": "default", "name": "x", "operation": op, "userInfo": {},
-            "object": object, "oldObject": old,
-        }
-    }))
-    .unwrap()
+/// A review of `object` (and `old`) in namespace `default`, as the apiserver sends it.
+fn review(
+    resource: &str,
+    version: &str,
+    kind: &str,
+    op: Operation,
+    object: &Value,
+    old: Option<&Value>,
+) -> ReviewRequest {
+    ReviewRequest::new(op, "apps.kruise.io", version, kind, resource)
+        .name("x")
+        .namespace("default")
+        .objects(Some(object), old)
 }
 
 /// Runs a handler; returns the verdict and the object with the patch applied.
-fn run(handler: Handler, gates: FeatureGates, body: &[u8]) -> (Verdict, Value) {
-    let r = decode(body).unwrap();
-    let verdict = handle(&ctx(gates), handler, &r).expect("implemented");
-    let mut object = r.object.clone().unwrap_or(Value::Null);
-    if let Some(p) = &verdict.patch {
-        json_patch::patch(&mut object, p).expect("patch applies to the request object");
-    }
+fn run(handler: Handler, gates: FeatureGates, review: &ReviewRequest) -> (Verdict, Value) {
+    let verdict = common::run(&ctx(gates), handler, review);
+    let object = review.to_json()["request"]["object"].clone();
+    let object = apply(&object, verdict.patch.as_ref());
     (verdict, object)
 }
 
@@ -73,7 +75,7 @@ fn cloneset_create_gets_every_default() {
     let (v, out) = run(
         Handler::MutateCloneSet,
         FeatureGates::default(),
-        &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None),
+        &review("clonesets", "v1alpha1", "CloneSet", Operation::Create, &obj, None),
     );
     assert!(v.allowed && v.patch.is_some());
     assert_eq!(out["spec"], cloneset_defaults(defaulted_template()));
@@ -104,7 +106,7 @@ fn cloneset_strategy_defaults_table() {
         let (_, out) = run(
             Handler::MutateCloneSet,
             FeatureGates::default(),
-            &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None),
+            &review("clonesets", "v1alpha1", "CloneSet", Operation::Create, &obj, None),
         );
         assert_eq!(out["spec"]["updateStrategy"], want);
         assert_eq!(out["spec"]["replicas"], 2);
@@ -120,7 +122,7 @@ fn cloneset_update_defaults_the_template_only_when_it_changed() {
     let (_, out) = run(
         Handler::MutateCloneSet,
         FeatureGates::default(),
-        &review("clonesets", "v1alpha1", "CloneSet", "UPDATE", &new, Some(&old)),
+        &review("clonesets", "v1alpha1", "CloneSet", Operation::Update, &new, Some(&old)),
     );
     assert_eq!(out["spec"]["template"], template(), "template left alone");
     assert_eq!(out["spec"]["updateStrategy"]["maxUnavailable"], "20%");
@@ -131,7 +133,7 @@ fn cloneset_update_defaults_the_template_only_when_it_changed() {
     let (_, out) = run(
         Handler::MutateCloneSet,
         FeatureGates::default(),
-        &review("clonesets", "v1alpha1", "CloneSet", "UPDATE", &new, Some(&old)),
+        &review("clonesets", "v1alpha1", "CloneSet", Operation::Update, &new, Some(&old)),
     );
     let mut want = defaulted_template();
     want["spec"]["containers"][0]["image"] = json!("nginx:1.28");
@@ -140,8 +142,11 @@ fn cloneset_update_defaults_the_template_only_when_it_changed() {
     // TemplateNoDefaults: never.
     let gates = FeatureGates::default().with(Gate::TemplateNoDefaults, true);
     let obj = cloneset(json!({"selector": {"matchLabels": {"app": "x"}}, "template": template()}));
-    let (_, out) =
-        run(Handler::MutateCloneSet, gates, &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None));
+    let (_, out) = run(
+        Handler::MutateCloneSet,
+        gates,
+        &review("clonesets", "v1alpha1", "CloneSet", Operation::Create, &obj, None),
+    );
     assert_eq!(out["spec"]["template"], template());
 }
 
@@ -151,7 +156,7 @@ fn already_defaulted_object_gets_no_patch() {
     let (v, out) = run(
         Handler::MutateCloneSet,
         FeatureGates::default(),
-        &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None),
+        &review("clonesets", "v1alpha1", "CloneSet", Operation::Create, &obj, None),
     );
     assert!(v.allowed);
     assert!(v.patch.is_none(), "{:?}", v.patch);
@@ -170,7 +175,7 @@ fn unknown_fields_and_odd_keys_survive_the_patch() {
     let (_, out) = run(
         Handler::MutateCloneSet,
         FeatureGates::default(),
-        &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None),
+        &review("clonesets", "v1alpha1", "CloneSet", Operation::Create, &obj, None),
     );
     assert_eq!(out["spec"]["futureField"], json!({"a": 1}));
     assert_eq!(out["spec"]["template"]["spec"]["containers"][0]["futureContainerField"], true);
@@ -211,7 +216,7 @@ fn pod_template_defaults_table() {
     let (_, out) = run(
         Handler::MutateCloneSet,
         FeatureGates::default(),
-        &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None),
+        &review("clonesets", "v1alpha1", "CloneSet", Operation::Create, &obj, None),
     );
     let s = &out["spec"]["template"]["spec"];
     let cases: &[(&str, Value)] = &[
@@ -257,7 +262,7 @@ fn host_network_ports_only_with_the_gate() {
     let tpl = json!({"metadata": {"labels": {"app": "x"}}, "spec": {"hostNetwork": true,
         "containers": [{"name": "main", "image": "nginx", "ports": [{"containerPort": 8080}]}]}});
     let obj = cloneset(json!({"selector": {"matchLabels": {"app": "x"}}, "template": tpl}));
-    let body = review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None);
+    let body = review("clonesets", "v1alpha1", "CloneSet", Operation::Create, &obj, None);
     let (_, out) = run(Handler::MutateCloneSet, FeatureGates::default(), &body);
     assert_eq!(out.pointer("/spec/template/spec/containers/0/ports/0/hostPort"), None);
     let gates = FeatureGates::default().with(Gate::DefaultHostNetworkHostPortsInPodTemplates, true);
@@ -274,7 +279,7 @@ fn volume_claim_templates_get_pending_phase_and_normalised_quantities() {
     let (_, out) = run(
         Handler::MutateCloneSet,
         FeatureGates::default(),
-        &review("clonesets", "v1alpha1", "CloneSet", "CREATE", &obj, None),
+        &review("clonesets", "v1alpha1", "CloneSet", Operation::Create, &obj, None),
     );
     let v = &out["spec"]["volumeClaimTemplates"][0];
     assert_eq!(v["status"]["phase"], "Pending");
@@ -284,14 +289,14 @@ fn volume_claim_templates_get_pending_phase_and_normalised_quantities() {
 #[test]
 fn bad_requests_are_refused_with_400() {
     let cases = [
-        review("clonesets", "v1alpha1", "CloneSet", "CREATE", &cloneset(json!({"replicas": "3"})), None),
-        review("clonesets", "v1beta1", "CloneSet", "CREATE", &cloneset(json!({})), None),
-        review("clonesets", "v1alpha1", "CloneSet", "CREATE", &Value::Null, None),
+        review("clonesets", "v1alpha1", "CloneSet", Operation::Create, &cloneset(json!({"replicas": "3"})), None),
+        review("clonesets", "v1beta1", "CloneSet", Operation::Create, &cloneset(json!({})), None),
+        review("clonesets", "v1alpha1", "CloneSet", Operation::Create, &Value::Null, None),
         review(
             "clonesets",
             "v1alpha1",
             "CloneSet",
-            "CREATE",
+            Operation::Create,
             &cloneset(
                 json!({"template": {"spec": {"containers": [{"name": "c", "resources": {"limits": {"cpu": "lots"}}}]}}}),
             ),
@@ -314,7 +319,7 @@ fn bad_requests_are_refused_with_400() {
     let (v, _) = run(
         Handler::MutateCloneSet,
         FeatureGates::default(),
-        &review("clonesets", "v1alpha1", "CloneSet", "DELETE", &Value::Null, Some(&cloneset(json!({})))),
+        &review("clonesets", "v1alpha1", "CloneSet", Operation::Delete, &Value::Null, Some(&cloneset(json!({})))),
     );
     assert!(v.allowed && v.patch.is_none());
 }
@@ -338,7 +343,7 @@ fn statefulset_v1beta1_create_gets_every_default_and_status_is_reset() {
     let (v, out) = run(
         Handler::MutateStatefulSet,
         FeatureGates::default(),
-        &review("statefulsets", "v1beta1", "StatefulSet", "CREATE", &obj, None),
+        &review("statefulsets", "v1beta1", "StatefulSet", Operation::Create, &obj, None),
     );
     assert!(v.allowed);
     assert_eq!(
@@ -367,7 +372,7 @@ fn statefulset_v1alpha1_is_answered_against_the_v1alpha1_object() {
     let (_, out) = run(
         Handler::MutateStatefulSet,
         FeatureGates::default(),
-        &review("statefulsets", "v1alpha1", "StatefulSet", "CREATE", &obj, None),
+        &review("statefulsets", "v1alpha1", "StatefulSet", Operation::Create, &obj, None),
     );
     assert_eq!(out["apiVersion"], "apps.kruise.io/v1alpha1");
     assert_eq!(
@@ -387,8 +392,11 @@ fn statefulset_gates_and_on_delete() {
         None,
     );
     let gates = FeatureGates::parse("StatefulSetAutoDeletePVC=false,StatefulSetAutoResizePVCGate=true").unwrap();
-    let (_, out) =
-        run(Handler::MutateStatefulSet, gates, &review("statefulsets", "v1beta1", "StatefulSet", "CREATE", &obj, None));
+    let (_, out) = run(
+        Handler::MutateStatefulSet,
+        gates,
+        &review("statefulsets", "v1beta1", "StatefulSet", Operation::Create, &obj, None),
+    );
     assert_eq!(out["spec"]["updateStrategy"], json!({"type": "OnDelete"}));
     assert!(out["spec"].get("persistentVolumeClaimRetentionPolicy").is_none());
     assert_eq!(out["spec"]["volumeClaimUpdateStrategy"], json!({"type": "OnDelete"}));
@@ -407,7 +415,7 @@ fn statefulset_update_with_unchanged_template_and_no_changes_gets_no_patch() {
     let (v, _) = run(
         Handler::MutateStatefulSet,
         FeatureGates::default(),
-        &review("statefulsets", "v1beta1", "StatefulSet", "UPDATE", &new, Some(&old)),
+        &review("statefulsets", "v1beta1", "StatefulSet", Operation::Update, &new, Some(&old)),
     );
     assert!(v.allowed && v.patch.is_none(), "{:?}", v.patch);
 }

@@ -1,11 +1,12 @@
 //! Server dry-run (issue 5 item 2): `kubectl apply --dry-run=server` reaches a webhook only when it
 //! declares no side effects, and must then get exactly the answer a real request gets. For every
-//! routed, implemented handler, a review is sent through HTTPS with `dryRun: false` and `true` and
+//! routed, implemented handler, a review is sent through the router with `dryRun: false` and `true` and
 //! the answers compared; every generated webhook declares `sideEffects: None`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod common;
 
+use common::app::App;
 use common::*;
 use kruise::webhook::paths::{Handler, WEBHOOKS};
 use serde_json::{Value, json};
@@ -27,7 +28,7 @@ fn fixtures(handler: Handler) -> Vec<&'static str> {
 
 #[tokio::test]
 async fn dry_run_answers_equal_real_answers_for_every_handler() {
-    let server = TestServer::start().await;
+    let app = App::new();
     let mut covered = 0;
     for w in WEBHOOKS.iter().filter(|w| w.implemented()) {
         let files = fixtures(w.handler);
@@ -38,9 +39,7 @@ async fn dry_run_answers_equal_real_answers_for_every_handler() {
                 let mut review = example_review(file);
                 review["request"]["dryRun"] = json!(dry_run);
                 review["request"]["options"]["dryRun"] = if dry_run { json!(["All"]) } else { Value::Null };
-                let r = post_once(server.handle.addr, &server.ca, w.path, serde_json::to_vec(&review).unwrap())
-                    .await
-                    .unwrap();
+                let r = app.post(w.path, serde_json::to_vec(&review).unwrap()).await;
                 assert_eq!(r.status, 200, "{} {file}", w.name);
                 answers.push(r.json());
             }
@@ -49,7 +48,6 @@ async fn dry_run_answers_equal_real_answers_for_every_handler() {
         }
     }
     assert!(covered >= 2);
-    server.handle.shutdown();
 }
 
 #[test]

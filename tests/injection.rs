@@ -6,12 +6,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod sidecar_common;
+mod common;
 
+use common::cases::*;
+use common::sidecar::*;
+use common::with;
 use kruise::webhook::Context;
 use serde_json::{Value, json};
-use sidecar_common::cases::*;
-use sidecar_common::*;
 
 /// Spec §4.6's example: kruise `sidecarset_test.go`.
 fn kruise_example() -> (Value, Value) {
@@ -70,7 +71,9 @@ fn entry_conditions_4_1() {
                 }
             },
         ),
-        case("subresource: no injection", vec![set.clone()], web.clone(), |_| Want::Same),
+        case("subresource: no injection", vec![set.clone()], web.clone(), |_| Want::Same)
+            .shape(Shape::CreateSubresource("status")),
+        case("UPDATE is not mutated", vec![set.clone()], web.clone(), |_| Want::Same).shape(Shape::Update),
         case(
             "succeeded pod: no injection",
             vec![set.clone()],
@@ -176,33 +179,15 @@ fn entry_conditions_4_1() {
             },
         ),
     ];
-    // The subresource row needs another request shape: run it by hand.
-    let mut table = Vec::new();
-    for c in cases {
-        if c.name.starts_with("subresource") {
-            let ctx = context(&c.objects, "");
-            let mut body = review_json("CREATE", ("", "v1", "pods"), "default", &c.pod, None);
-            body["request"]["subResource"] = json!("status");
-            let v = run(&ctx, kruise::webhook::Handler::MutatePod, &body);
-            assert!(v.allowed && v.patch.is_none(), "subresource");
-            let mut body = review_json("CREATE", ("", "v1", "pods"), "default", &c.pod, None);
-            body["request"]["operation"] = json!("UPDATE");
-            body["request"]["oldObject"] = c.pod.clone();
-            assert!(run(&ctx, kruise::webhook::Handler::MutatePod, &body).patch.is_none(), "UPDATE is not mutated");
-        } else {
-            table.push(c);
-        }
-    }
-    run_cases(table);
+    run_cases(cases);
 
     // Gate KruisePodReadinessGate: every pod; gate PodWebhook off: nothing at all.
-    let mut gated = case("readiness gate for every pod", vec![], web.clone(), {
+    let gated = case("readiness gate for every pod", vec![], web.clone(), {
         let web = web.clone();
         move |_| Want::Pod(with(&web, |p| p["spec"]["readinessGates"] = json!([{"conditionType": "KruisePodReady"}])))
-    });
-    gated.gates = "KruisePodReadinessGate=true";
-    let mut off = case("PodWebhook off", vec![set], web, |_| Want::Same);
-    off.gates = "PodWebhook=false";
+    })
+    .gates("KruisePodReadinessGate=true");
+    let off = case("PodWebhook off", vec![set], web, |_| Want::Same).gates("PodWebhook=false");
     run_cases(vec![gated, off]);
 }
 

@@ -4,12 +4,13 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod sidecar_common;
+mod common;
 
+use common::cases::*;
+use common::sidecar::*;
+use common::*;
 use kruise::webhook::Context;
 use serde_json::{Value, json};
-use sidecar_common::cases::*;
-use sidecar_common::*;
 
 #[test]
 fn placement_4_6() {
@@ -147,9 +148,9 @@ fn standalone_example() {
     assert!(problems.is_empty(), "{problems:?}");
     let ctx = Context { gates: Default::default(), cluster: std::sync::Arc::new(view) };
     let review: Value = serde_json::from_slice(&std::fs::read(dir.join("reviews/pod-create.json")).unwrap()).unwrap();
-    let verdict = run(&ctx, kruise::webhook::Handler::MutatePod, &review);
+    let verdict = run_body(&ctx, kruise::webhook::Handler::MutatePod, &review);
     assert!(verdict.allowed, "{}", verdict.message);
-    let pod = apply(&review["request"]["object"], &verdict);
+    let pod = apply(&review["request"]["object"], verdict.patch.as_ref());
     let names: Vec<&str> =
         pod["spec"]["containers"].as_array().unwrap().iter().map(|c| c["name"].as_str().unwrap()).collect();
     assert_eq!(names, ["log-agent", "web"]);

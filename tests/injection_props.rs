@@ -7,18 +7,19 @@
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-mod sidecar_common;
+mod common;
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
+use common::sidecar::*;
+use common::*;
 use k8s_openapi::api::core::v1::Pod;
 use kruise::apis::SidecarSet;
 use kruise::core::sidecar::inject::{InjectionInput, plan_injection};
 use kruise::core::sidecar::podpatch;
 use proptest::prelude::*;
 use serde_json::{Value, json};
-use sidecar_common::*;
 
 #[derive(Debug, Clone)]
 struct AppShape {
@@ -347,7 +348,7 @@ proptest! {
         // The handler.
         let verdict = mutate_pod(&ctx, "default", &raw);
         prop_assert!(verdict.allowed, "{}", verdict.message);
-        let through_handler = apply(&raw, &verdict);
+        let through_handler = apply(&raw, verdict.patch.as_ref());
         prop_assert!(check_pod_spec(&through_handler).is_ok(), "{:?}", check_pod_spec(&through_handler));
         let second = mutate_pod(&ctx, "default", &through_handler);
         prop_assert!(second.allowed && second.patch.is_none(), "handler re-invocation patched: {:?}", second.patch);

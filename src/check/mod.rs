@@ -14,11 +14,13 @@ pub mod resources;
 use std::collections::{BTreeMap, HashSet};
 use std::sync::Arc;
 
+use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
 use crate::cluster::files::Snapshot;
 use crate::core::features::FeatureGates;
 use crate::webhook::paths::{Kind, Rule, WEBHOOKS, Webhook};
+use crate::webhook::request::ReviewRequest;
 use crate::webhook::review::decode;
 use crate::webhook::{Context, handle};
 use input::Manifest;
@@ -208,32 +210,22 @@ fn review_body(
     n: usize,
 ) -> Vec<u8> {
     let any = object.or(old).cloned().unwrap_or(Value::Null);
-    let name = any["metadata"]["name"].as_str().unwrap_or_default();
-    let namespace = if info.namespaced { any["metadata"]["namespace"].as_str().unwrap_or(ns) } else { "" };
-    let options_kind = match op {
-        "CREATE" => "CreateOptions",
-        "UPDATE" => "UpdateOptions",
-        _ => "DeleteOptions",
+    let operation = match op {
+        "CREATE" => Operation::Create,
+        "UPDATE" => Operation::Update,
+        _ => Operation::Delete,
     };
-    let mut request = json!({
-        "uid": format!("kruise-check-{n}"),
-        "kind": {"group": info.group, "version": version, "kind": info.kind},
-        "resource": {"group": info.group, "version": version, "resource": info.resource},
-        "requestKind": {"group": info.group, "version": version, "kind": info.kind},
-        "requestResource": {"group": info.group, "version": version, "resource": info.resource},
-        "name": name,
-        "operation": op,
-        "userInfo": {"username": "kruise-check"},
-        "object": object,
-        "oldObject": old,
-        "dryRun": true,
-        "options": {"apiVersion": "meta.k8s.io/v1", "kind": options_kind, "dryRun": ["All"]},
-    });
-    if info.namespaced {
-        request["namespace"] = json!(namespace);
-    }
-    serde_json::to_vec(&json!({"apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview", "request": request}))
-        .unwrap_or_default()
+    let mut review = ReviewRequest::new(operation, info.group, version, info.kind, info.resource)
+        .uid(format!("kruise-check-{n}"))
+        .name(any["metadata"]["name"].as_str().unwrap_or_default())
+        .username("kruise-check")
+        .dry_run(true);
+    review = if info.namespaced {
+        review.namespace(any["metadata"]["namespace"].as_str().unwrap_or(ns))
+    } else {
+        review.cluster_scoped()
+    };
+    review.objects(object, old).to_bytes()
 }
 
 fn base_outcome(m: &Manifest, object: &Value, op: &'static str, ns: &str) -> Outcome {

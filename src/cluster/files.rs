@@ -199,7 +199,7 @@ impl ClusterView for Snapshot {
 /// whose selector does not compile must still be matched, to fail the pod as kruise does).
 fn required_label(set: &SidecarSet) -> Option<(String, String)> {
     let selector = set.spec.selector.as_ref()?;
-    crate::core::selector::Selector::from_validated(Some(selector)).ok()?;
+    crate::compat::selector::Selector::from_validated(Some(selector)).ok()?;
     let (k, v) = selector.match_labels.as_ref()?.iter().next()?;
     Some((k.clone(), v.clone()))
 }

@@ -68,7 +68,7 @@ pub fn init_launch_priority(pod: &mut Pod, name_suffix: &str) -> Result<bool, Pr
             let mut p = 0;
             for e in c.env.iter().flatten().filter(|e| e.name == PRIORITY_ENV) {
                 let v = e.value.as_deref().unwrap_or("");
-                p = v.parse::<i64>().map_err(|_| PriorityError { value: crate::core::field::go_quote(v) })?;
+                p = v.parse::<i64>().map_err(|_| PriorityError { value: crate::compat::field::go_quote(v) })?;
             }
             out.push(p);
         }

@@ -17,7 +17,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::core::admission::Operation;
 
 use super::review::{Review, Verdict};
-use super::sidecarset::kruise_namespace;
+use super::validate_sidecarset::kruise_namespace;
 use super::{Context, decode_object};
 use crate::cluster::namespace_labels;
 use crate::core::features::Gate;

@@ -10,6 +10,8 @@ use kube::core::DynamicObject;
 use kube::core::admission::{AdmissionRequest, AdmissionReview};
 use serde_json::Value;
 
+use crate::compat::field::{FieldError, aggregate};
+
 /// AdmissionReview versions the apiserver may send.
 pub const ADMISSION_V1: &str = "admission.k8s.io/v1";
 /// The deprecated version still sent by old apiservers.
@@ -114,6 +116,12 @@ impl Verdict {
         Verdict { allowed: false, code, reason: String::new(), message: message.into(), patch: None, warnings: vec![] }
     }
 
+    /// The answer of a validating handler: allowed when there are no field errors, else 422 with
+    /// them aggregated in Kubernetes' format.
+    pub fn validated(errors: &[FieldError]) -> Self {
+        if errors.is_empty() { Verdict::allow() } else { Verdict::errored(422, aggregate(errors)) }
+    }
+
     /// Refused by policy (controller-runtime `Denied`): 403 Forbidden.
     pub fn forbidden(message: impl Into<String>) -> Self {
         Verdict { reason: "Forbidden".into(), ..Verdict::errored(403, message) }
@@ -124,6 +132,15 @@ impl Verdict {
     pub fn warn(mut self, warning: impl Into<String>) -> Self {
         self.warnings.push(warning.into());
         self
+    }
+
+    /// Adds the warning, if any.
+    #[must_use]
+    pub fn with_warning(self, warning: Option<String>) -> Self {
+        match warning {
+            Some(w) => self.warn(w),
+            None => self,
+        }
     }
 
     /// Whether a patch is returned.

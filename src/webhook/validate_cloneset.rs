@@ -7,29 +7,26 @@
 use kube::core::admission::Operation;
 
 use super::review::{Review, Verdict};
-use super::{Context, decode_object};
+use super::{Context, decode_object, deletion_verdict, require_version};
 use crate::apis::CloneSet;
 use crate::apis::cloneset::IN_PLACE_IF_POSSIBLE;
-use crate::core::field::aggregate;
+use crate::compat::normalize::semantic_eq;
 use crate::core::validation::cloneset::{PodsByName, pods_to_look_up, validate_create, validate_update};
-use crate::core::validation::normalize::semantic_eq;
-use crate::core::validation::protection::check_workload_deletion;
 use crate::core::validation::template_update::recreate_warning;
 
 /// Answers a CloneSet CREATE, UPDATE or DELETE.
 pub fn validate(ctx: &Context, review: &Review) -> Verdict {
-    let req = &review.request;
-    if req.resource.version != "v1alpha1" {
-        return Verdict::errored(400, format!("unsupported version: {}", req.resource.version));
+    if let Err(v) = require_version(review, "v1alpha1") {
+        return v;
     }
-    match req.operation {
+    match review.request.operation {
         Operation::Create => {
             let new: CloneSet = match decode_object(review.object.as_ref(), "CloneSet") {
                 Ok(c) => c,
                 Err(v) => return v,
             };
             let pods = lookup(ctx, &new, None);
-            verdict(validate_create(&new, &pods, &ctx.gates))
+            Verdict::validated(&validate_create(&new, &pods, &ctx.gates))
         }
         Operation::Update => {
             let (new, old): (CloneSet, CloneSet) = match (
@@ -40,7 +37,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 (Err(v), _) | (_, Err(v)) => return v,
             };
             let pods = lookup(ctx, &new, Some(&old));
-            let answer = verdict(validate_update(&new, &old, &pods, &ctx.gates));
+            let answer = Verdict::validated(&validate_update(&new, &old, &pods, &ctx.gates));
             if !answer.allowed || new.spec.update_strategy.type_ != IN_PLACE_IF_POSSIBLE {
                 return answer;
             }
@@ -48,10 +45,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 &serde_json::to_value(&old.spec.volume_claim_templates).unwrap_or_default(),
                 &serde_json::to_value(&new.spec.volume_claim_templates).unwrap_or_default(),
             );
-            match recreate_warning(&old.spec.template, &new.spec.template, &ctx.gates, claims_changed) {
-                Some(w) => answer.warn(w),
-                None => answer,
-            }
+            answer.with_warning(recreate_warning(&old.spec.template, &new.spec.template, &ctx.gates, claims_changed))
         }
         Operation::Delete => {
             // Kubernetes < 1.16 sends no oldObject on DELETE: nothing to check.
@@ -62,10 +56,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 Ok(c) => c,
                 Err(v) => return v,
             };
-            match check_workload_deletion(&old.metadata, old.spec.replicas, &ctx.gates) {
-                Ok(()) => Verdict::allow(),
-                Err(msg) => Verdict::errored(403, msg),
-            }
+            deletion_verdict(&old.metadata, old.spec.replicas, &ctx.gates)
         }
         Operation::Connect => Verdict::allow(),
     }
@@ -78,9 +69,4 @@ fn lookup(ctx: &Context, new: &CloneSet, old: Option<&CloneSet>) -> PodsByName {
         .into_iter()
         .filter_map(|name| ctx.cluster.pod(namespace, &name).map(|pod| (name, pod)))
         .collect()
-}
-
-/// 422 with the aggregated errors, or allowed.
-pub(crate) fn verdict(errors: Vec<crate::core::field::FieldError>) -> Verdict {
-    if errors.is_empty() { Verdict::allow() } else { Verdict::errored(422, aggregate(&errors)) }
 }

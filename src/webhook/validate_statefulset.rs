@@ -5,30 +5,20 @@
 //! InPlaceIfPossible, a warning when the template change will recreate pods.
 
 use kube::core::admission::Operation;
-use serde_json::Value;
 
 use super::review::{Review, Verdict};
-use super::validate_cloneset::verdict;
-use super::{Context, decode_object};
-use crate::apis::statefulset::{IN_PLACE_IF_POSSIBLE, v1alpha1, v1beta1};
-use crate::core::conversion::statefulset_to_v1beta1;
-use crate::core::validation::protection::check_workload_deletion;
+use super::{Context, decode_statefulset, deletion_verdict};
+use crate::apis::statefulset::IN_PLACE_IF_POSSIBLE;
 use crate::core::validation::statefulset::{validate_create, validate_update};
 use crate::core::validation::template_update::recreate_warning;
 
 /// Answers an Advanced StatefulSet CREATE, UPDATE or DELETE.
 pub fn validate(ctx: &Context, review: &Review) -> Verdict {
     let version = review.request.resource.version.as_str();
-    let decode = |raw: Option<&Value>, what: &str| -> Result<v1beta1::StatefulSet, Verdict> {
-        match version {
-            "v1beta1" => decode_object(raw, what),
-            "v1alpha1" => decode_object::<v1alpha1::StatefulSet>(raw, what).map(|o| statefulset_to_v1beta1(&o)),
-            other => Err(Verdict::errored(400, format!("unsupported version: {other}"))),
-        }
-    };
+    let decode = |raw, what| decode_statefulset(raw, what, version);
     match review.request.operation {
         Operation::Create => match decode(review.object.as_ref(), "StatefulSet") {
-            Ok(new) => verdict(validate_create(&new, &ctx.gates)),
+            Ok(new) => Verdict::validated(&validate_create(&new, &ctx.gates)),
             Err(v) => v,
         },
         Operation::Update => {
@@ -39,15 +29,12 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 (Ok(n), Ok(o)) => (n, o),
                 (Err(v), _) | (_, Err(v)) => return v,
             };
-            let answer = verdict(validate_update(&new, &old, &ctx.gates));
+            let answer = Verdict::validated(&validate_update(&new, &old, &ctx.gates));
             let policy = new.spec.update_strategy.rolling_update.as_ref().map(|r| r.pod_update_policy.as_str());
             if !answer.allowed || policy != Some(IN_PLACE_IF_POSSIBLE) {
                 return answer;
             }
-            match recreate_warning(&old.spec.template, &new.spec.template, &ctx.gates, false) {
-                Some(w) => answer.warn(w),
-                None => answer,
-            }
+            answer.with_warning(recreate_warning(&old.spec.template, &new.spec.template, &ctx.gates, false))
         }
         Operation::Delete => {
             // Kubernetes < 1.16 sends no oldObject on DELETE: nothing to check.
@@ -55,10 +42,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 return Verdict::allow();
             }
             match decode(review.old_object.as_ref(), "old StatefulSet") {
-                Ok(old) => match check_workload_deletion(&old.metadata, old.spec.replicas, &ctx.gates) {
-                    Ok(()) => Verdict::allow(),
-                    Err(msg) => Verdict::errored(403, msg),
-                },
+                Ok(old) => deletion_verdict(&old.metadata, old.spec.replicas, &ctx.gates),
                 Err(v) => v,
             }
         }

@@ -2,13 +2,13 @@
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::pod::{QuantityError, default_pod_spec, default_volume_claim_template};
+use super::pod::{QuantityError, default_workload_templates};
 use crate::apis::cloneset::{CloneSetSpec, DEFAULT_MAX_UNAVAILABLE, IN_PLACE_IF_POSSIBLE, IN_PLACE_ONLY, RECREATE};
 use crate::apis::common::InPlaceUpdateStrategy;
 use crate::core::features::FeatureGates;
 
 /// Defaults a CloneSet spec. Template and volume claim template defaults are applied only when
-/// `inject_template_defaults` (see [`should_inject_template_defaults`]).
+/// `inject_template_defaults` (see [`super::pod::should_inject_template_defaults`]).
 pub fn default_cloneset(
     spec: &mut CloneSetSpec,
     inject_template_defaults: bool,
@@ -17,12 +17,7 @@ pub fn default_cloneset(
     spec.replicas.get_or_insert(1);
     spec.revision_history_limit.get_or_insert(10);
     if inject_template_defaults {
-        if let Some(pod_spec) = spec.template.spec.as_mut() {
-            default_pod_spec(pod_spec, gates, "spec.template.spec")?;
-        }
-        for (i, vct) in spec.volume_claim_templates.iter_mut().enumerate() {
-            default_volume_claim_template(vct, &format!("spec.volumeClaimTemplates[{i}]"))?;
-        }
+        default_workload_templates(&mut spec.template, &mut spec.volume_claim_templates, gates)?;
     }
     let strategy = &mut spec.update_strategy;
     match strategy.type_.as_str() {
@@ -38,32 +33,9 @@ pub fn default_cloneset(
     Ok(())
 }
 
-/// Template defaults are injected on CREATE, and on UPDATE only when the template changed, never
-/// with gate `TemplateNoDefaults` (spec §1.1.3 item 3). `old_template_equal` is `None` on CREATE.
-pub fn should_inject_template_defaults(old_template_equal: Option<bool>, gates: &FeatureGates) -> bool {
-    if gates.enabled(crate::core::features::Gate::TemplateNoDefaults) {
-        return false;
-    }
-    match old_template_equal {
-        None => true,
-        Some(equal) => !equal,
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::features::Gate;
-
-    #[test]
-    fn inject_rule() {
-        let g = FeatureGates::default();
-        assert!(should_inject_template_defaults(None, &g));
-        assert!(should_inject_template_defaults(Some(false), &g));
-        assert!(!should_inject_template_defaults(Some(true), &g));
-        let g = g.with(Gate::TemplateNoDefaults, true);
-        assert!(!should_inject_template_defaults(None, &g));
-    }
 
     #[test]
     fn strategy_defaults() {

@@ -1,5 +1,7 @@
 //! Mutating-webhook defaults of the kruise workloads (spec §1.1.3, §1.2.3, §1.5): pure functions
-//! over typed objects; the webhook turns the result into a patch.
+//! over typed objects; the webhook turns the result into a patch. [`cloneset`] and
+//! [`statefulset`] default their resource; [`pod`] the pod templates both carry, and decides when
+//! template defaults apply at all ([`pod::should_inject_template_defaults`]).
 
 pub mod cloneset;
 pub mod pod;

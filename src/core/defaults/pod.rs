@@ -7,14 +7,14 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::{
     Container, EphemeralContainer, HTTPGetAction, Lifecycle, ObjectFieldSelector, PersistentVolumeClaim,
-    PodSecurityContext, PodSpec, Probe, ResourceRequirements, Volume,
+    PodSecurityContext, PodSpec, PodTemplateSpec, Probe, ResourceRequirements, Volume,
 };
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
+use crate::compat::image;
+use crate::compat::quantity;
 use crate::core::features::{FeatureGates, Gate};
-use crate::core::image;
-use crate::core::quantity;
 
 /// Default `terminationGracePeriodSeconds`.
 pub const DEFAULT_TERMINATION_GRACE_PERIOD_SECONDS: i64 = 30;
@@ -31,6 +31,34 @@ pub struct QuantityError {
     pub path: String,
     /// The value sent.
     pub value: String,
+}
+
+/// Template defaults are injected on CREATE, and on UPDATE only when the template changed, never
+/// with gate `TemplateNoDefaults` (spec §1.1.3 item 3). `old_template_equal` is `None` on CREATE.
+pub fn should_inject_template_defaults(old_template_equal: Option<bool>, gates: &FeatureGates) -> bool {
+    if gates.enabled(Gate::TemplateNoDefaults) {
+        return false;
+    }
+    match old_template_equal {
+        None => true,
+        Some(equal) => !equal,
+    }
+}
+
+/// The template defaults of a CloneSet or Advanced StatefulSet (`spec.template.spec`,
+/// `spec.volumeClaimTemplates[i]`), applied when [`should_inject_template_defaults`].
+pub fn default_workload_templates(
+    template: &mut PodTemplateSpec,
+    claims: &mut [PersistentVolumeClaim],
+    gates: &FeatureGates,
+) -> Result<(), QuantityError> {
+    if let Some(pod_spec) = template.spec.as_mut() {
+        default_pod_spec(pod_spec, gates, "spec.template.spec")?;
+    }
+    for (i, vct) in claims.iter_mut().enumerate() {
+        default_volume_claim_template(vct, &format!("spec.volumeClaimTemplates[{i}]"))?;
+    }
+    Ok(())
 }
 
 /// Applies kruise's `SetDefaultPodSpec` to a pod template spec. `path` names the spec in errors.
@@ -274,5 +302,20 @@ fn has_no_source(v: &Volume) -> bool {
     match serde_json::to_value(v) {
         Ok(serde_json::Value::Object(map)) => map.keys().all(|k| k == "name"),
         _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn inject_rule() {
+        let g = FeatureGates::default();
+        assert!(should_inject_template_defaults(None, &g));
+        assert!(should_inject_template_defaults(Some(false), &g));
+        assert!(!should_inject_template_defaults(Some(true), &g));
+        let g = g.with(Gate::TemplateNoDefaults, true);
+        assert!(!should_inject_template_defaults(None, &g));
     }
 }

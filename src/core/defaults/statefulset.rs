@@ -3,7 +3,7 @@
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::pod::{QuantityError, default_pod_spec, default_volume_claim_template};
+use super::pod::{QuantityError, default_workload_templates};
 use crate::apis::statefulset::v1beta1::{StatefulSetPersistentVolumeClaimRetentionPolicy, StatefulSetSpec};
 use crate::apis::statefulset::{ORDERED_READY, RECREATE, RETAIN, ROLLING_UPDATE};
 use crate::core::features::{FeatureGates, Gate};
@@ -46,12 +46,7 @@ pub fn default_statefulset(
     spec.replicas.get_or_insert(1);
     spec.revision_history_limit.get_or_insert(10);
     if inject_template_defaults {
-        if let Some(pod_spec) = spec.template.spec.as_mut() {
-            default_pod_spec(pod_spec, gates, "spec.template.spec")?;
-        }
-        for (i, vct) in spec.volume_claim_templates.iter_mut().enumerate() {
-            default_volume_claim_template(vct, &format!("spec.volumeClaimTemplates[{i}]"))?;
-        }
+        default_workload_templates(&mut spec.template, &mut spec.volume_claim_templates, gates)?;
     }
     Ok(())
 }

@@ -1,6 +1,6 @@
 //! Can pods move from one template revision to the next IN PLACE, and if so what has to change on
 //! each pod? This is kruise's `CalculateSpec` (spec §3.2, revision data as described in §3.1): the
-//! two templates are diffed with kruise's JSON diff ([`super::jsondiff`]), then every op is judged:
+//! two templates are diffed with kruise's JSON diff ([`crate::compat::jsondiff`]), then every op is judged:
 //! - `/metadata/…` ops (labels, annotations, finalizers…) are fine and become a pod-metadata patch;
 //! - `/spec/…` ops must be `replace`s of `containers[N].image` (recorded as container → new image)
 //!   or, with gate InPlaceWorkloadVerticalScaling, of
@@ -18,16 +18,17 @@
 //! RecreatePodWhenChangeVCTInCloneSetGate, differing volume-claim-template hashes on the two
 //! revisions force a recreate (step 2).
 //!
-//! Typed templates are compared in the shape Go's encoder gives them ([`super::goshape`]); the env
+//! Typed templates are compared in the shape Go's encoder gives them ([`crate::compat::goshape`]); the env
 //! reference rules live in [`super::envref`], the resize rules in [`super::vertical`] (QoS in
-//! [`super::qos`]) and the metadata patch in [`super::metapatch`].
+//! [`super::qos`]) and the metadata patch in [`crate::compat::metapatch`].
 
 use super::envref::extract_env_references;
-use super::goshape::go_shape_template;
-use super::jsondiff::{OpKind, PatchOp, create_patch};
-use super::metapatch::metadata_patch;
 use super::qos::QosClass;
 use super::vertical::{ResizePlan, is_resources_path, qos_change};
+use crate::compat::goshape::go_shape_template;
+use crate::compat::jsondiff::{OpKind, PatchOp, create_patch};
+use crate::compat::metapatch::metadata_patch;
+use crate::core::features::{FeatureGates, Gate};
 use k8s_openapi::api::core::v1::{Container, PodTemplateSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
@@ -55,6 +56,18 @@ impl Default for Gates {
             in_place_update_env_from_metadata: true,
             in_place_workload_vertical_scaling: false,
             recreate_pod_when_change_vct_in_cloneset: false,
+        }
+    }
+}
+
+impl Gates {
+    /// The classifier's gates from the feature gates (InPlaceUpdateEnvFromMetadata is already off
+    /// when KruiseDaemon is).
+    pub fn from_features(gates: &FeatureGates) -> Self {
+        Gates {
+            in_place_update_env_from_metadata: gates.enabled(Gate::InPlaceUpdateEnvFromMetadata),
+            in_place_workload_vertical_scaling: gates.enabled(Gate::InPlaceWorkloadVerticalScaling),
+            recreate_pod_when_change_vct_in_cloneset: gates.enabled(Gate::RecreatePodWhenChangeVCTInCloneSetGate),
         }
     }
 }

@@ -9,7 +9,7 @@
 //! template arrives as `add /metadata/labels {…}` (the whole map), which is not a single-key op, so
 //! it is never treated as a reference.
 
-use super::jsondiff::{OpKind, PatchOp, unescape_token};
+use crate::compat::jsondiff::{OpKind, PatchOp, unescape_token};
 use k8s_openapi::api::core::v1::Container;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;

@@ -1,17 +1,17 @@
 //! The InPlaceOnly webhook guard (spec §3.6, with the project's decision §11.2): decides whether an
 //! UPDATE of a CloneSet or Advanced StatefulSet whose new strategy is InPlaceOnly changes anything
 //! in `spec.template.spec` other than container images. The two template specs are JSON-diffed with
-//! kruise's algorithm ([`super::jsondiff`]) and every op must be a `replace` whose path matches the
+//! kruise's algorithm ([`crate::compat::jsondiff`]) and every op must be a `replace` whose path matches the
 //! ANCHORED pattern `^/containers/[0-9]+/image$`. Kruise's Advanced StatefulSet used the unanchored
 //! regex, which also let `/containers/0/imagePullPolicy` and `/initContainers/0/image` through;
 //! §11.2 anchors it for both workloads. Template metadata is not compared (label and annotation
 //! changes are always allowed), resources changes are rejected even with vertical scaling on, and
 //! VCTs are not looked at. The caller passes DEFAULTED, normalised specs (spec §10.4 / §11.8) so a
 //! dropped default does not show up as a spurious `remove`; this module only brings both to Go's
-//! encoder shape ([`super::goshape`]), so the op reported is the one kruise would report.
+//! encoder shape ([`crate::compat::goshape`]), so the op reported is the one kruise would report.
 
-use super::goshape::go_shape_pod_spec;
-use super::jsondiff::{OpKind, PatchOp, create_patch};
+use crate::compat::goshape::go_shape_pod_spec;
+use crate::compat::jsondiff::{OpKind, PatchOp, create_patch};
 use serde_json::Value;
 
 /// `Ok(())` when `new_template_spec` differs from `old_template_spec` only in container images;

@@ -9,7 +9,7 @@
 //! limits for every resource (with the same set of resources on both sides). Everything else is
 //! Burstable.
 
-use crate::core::quantity::Quantity;
+use crate::compat::quantity::Quantity;
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as WireQuantity;
 use std::collections::BTreeMap;

@@ -7,9 +7,9 @@
 //! judged, the pod QoS class computed from the old and the new template must be the same
 //! ([`qos_change`]).
 
-use super::jsondiff::PatchOp;
 use super::qos::{QosClass, QosError, pod_qos_class};
-use crate::core::quantity::Quantity;
+use crate::compat::jsondiff::PatchOp;
+use crate::compat::quantity::Quantity;
 use k8s_openapi::api::core::v1::{Container, PodTemplateSpec, ResourceRequirements};
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as WireQuantity;
 use serde_json::Value;

@@ -13,7 +13,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use serde_json::{Map, Value};
 use time::{Date, Month, PrimitiveDateTime, Time, UtcOffset};
 
-use super::gojson;
+use crate::compat::gojson;
 
 /// One entry of the hash annotations (kruise `SidecarSetUpgradeSpec`).
 #[derive(Clone, Debug, Default, PartialEq, Eq)]

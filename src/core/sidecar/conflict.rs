@@ -14,7 +14,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use super::canary_base;
 use crate::apis::SidecarSet;
 use crate::apis::keys::NAMESPACE_NAME_LABEL;
-use crate::core::field::{FieldError, child};
+use crate::compat::field::{FieldError, child};
 
 /// `IsSelectorOverlapping`: not disjoint in either direction. A missing selector is treated as
 /// empty (kruise would dereference nil).

@@ -13,11 +13,11 @@ use super::{AFTER_APP_CONTAINER, BEFORE_APP_CONTAINER, COLD_UPGRADE, SHARE_DISAB
 use crate::apis::SidecarSet;
 use crate::apis::keys::{SIDECARSET_HASH, SIDECARSET_HASH_WITHOUT_IMAGE};
 use crate::apis::sidecarset::{SidecarContainer, SidecarSetSpec};
+use crate::compat::image;
 use crate::core::defaults::QuantityError;
 use crate::core::defaults::pod::{
     default_field_ref, default_http_get, default_probe, default_volumes, normalize_resource_list,
 };
-use crate::core::image;
 
 /// `revisionHistoryLimit` default.
 pub const DEFAULT_REVISION_HISTORY_LIMIT: i32 = 10;

@@ -6,14 +6,14 @@
 //! migration.
 //!
 //! H(x) = SHA-256 of Go's `json.Marshal(map[string]interface{}{"containers": …})` (map keys
-//! sorted, containers in Go field order — see [`super::gojson`]), as lowercase hex, each hex
+//! sorted, containers in Go field order — see [`crate::compat::gojson`]), as lowercase hex, each hex
 //! character then mapped through Kubernetes' `rand.SafeEncodeString`.
 
 use sha2::{Digest, Sha256};
 
-use super::gojson;
 use super::is_native_sidecar;
 use crate::apis::sidecarset::{SidecarContainer, SidecarSetSpec};
+use crate::compat::gojson;
 
 /// `rand.SafeEncodeString`'s alphabet: no vowels, no look-alike characters.
 const SAFE_ALPHABET: &[u8; 27] = b"bcdfghjklmnpqrstvwxz2456789";

@@ -38,7 +38,7 @@ use super::{
 use crate::apis::SidecarSet;
 use crate::apis::keys::{SIDECARSET_HASH, SIDECARSET_HASH_WITHOUT_IMAGE, SIDECARSET_INJECTED_LIST};
 use crate::apis::sidecarset::SidecarContainer;
-use crate::core::names::is_qualified_name;
+use crate::compat::names::is_qualified_name;
 
 /// What injection reads besides the pod and the candidate sets.
 pub struct InjectionInput<'a> {
@@ -561,20 +561,4 @@ fn merge_devices(c: &Container, additional: Vec<VolumeDevice>) -> Vec<VolumeDevi
 }
 
 #[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn subpath_refs() {
-        assert_eq!(subpath_expr_refs("foo/$(ODD_NAME)/$(POD_NAME)"), vec!["ODD_NAME", "POD_NAME"]);
-        assert_eq!(subpath_expr_refs("$($(A)$(9x)$(b.c-d)"), vec!["A", "b.c-d"]);
-        assert!(subpath_expr_refs("$(").is_empty());
-    }
-
-    #[test]
-    fn subscripts() {
-        assert_eq!(split_subscripted("metadata.labels['a']"), Some(("metadata.labels", "a")));
-        assert_eq!(split_subscripted("metadata.name"), None);
-        assert_eq!(split_subscripted("['a']"), None);
-    }
-}
+mod tests;

@@ -25,7 +25,7 @@ use super::{CUSTOM_VERSION_LABEL, SIDECARSET_NAME_LABEL, annotations, canary_bas
 use crate::apis::SidecarSet;
 use crate::apis::keys::{SIDECARSET_HASH, SIDECARSET_HASH_WITHOUT_IMAGE};
 use crate::apis::sidecarset::{SidecarSetInjectRevision, SidecarSetSpec};
-use crate::core::selector::Selector;
+use crate::compat::selector::Selector;
 
 /// What matching reads besides the pod and the sets.
 pub struct MatchInput<'a> {
@@ -76,8 +76,8 @@ fn selector(
     Selector::from_validated(sel).map_err(|e| MatchError::Selector {
         set: set.metadata.name.clone().unwrap_or_default(),
         message: match e {
-            crate::core::selector::SelectorError::InvalidOperator(op) => {
-                format!("{} is not a valid pod selector operator", crate::core::field::go_quote(&op))
+            crate::compat::selector::SelectorError::InvalidOperator(op) => {
+                format!("{} is not a valid pod selector operator", crate::compat::field::go_quote(&op))
             }
             other => other.to_string(),
         },
@@ -195,7 +195,7 @@ fn parse_percentage(s: &str) -> Result<f64, String> {
     number
         .parse::<f64>()
         .map(|v| v / 100.0)
-        .map_err(|_| format!("strconv.ParseFloat: parsing {}: invalid syntax", crate::core::field::go_quote(number)))
+        .map_err(|_| format!("strconv.ParseFloat: parsing {}: invalid syntax", crate::compat::field::go_quote(number)))
 }
 
 /// The ControllerRevision a pinned revision names: by `revisionName`, or the newest revision of

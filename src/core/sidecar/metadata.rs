@@ -9,8 +9,8 @@ use std::collections::BTreeMap;
 
 use serde_json::Value;
 
-use super::gojson;
 use crate::apis::sidecarset::SidecarSetPatchPodMetadata;
+use crate::compat::gojson;
 
 /// Why a `MergePatchJson` entry cannot be applied (the pod webhook answers 500).
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]

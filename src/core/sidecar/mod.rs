@@ -4,9 +4,8 @@
 //! Everything here is pure: the pod webhook hands in the request pod, the candidate SidecarSets
 //! of the pod's namespace and lookups into the cluster view, and gets a plan back.
 //!
-//! - [`gojson`]: Go `encoding/json` output of sidecar containers (field order, omitempty), the
-//!   input of the hashes.
-//! - [`hash`]: `kruise.io/sidecarset-hash` and `-without-image` (spec §1.3.2).
+//! - [`hash`]: `kruise.io/sidecarset-hash` and `-without-image` (spec §1.3.2), over the Go
+//!   `encoding/json` output of [`crate::compat::gojson`].
 //! - [`defaults`]: the SidecarSet mutating webhook's defaults (spec §1.3.1, §4.11).
 //! - [`validate`], [`podcheck`], [`conflict`]: the SidecarSet validating webhook (spec §2.3, §4.8,
 //!   §4.9).
@@ -19,7 +18,6 @@
 pub mod annotations;
 pub mod conflict;
 pub mod defaults;
-pub mod gojson;
 pub mod hash;
 pub mod inject;
 pub mod matching;

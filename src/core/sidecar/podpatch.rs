@@ -1,7 +1,7 @@
 //! The JSON patch from the request pod to the injected pod (spec §4.1 "Response", §11.7).
 //!
 //! The mutated typed pod is laid over the raw request pod (so fields our types do not know
-//! survive, see [`crate::core::patch`]), with the container, init container and volume lists
+//! survive, see [`crate::compat::patch`]), with the container, init container and volume lists
 //! matched by name rather than by index: injection inserts elements, and an index-wise overlay
 //! would graft one container's unknown fields onto another. A pod container replaced by a
 //! same-named sidecar keeps its request form when it already equals the sidecar once both are
@@ -19,9 +19,9 @@ use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOp
 use k8s_openapi::api::core::v1::{Container, PodSpec};
 use serde_json::{Map, Value};
 
+use crate::compat::patch::overlay;
 use crate::core::defaults::pod::default_pod_spec;
 use crate::core::features::FeatureGates;
-use crate::core::patch::overlay;
 
 /// Pod spec lists whose elements are identified by `name`.
 const NAMED_LISTS: [&str; 3] = ["containers", "initContainers", "volumes"];

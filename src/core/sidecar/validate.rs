@@ -27,11 +27,11 @@ use super::{
 };
 use crate::apis::SidecarSet;
 use crate::apis::sidecarset::{ResourcesPolicy, SidecarContainer, SidecarSetInjectRevision, TransferEnvVar};
+use crate::compat::field::{FieldError, child, index};
+use crate::compat::intstr::validate_positive_int_or_percent;
+use crate::compat::names::{is_qualified_name, max_len_error, regex_error, validate_annotations, validate_labels};
+use crate::compat::selector::{self, Selector};
 use crate::core::features::{FeatureGates, Gate};
-use crate::core::field::{FieldError, child, index};
-use crate::core::names::{is_qualified_name, max_len_error, regex_error, validate_annotations, validate_labels};
-use crate::core::selector::{self, Selector};
-use crate::core::validation::intstr::validate_positive_int_or_percent;
 use crate::core::validation::update_order::{validate_priority, validate_scatter};
 
 /// Key of the patchPodMetadata whitelist in ConfigMap `kruise-configuration`.
@@ -495,3 +495,6 @@ fn validate_container_changes(new: &[SidecarContainer], old: &[SidecarContainer]
     }
     errs
 }
+
+#[cfg(test)]
+mod tests;

@@ -17,19 +17,20 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
-use super::intstr::{go_string_opt, kruise_scaled_value, to_value, validate_nonnegative};
 use super::json;
 use super::meta::{validate_object_meta, validate_object_meta_update};
-use super::normalize::semantic_eq;
-use super::podtemplate::{validate_pod_template_spec, validate_workload_selector};
+use super::podtemplate::validate_workload_selector;
 use super::template_update::{in_place_only_violation, normalized_template};
 use super::update_order::{validate_priority, validate_scatter};
 use crate::apis::CloneSet;
 use crate::apis::cloneset::{
     CloneSetScaleStrategy, CloneSetSpec, CloneSetUpdateStrategy, IN_PLACE_IF_POSSIBLE, IN_PLACE_ONLY, RECREATE,
 };
+use crate::compat::field::FieldError;
+use crate::compat::intstr::{go_string_opt, kruise_scaled_value, to_value, validate_nonnegative};
+use crate::compat::normalize::semantic_eq;
+use crate::compat::podspec::validate_pod_template_spec;
 use crate::core::features::FeatureGates;
-use crate::core::field::FieldError;
 
 /// Pods named in `podsToDelete`, by name, as found in the CloneSet's namespace (absent = not
 /// found).
@@ -232,7 +233,7 @@ fn validate_update_strategy(strategy: &CloneSetUpdateStrategy, replicas: i64) ->
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::field::aggregate;
+    use crate::compat::field::aggregate;
     use serde_json::Value;
     use serde_json::json;
 

@@ -10,8 +10,8 @@ use super::json;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use serde_json::Value;
 
-use crate::core::field::{FieldError, child};
-use crate::core::names::{is_dns1123_label, is_dns1123_subdomain, validate_annotations, validate_labels};
+use crate::compat::field::{FieldError, child};
+use crate::compat::names::{is_dns1123_label, is_dns1123_subdomain, validate_annotations, validate_labels};
 
 /// `apimachineryvalidation.FieldImmutableErrorMsg`.
 pub const FIELD_IMMUTABLE: &str = "field is immutable";
@@ -97,7 +97,7 @@ fn labels_and_annotations(meta: &ObjectMeta, path: &str) -> Vec<FieldError> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::field::aggregate;
+    use crate::compat::field::aggregate;
     use serde_json::json;
 
     fn meta(v: Value) -> ObjectMeta {

@@ -1,12 +1,13 @@
 //! Validation of the kruise workloads (spec §2): pure functions from typed objects to a list of
-//! [`FieldError`](crate::core::field::FieldError)s in Kubernetes' format, plus the decisions the
+//! [`FieldError`](crate::compat::field::FieldError)s in Kubernetes' format, plus the decisions the
 //! validating handlers add on top (the InPlaceOnly guard, the recreate warning, deletion
-//! protection). One file per resource or concern, tests at the bottom of each.
+//! protection). One file per resource or concern, tests at the bottom of each: [`cloneset`],
+//! [`statefulset`]; [`meta`] (object metadata), [`podtemplate`] (the workload selector and pod
+//! template), [`update_order`] (priority and scatter strategies), [`template_update`] (the
+//! InPlaceOnly guard and the recreate warning), [`protection`] (deletion protection).
 
 pub mod cloneset;
-pub mod intstr;
 pub mod meta;
-pub mod normalize;
 pub mod podtemplate;
 pub mod protection;
 pub mod statefulset;

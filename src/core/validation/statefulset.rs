@@ -23,13 +23,9 @@ use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
-use super::intstr::{
-    go_atoi, k8s_value_from_int_or_percent, to_value, validate_nonnegative, validate_positive_int_or_percent,
-};
 use super::json;
 use super::meta::{validate_object_meta, validate_object_meta_update};
-use super::normalize::semantic_eq;
-use super::podtemplate::{validate_template_metadata, validate_workload_selector};
+use super::podtemplate::validate_workload_selector;
 use super::template_update::{in_place_only_violation, normalized_template};
 use super::update_order::priority_problem;
 use crate::apis::keys::IN_PLACE_UPDATE_READY;
@@ -38,9 +34,14 @@ use crate::apis::statefulset::{
     DELETE, IN_PLACE_IF_POSSIBLE, IN_PLACE_ONLY, MAX_MIN_READY_SECONDS, ON_DELETE, ORDERED_READY, PARALLEL, RECREATE,
     RETAIN, ROLLING_UPDATE,
 };
+use crate::compat::field::FieldError;
+use crate::compat::intstr::{
+    go_atoi, k8s_value_from_int_or_percent, to_value, validate_nonnegative, validate_positive_int_or_percent,
+};
+use crate::compat::normalize::semantic_eq;
+use crate::compat::podspec::validate_template_metadata;
+use crate::compat::quantity::Quantity;
 use crate::core::features::{FeatureGates, Gate};
-use crate::core::field::FieldError;
-use crate::core::quantity::Quantity;
 
 /// The field that selects InPlaceOnly, named in the guard's message.
 pub const STRATEGY_FIELD: &str = "spec.updateStrategy.rollingUpdate.podUpdatePolicy";
@@ -359,7 +360,7 @@ pub fn storage_changed(old: &PersistentVolumeClaim, new: &PersistentVolumeClaim)
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::field::aggregate;
+    use crate::compat::field::aggregate;
     use serde_json::json;
 
     /// An Advanced StatefulSet as the validating webhook sees it: defaulted.

@@ -10,16 +10,16 @@
 //!
 //! Both sides are compared after DEFAULTING (§1.5, applied here to old and new alike, so objects
 //! stored before defaulting existed or under gate TemplateNoDefaults compare fairly) and Go-shape
-//! normalisation ([`super::normalize::omit_empty`]), so a kubectl merge patch that dropped a
+//! normalisation ([`crate::compat::normalize::omit_empty`]), so a kubectl merge patch that dropped a
 //! defaulted or empty field is not a false rejection (spec §10.4).
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde_json::Value;
 
-use super::normalize::omit_empty;
+use crate::compat::field::FieldError;
+use crate::compat::normalize::omit_empty;
 use crate::core::defaults::pod::default_pod_spec;
 use crate::core::features::{FeatureGates, Gate};
-use crate::core::field::FieldError;
 use crate::core::inplace::classify::{self, ClassifyOptions, classify_template_update};
 use crate::core::inplace::guard::check_in_place_only;
 
@@ -65,16 +65,6 @@ pub fn in_place_only_violation(
     ))
 }
 
-/// The classifier's gates from the feature gates (InPlaceUpdateEnvFromMetadata is already off
-/// when KruiseDaemon is).
-pub fn classify_gates(gates: &FeatureGates) -> classify::Gates {
-    classify::Gates {
-        in_place_update_env_from_metadata: gates.enabled(Gate::InPlaceUpdateEnvFromMetadata),
-        in_place_workload_vertical_scaling: gates.enabled(Gate::InPlaceWorkloadVerticalScaling),
-        recreate_pod_when_change_vct_in_cloneset: gates.enabled(Gate::RecreatePodWhenChangeVCTInCloneSetGate),
-    }
-}
-
 /// The InPlaceIfPossible warning: `Some` when the template change cannot be applied in place.
 /// `claims_changed` is whether a CloneSet's volumeClaimTemplates changed, which recreates pods
 /// under gate RecreatePodWhenChangeVCTInCloneSetGate.
@@ -88,7 +78,7 @@ pub fn recreate_warning(
     if claims_changed && gates.enabled(Gate::RecreatePodWhenChangeVCTInCloneSetGate) {
         return Some(fit(format!("{prefix}: volumeClaimTemplates changed")));
     }
-    let opts = ClassifyOptions { gates: classify_gates(gates), ..Default::default() };
+    let opts = ClassifyOptions { gates: classify::Gates::from_features(gates), ..Default::default() };
     let refused =
         classify_template_update(&normalized_template(old, gates), &normalized_template(new, gates), &opts).err()?;
     Some(fit(match &refused.op {

@@ -5,8 +5,8 @@
 //! although the message says "1-100".
 
 use crate::apis::common::{UpdatePriorityStrategy, UpdateScatterStrategy};
-use crate::core::field::FieldError;
-use crate::core::selector::{self, Selector};
+use crate::compat::field::FieldError;
+use crate::compat::selector::{self, Selector};
 
 /// `UpdatePriorityStrategy.FieldsValidation()`.
 pub fn priority_problem(strategy: Option<&UpdatePriorityStrategy>) -> Option<String> {
@@ -87,7 +87,7 @@ mod tests {
         assert_eq!(priority_problem(None), None);
         let s: UpdatePriorityStrategy = serde_json::from_value(json!({"orderPriority": [{"orderedKey": ""}]})).unwrap();
         assert_eq!(
-            crate::core::field::aggregate(&validate_priority(Some(&s), "spec.updateStrategy.priorityStrategy")),
+            crate::compat::field::aggregate(&validate_priority(Some(&s), "spec.updateStrategy.priorityStrategy")),
             "spec.updateStrategy.priorityStrategy: Required value: order key can not be empty"
         );
     }

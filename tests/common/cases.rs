@@ -1,10 +1,14 @@
-//! The table runner of the injection tests: send a pod to `/mutate-pod`, apply the patch, compare
-//! with the expected pod, and send the result again expecting no patch.
+//! The table runner of the injection tests: send a pod to `/mutate-pod` in the row's request
+//! shape, apply the patch, compare with the expected pod, and send the result again expecting no
+//! patch.
 
-use kruise::webhook::Context;
+use kruise::webhook::request::ReviewRequest;
+use kruise::webhook::{Context, Handler};
+use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
-use super::*;
+use super::sidecar::*;
+use super::{apply, context, run};
 
 pub enum Want {
     /// The mutated pod.
@@ -15,23 +19,62 @@ pub enum Want {
     Code(u16, &'static str),
 }
 
+/// How the pod reaches the handler.
+#[derive(Clone, Copy, Debug)]
+pub enum Shape {
+    /// A pod CREATE (the only operation `mpod.kb.io` is registered for).
+    Create,
+    /// A CREATE of a pod subresource (e.g. `status`).
+    CreateSubresource(&'static str),
+    /// An UPDATE whose old object is the pod itself.
+    Update,
+}
+
 pub struct Case {
     pub name: &'static str,
     pub objects: Vec<Value>,
     pub gates: &'static str,
     pub namespace: &'static str,
+    pub shape: Shape,
     pub pod: Value,
     pub want: Box<dyn Fn(&Context) -> Want>,
 }
 
 pub fn case(name: &'static str, objects: Vec<Value>, pod: Value, want: impl Fn(&Context) -> Want + 'static) -> Case {
-    Case { name, objects, gates: "", namespace: "default", pod, want: Box::new(want) }
+    Case { name, objects, gates: "", namespace: "default", shape: Shape::Create, pod, want: Box::new(want) }
+}
+
+impl Case {
+    /// The same row sent in another request shape.
+    pub fn shape(mut self, shape: Shape) -> Self {
+        self.shape = shape;
+        self
+    }
+
+    /// The same row with feature gates (`Name=bool,...`).
+    pub fn gates(mut self, gates: &'static str) -> Self {
+        self.gates = gates;
+        self
+    }
+
+    /// The review this row sends for `pod`.
+    fn review(&self, pod: &Value) -> ReviewRequest {
+        let create = pod_create(self.namespace, pod);
+        match self.shape {
+            Shape::Create => create,
+            Shape::CreateSubresource(sub) => create.sub_resource(sub),
+            Shape::Update => ReviewRequest::new(Operation::Update, "", "v1", "Pod", "pods")
+                .namespace(self.namespace)
+                .object(pod.clone())
+                .old_object(pod.clone()),
+        }
+    }
 }
 
 pub fn run_cases(cases: Vec<Case>) {
     for c in cases {
         let ctx = context(&c.objects, c.gates);
-        let verdict = mutate_pod(&ctx, c.namespace, &c.pod);
+        let verdict = run(&ctx, Handler::MutatePod, &c.review(&c.pod));
         match (c.want)(&ctx) {
             Want::Code(code, text) => {
                 assert!(!verdict.allowed, "{}: expected a refusal", c.name);
@@ -44,7 +87,7 @@ pub fn run_cases(cases: Vec<Case>) {
             }
             Want::Pod(want) => {
                 assert!(verdict.allowed, "{}: {}", c.name, verdict.message);
-                let mutated = apply(&c.pod, &verdict);
+                let mutated = apply(&c.pod, verdict.patch.as_ref());
                 let mut shown = mutated.clone();
                 normalize_timestamps(&mut shown);
                 assert_eq!(
@@ -55,18 +98,11 @@ pub fn run_cases(cases: Vec<Case>) {
                     serde_json::to_string_pretty(&shown).unwrap(),
                     serde_json::to_string_pretty(&want).unwrap()
                 );
-                let again = mutate_pod(&ctx, c.namespace, &mutated);
+                let again = run(&ctx, Handler::MutatePod, &c.review(&mutated));
                 assert!(again.allowed && again.patch.is_none(), "{}: re-invocation patched {:?}", c.name, again.patch);
             }
         }
     }
-}
-
-/// Applies `edit` to a copy of `v`.
-pub fn with(v: &Value, edit: impl FnOnce(&mut Value)) -> Value {
-    let mut out = v.clone();
-    edit(&mut out);
-    out
 }
 
 pub fn pod(labels: Value, containers: Value) -> Value {

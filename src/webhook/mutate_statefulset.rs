@@ -6,12 +6,12 @@ use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
 use super::review::{Review, Verdict};
-use super::{Context, decode_object, writes_object};
-use crate::apis::statefulset::{v1alpha1, v1beta1};
-use crate::core::conversion::{statefulset_to_v1alpha1, statefulset_to_v1beta1};
-use crate::core::defaults::cloneset::should_inject_template_defaults;
+use super::{Context, decode_statefulset, writes_object};
+use crate::apis::statefulset::v1beta1;
+use crate::compat::patch::Overlay;
+use crate::core::conversion::statefulset_to_v1alpha1;
+use crate::core::defaults::pod::should_inject_template_defaults;
 use crate::core::defaults::statefulset::default_statefulset;
-use crate::core::patch::Overlay;
 
 /// Answers an Advanced StatefulSet CREATE or UPDATE with its defaults.
 pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
@@ -54,16 +54,9 @@ fn decode_both(
     review: &Review,
     version: &str,
 ) -> Result<(v1beta1::StatefulSet, Option<v1beta1::StatefulSet>), Verdict> {
-    let decode = |raw: Option<&Value>, what: &str| -> Result<v1beta1::StatefulSet, Verdict> {
-        match version {
-            "v1beta1" => decode_object(raw, what),
-            "v1alpha1" => decode_object::<v1alpha1::StatefulSet>(raw, what).map(|o| statefulset_to_v1beta1(&o)),
-            other => Err(Verdict::errored(400, format!("unsupported version: {other}"))),
-        }
-    };
-    let new = decode(review.object.as_ref(), "StatefulSet")?;
+    let new = decode_statefulset(review.object.as_ref(), "StatefulSet", version)?;
     let old = if review.request.operation == Operation::Update {
-        Some(decode(review.old_object.as_ref(), "old StatefulSet")?)
+        Some(decode_statefulset(review.old_object.as_ref(), "old StatefulSet", version)?)
     } else {
         None
     };

@@ -15,8 +15,8 @@
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
-use crate::core::field::{FieldError, go_quote};
-use crate::core::names::regex_error;
+use crate::compat::field::{FieldError, go_quote};
+use crate::compat::names::regex_error;
 
 /// `IsNegativeErrorMsg`.
 pub const IS_NEGATIVE_ERROR_MSG: &str = "must be greater than or equal to 0";
@@ -37,7 +37,7 @@ pub fn go_string_opt(v: Option<&IntOrString>) -> String {
 }
 
 /// The value an error message shows for an `IntOrString`: the int bare, the string quoted, `null`
-/// when unset (Go would print the struct with `%#v`; this is the decision of `core::field`).
+/// when unset (Go would print the struct with `%#v`; this is the decision of `compat::field`).
 pub fn to_value(v: Option<&IntOrString>) -> Value {
     match v {
         None => Value::Null,
@@ -175,7 +175,7 @@ pub fn calculate_partition_replicas(partition: Option<&IntOrString>, replicas: O
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::core::field::aggregate;
+    use crate::compat::field::aggregate;
 
     fn int(i: i32) -> IntOrString {
         IntOrString::Int(i)

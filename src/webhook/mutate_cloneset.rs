@@ -5,22 +5,18 @@ use kube::core::admission::Operation;
 use serde_json::json;
 
 use super::review::{Review, Verdict};
-use super::{Context, decode_object, writes_object};
+use super::{Context, decode_object, decode_written};
 use crate::apis::CloneSet;
-use crate::core::defaults::cloneset::{default_cloneset, should_inject_template_defaults};
-use crate::core::patch::Overlay;
+use crate::compat::patch::Overlay;
+use crate::core::defaults::cloneset::default_cloneset;
+use crate::core::defaults::pod::should_inject_template_defaults;
 
 /// Answers a CloneSet CREATE or UPDATE with its defaults.
 pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     let req = &review.request;
-    if !writes_object(&req.operation) {
-        return Verdict::allow();
-    }
-    if req.resource.version != "v1alpha1" {
-        return Verdict::errored(400, format!("unsupported version: {}", req.resource.version));
-    }
-    let mut cloneset: CloneSet = match decode_object(review.object.as_ref(), "CloneSet") {
-        Ok(c) => c,
+    let mut cloneset: CloneSet = match decode_written(review, "v1alpha1", "CloneSet") {
+        Ok(Some(o)) => o,
+        Ok(None) => return Verdict::allow(),
         Err(v) => return v,
     };
     let template_equal = if req.operation == Operation::Update {

@@ -17,7 +17,7 @@ use std::fmt::Write;
 use serde_json::{Map, Value};
 
 use crate::apis::sidecarset::SidecarContainer;
-use crate::core::quantity::Quantity;
+use crate::compat::quantity::Quantity;
 
 /// How a Go type is encoded.
 #[derive(Clone, Copy, Debug)]

@@ -17,8 +17,8 @@ use std::fmt;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use serde_json::Value;
 
-use crate::core::field::{self, FieldError};
-use crate::core::names::{is_qualified_name, is_valid_label_value, validate_label_name, validate_labels};
+use crate::compat::field::{self, FieldError};
+use crate::compat::names::{is_qualified_name, is_valid_label_value, validate_label_name, validate_labels};
 
 /// Why a `LabelSelector` could not be turned into a selector.
 #[derive(Clone, Debug, PartialEq)]

@@ -1,30 +1,12 @@
-//! Helpers for SidecarSet tests: a cluster view from JSON objects, pod and SidecarSet reviews,
-//! running a handler, applying its patch, and the objects as kruise writes them.
-#![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+//! SidecarSet fixtures: SidecarSets and Namespaces as JSON, a pod CREATE through `/mutate-pod`,
+//! and the containers and annotations as kruise writes them.
 
-pub mod cases;
-
-use std::sync::Arc;
-
-use kruise::cluster::files::Snapshot;
-use kruise::core::features::FeatureGates;
-use kruise::webhook::review::{Verdict, decode};
-use kruise::webhook::{Context, Handler, handle};
+use kruise::webhook::request::ReviewRequest;
+use kruise::webhook::{Context, Handler, Verdict};
+use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
-/// A cluster view holding `objects`.
-pub fn snapshot(objects: &[Value]) -> Snapshot {
-    let mut snap = Snapshot::default();
-    for o in objects {
-        assert!(snap.insert(o.clone()).unwrap(), "kind not held: {o}");
-    }
-    snap
-}
-
-/// A context over `objects` with `gates` (`Name=bool,...`).
-pub fn context(objects: &[Value], gates: &str) -> Context {
-    Context { gates: FeatureGates::parse(gates).unwrap(), cluster: Arc::new(snapshot(objects)) }
-}
+use super::run;
 
 /// A v1alpha1 SidecarSet.
 pub fn sidecarset(name: &str, spec: Value) -> Value {
@@ -36,46 +18,14 @@ pub fn namespace(name: &str, labels: Value) -> Value {
     json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": name, "labels": labels}})
 }
 
-/// An AdmissionReview body for `object`.
-pub fn review_json(
-    operation: &str,
-    resource: (&str, &str, &str),
-    namespace: &str,
-    object: &Value,
-    old: Option<&Value>,
-) -> Value {
-    let (group, version, res) = resource;
-    json!({
-        "apiVersion": "admission.k8s.io/v1", "kind": "AdmissionReview",
-        "request": {
-            "uid": "00000000-0000-0000-0000-000000000001",
-            "kind": {"group": group, "version": version, "kind": "X"},
-            "resource": {"group": group, "version": version, "resource": res},
-            "namespace": namespace, "name": object["metadata"]["name"].as_str().unwrap_or(""),
-            "operation": operation, "userInfo": {"username": "test"},
-            "object": object, "oldObject": old.cloned().unwrap_or(Value::Null)
-        }
-    })
-}
-
-/// Runs a handler on a review body.
-pub fn run(ctx: &Context, handler: Handler, body: &Value) -> Verdict {
-    let review = decode(&serde_json::to_vec(body).unwrap()).unwrap();
-    handle(ctx, handler, &review).expect("handler exists")
-}
-
-/// Applies a verdict's patch to `object` with `json_patch::patch`.
-pub fn apply(object: &Value, verdict: &Verdict) -> Value {
-    let mut out = object.clone();
-    if let Some(p) = &verdict.patch {
-        json_patch::patch(&mut out, p).unwrap_or_else(|e| panic!("patch does not apply: {e}\n{p:?}"));
-    }
-    out
-}
-
 /// Sends a pod CREATE to `/mutate-pod` in namespace `ns`.
 pub fn mutate_pod(ctx: &Context, ns: &str, pod: &Value) -> Verdict {
-    run(ctx, Handler::MutatePod, &review_json("CREATE", ("", "v1", "pods"), ns, pod, None))
+    run(ctx, Handler::MutatePod, &pod_create(ns, pod))
+}
+
+/// A pod CREATE in namespace `ns`.
+pub fn pod_create(ns: &str, pod: &Value) -> ReviewRequest {
+    ReviewRequest::new(Operation::Create, "", "v1", "Pod", "pods").namespace(ns).object(pod.clone())
 }
 
 /// Replaces every non-null `updateTimestamp` in the hash annotations with `"T"`.

@@ -13,7 +13,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::core::field::FieldError;
+use crate::compat::field::FieldError;
 
 const DNS1123_LABEL_FMT: &str = "[a-z0-9]([-a-z0-9]*[a-z0-9])?";
 const DNS1123_LABEL_ERR: &str = "a lowercase RFC 1123 label must consist of lower case alphanumeric \

@@ -1,0 +1,35 @@
+//! SidecarSet mutating handler `msidecarset.kb.io`: defaults the object and writes its hash
+//! annotations (spec §4.11, §1.3.2); only the spec and the two hash annotations change.
+
+use super::review::{Review, Verdict};
+use super::{Context, decode_written};
+use crate::apis::SidecarSet;
+use crate::apis::keys::{SIDECARSET_HASH, SIDECARSET_HASH_WITHOUT_IMAGE};
+use crate::compat::patch::Overlay;
+use crate::core::sidecar::defaults::default_sidecarset;
+
+/// Answers a SidecarSet CREATE or UPDATE with its defaults and hash annotations.
+pub fn mutate(_ctx: &Context, review: &Review) -> Verdict {
+    let mut set: SidecarSet = match decode_written(review, "v1alpha1", "SidecarSet") {
+        Ok(Some(o)) => o,
+        Ok(None) => return Verdict::allow(),
+        Err(v) => return v,
+    };
+    if let Err(e) = default_sidecarset(&mut set) {
+        return Verdict::errored(400, e.to_string());
+    }
+    let Some(raw) = review.object.as_ref() else { return Verdict::allow() };
+    // Only the spec and the two hash annotations change: the rest of the object stays as sent.
+    let annotations = set.metadata.annotations.unwrap_or_default();
+    let hashes: serde_json::Map<String, serde_json::Value> = [SIDECARSET_HASH, SIDECARSET_HASH_WITHOUT_IMAGE]
+        .into_iter()
+        .filter_map(|k| annotations.get(k).map(|v| (k.to_string(), serde_json::Value::from(v.as_str()))))
+        .collect();
+    match serde_json::to_value(&set.spec) {
+        Ok(spec) => {
+            let typed = serde_json::json!({"metadata": {"annotations": hashes}, "spec": spec});
+            Verdict::patched(Overlay::new(raw, &typed).patch())
+        }
+        Err(e) => Verdict::errored(500, format!("cannot encode SidecarSet: {e}")),
+    }
+}

@@ -1,0 +1,56 @@
+//! SidecarSet validating handler `vsidecarset.kb.io`: validates the object against the rules of
+//! spec §2.3 and the other SidecarSets of the cluster view, answering 422 when invalid (decision
+//! §11.1).
+
+use std::sync::OnceLock;
+
+use kube::core::admission::Operation;
+
+use super::review::{Review, Verdict};
+use super::{Context, decode_object, decode_written};
+use crate::apis::SidecarSet;
+use crate::core::sidecar::DEFAULT_KRUISE_NAMESPACE;
+use crate::core::sidecar::validate::{CONFIGURATION_NAME, ValidationInput, WHITELIST_KEY, validate_sidecarset};
+
+/// The namespace kruise runs in (`POD_NAMESPACE`, default `kruise-system`), where SidecarSet
+/// ControllerRevisions and `kruise-configuration` live. Read once.
+pub(crate) fn kruise_namespace() -> &'static str {
+    static NAMESPACE: OnceLock<String> = OnceLock::new();
+    NAMESPACE.get_or_init(|| {
+        std::env::var("POD_NAMESPACE")
+            .ok()
+            .filter(|ns| !ns.is_empty())
+            .unwrap_or_else(|| DEFAULT_KRUISE_NAMESPACE.into())
+    })
+}
+
+/// Answers a SidecarSet CREATE or UPDATE: allowed, or 422 with every field error.
+pub fn validate(ctx: &Context, review: &Review) -> Verdict {
+    let req = &review.request;
+    let set: SidecarSet = match decode_written(review, "v1alpha1", "SidecarSet") {
+        Ok(Some(o)) => o,
+        Ok(None) => return Verdict::allow(),
+        Err(v) => return v,
+    };
+    let old: Option<SidecarSet> = if req.operation == Operation::Update {
+        match decode_object(review.old_object.as_ref(), "old SidecarSet") {
+            Ok(s) => Some(s),
+            Err(v) => return v,
+        }
+    } else {
+        None
+    };
+    let namespace = kruise_namespace();
+    let all = ctx.cluster.sidecarsets();
+    let revisions = ctx.cluster.controller_revisions(namespace);
+    let config = ctx.cluster.config_map(namespace, CONFIGURATION_NAME);
+    let whitelist = config.as_ref().and_then(|cm| cm.data.as_ref()).and_then(|d| d.get(WHITELIST_KEY));
+    let input = ValidationInput {
+        old: old.as_ref(),
+        all: &all,
+        revisions: &revisions,
+        whitelist: whitelist.map(String::as_str),
+        gates: &ctx.gates,
+    };
+    Verdict::validated(&validate_sidecarset(&set, &input))
+}
