@@ -121,9 +121,10 @@ impl<'a, 'b> Gen<'a, 'b> {
         if n <= 1 { 0 } else { self.u.int_in_range(0..=n - 1).unwrap_or(0) }
     }
 
-    /// True with probability `percent`/100.
+    /// True with probability `percent`/100; false once the input is used up (`ratio` then
+    /// answers true, which would never end the `noise` loop).
     pub fn chance(&mut self, percent: u8) -> bool {
-        self.u.ratio(percent.min(100), 100u8).unwrap_or(false)
+        !self.u.is_empty() && self.u.ratio(percent.min(100), 100u8).unwrap_or(false)
     }
 
     pub fn pick<T: Copy>(&mut self, from: &[T]) -> T {

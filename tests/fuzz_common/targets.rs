@@ -12,9 +12,9 @@ use kruise::check::input::parse_text;
 use kruise::check::{Settings, Status, check};
 use kruise::cluster::files::Snapshot;
 use kruise::core::features::FeatureGates;
-use kruise::core::image::{ImageRef, default_pull_policy, parse_image, parse_image_legacy};
-use kruise::core::quantity::{Quantity, normalize};
-use kruise::core::selector::{self, Operator, Selector};
+use kruise::compat::image::{ImageRef, default_pull_policy, parse_image, parse_image_legacy};
+use kruise::compat::quantity::{Quantity, normalize};
+use kruise::compat::selector::{self, Operator, Selector};
 use kruise::core::sidecar::{defaults, hash};
 use kruise::webhook::Context;
 use kruise::webhook::paths::Handler;
@@ -351,12 +351,14 @@ pub fn sidecarset_hash(data: &[u8]) {
     assert_eq!(hash::hashes(&twice), (h.clone(), without), "defaulting twice changes the hash");
     let text = hash::encode(&spec, false);
     let v: Value = serde_json::from_str(&text).unwrap_or_else(|e| panic!("the hashed text is not JSON: {e}\n{text}"));
+    // Go's encoding/json writes an empty (nil) list as `null`.
+    let list = |v: &Value| if v.is_null() { json!([]) } else { v.clone() };
     let containers: Vec<SidecarContainer> =
-        serde_json::from_value(v["containers"].clone()).unwrap_or_else(|e| panic!("hashed containers: {e}\n{text}"));
+        serde_json::from_value(list(&v["containers"])).unwrap_or_else(|e| panic!("hashed containers: {e}\n{text}"));
     let mut back = spec.clone();
     back.containers = containers;
     if let Some(init) = v.get("initContainers") {
-        back.init_containers = serde_json::from_value(init.clone()).unwrap_or_else(|e| panic!("hashed init: {e}"));
+        back.init_containers = serde_json::from_value(list(init)).unwrap_or_else(|e| panic!("hashed init: {e}"));
     }
     assert_eq!(hash::encode(&back, false), text, "the Go-encoded containers do not read back as themselves");
 }
