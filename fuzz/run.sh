@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # `make fuzz`: builds every cargo-fuzz target once (nightly, libFuzzer), seeds each corpus from
-# examples/, the test fixtures and the inputs kept under tests/data/fuzz/<target>/, then runs each
+# examples/, the test fixtures (tests/fuzz_common/seeds.rs) and the inputs kept under
+# tests/data/fuzz/<target>/, then runs each
 # target for FUZZ_SECONDS (default 60) and prints executions, coverage and corpus size per target.
 # A crash or a hang (a run over 10 s) stops that target, leaves the input in
 # fuzz/artifacts/<target>/ and makes the script exit 1: minimise it (`cargo +nightly fuzz tmin`),
@@ -23,33 +24,16 @@ build_flags=(--fuzz-dir fuzz --target-dir target/fuzz --sanitizer "$sanitizer" -
 
 "${fuzz[@]}" build "${build_flags[@]}"
 
+# The seed corpus is defined once, in tests/fuzz_common/seeds.rs (make test runs every target
+# over it too); the inputs kept under tests/data/fuzz/<target>/ join it.
+seeds=target/fuzz/seeds
+rm -rf "$seeds"
+FUZZ_CORPUS="$PWD/$seeds" cargo test --quiet --test fuzz_regressions write_seed_corpus -- --ignored >/dev/null
 seed() {
   local target=$1 dir=fuzz/corpus/$1
   mkdir -p "$dir"
-  if [ -d "tests/data/fuzz/$target" ]; then cp tests/data/fuzz/"$target"/* "$dir"/ 2>/dev/null || true; fi
-  case $target in
-    review_bytes) cp examples/reviews/*.json "$dir"/ ;;
-    router_bytes)
-      # First byte: the path (index into the routed paths), second: the content type.
-      local i=0
-      for f in examples/reviews/*.json; do
-        { printf "\\x$(printf %02x $i)\\x04"; cat "$f"; } > "$dir/$(basename "$f")"
-        i=$((i + 1))
-      done ;;
-    check_yaml)
-      find examples tests/fixtures webhook-config -name '*.yaml' | while read -r f; do
-        cp "$f" "$dir/$(echo "$f" | tr / _)"
-      done ;;
-    quantity)
-      for q in 100m 1 0 1Gi 64Mi 0.5 1e3 1E3 -1 +.5Ki 1.000000001 9223372036854775807 8Ei 1e-9 1n 12e 1.5Ti; do
-        printf %s "$q" > "$dir/seed-$(printf %s "$q" | od -An -tx1 | tr -d ' \n')"
-      done ;;
-    image)
-      for i in nginx nginx:1.25 docker.io/library/nginx:1.25 registry.local:5000/a/b:c \
-        "nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef" localhost/x UPPER:1; do
-        printf %s "$i" > "$dir/seed-$(printf %s "$i" | od -An -tx1 | tr -d ' \n' | cut -c1-40)"
-      done ;;
-  esac
+  cp "$seeds/$target"/* "$dir"/
+  if [ -d "tests/data/fuzz/$target" ]; then cp tests/data/fuzz/"$target"/* "$dir"/; fi
 }
 
 dict_for() {

@@ -447,7 +447,11 @@ async fn hostile_clients_do_not_stop_normal_reviews() {
     }
     for (took, got) in &h2 {
         assert!(*took <= REQUEST_READ + ALLOWANCE, "an HTTP/2 prior-knowledge connection stayed open {took:?}");
-        assert!(!got.starts_with(b"HTTP/1.1 200"), "HTTP/2 prior knowledge got an answer: {}", String::from_utf8_lossy(got));
+        assert!(
+            !got.starts_with(b"HTTP/1.1 200"),
+            "HTTP/2 prior knowledge got an answer: {}",
+            String::from_utf8_lossy(got)
+        );
     }
     assert!(large.iter().all(|r| r == &Ok(200)), "7 MiB bodies are read and answered: {:?}", count(&large));
     assert!(too_large.iter().all(|r| r == &Ok(413)), "bodies over 7 MiB get 413: {:?}", count(&too_large));

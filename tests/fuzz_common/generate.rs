@@ -84,8 +84,29 @@ const NAMES: &[&str] =
     &["a", "b", "app", "app-0", "s0-c0", "s0-c0-1", "s1-c0", "s0-i0", "v0", "v1", "logs", "E0", "E1", "nginx"];
 
 const QUANTITIES: &[&str] = &[
-    "100m", "1", "0", "1Gi", "64Mi", "0.5", "1e3", "1E3", "-1", "+.5Ki", "1.000000001", "9223372036854775807",
-    "9223372036854775808", "1Ei", "8Ei", "1e-9", "1n", "0.0001m", "12e", "1.", ".", "1Z", "",
+    "100m",
+    "1",
+    "0",
+    "1Gi",
+    "64Mi",
+    "0.5",
+    "1e3",
+    "1E3",
+    "-1",
+    "+.5Ki",
+    "1.000000001",
+    "9223372036854775807",
+    "9223372036854775808",
+    "1Ei",
+    "8Ei",
+    "1e-9",
+    "1n",
+    "0.0001m",
+    "12e",
+    "1.",
+    ".",
+    "1Z",
+    "",
 ];
 
 const IMAGES: &[&str] = &[
@@ -201,7 +222,11 @@ impl<'a, 'b> Gen<'a, 'b> {
     pub fn string_map(&mut self, max: usize) -> Value {
         let mut m = Map::new();
         for _ in 0..self.below(max + 1) {
-            let k = if self.chance(50) { self.pick(&["app", "tier", "a/b~c", "kubernetes.io/metadata.name"]).into() } else { self.word() };
+            let k = if self.chance(50) {
+                self.pick(&["app", "tier", "a/b~c", "kubernetes.io/metadata.name"]).into()
+            } else {
+                self.word()
+            };
             let v = if self.chance(60) { self.pick(&["a", "b", "web", "default", ""]).into() } else { self.word() };
             m.insert(k, Value::String(v));
         }
@@ -260,7 +285,10 @@ impl<'a, 'b> Gen<'a, 'b> {
                 e["valueFrom"] =
                     json!({"fieldRef": {"fieldPath": self.pick(&["metadata.name", "metadata.labels['app']"])}})
             }
-            1 => e["valueFrom"] = json!({"configMapKeyRef": {"name": "p-barrier", "key": self.pick(&["p_0", "p_-1", "p_"])}}),
+            1 => {
+                e["valueFrom"] =
+                    json!({"configMapKeyRef": {"name": "p-barrier", "key": self.pick(&["p_0", "p_-1", "p_"])}})
+            }
             2 => e["value"] = json!(self.pick(&["true", "1", "-2", "10", "x", "", "99999999999999999999"])),
             _ => e["value"] = Value::String(self.word()),
         }
@@ -316,7 +344,8 @@ impl<'a, 'b> Gen<'a, 'b> {
             c["ports"] = json!([{"containerPort": self.int(-1, 70000), "protocol": self.pick(&["TCP", "UDP", "x"])}]);
         }
         if self.chance(10) {
-            c["readinessProbe"] = json!({"httpGet": {"path": "/", "port": self.int_or_percent()}, "periodSeconds": self.int(-1, 30)});
+            c["readinessProbe"] =
+                json!({"httpGet": {"path": "/", "port": self.int_or_percent()}, "periodSeconds": self.int(-1, 30)});
         }
         if self.chance(10) {
             c["terminationMessagePath"] = json!("/dev/termination-log");
@@ -360,12 +389,13 @@ impl<'a, 'b> Gen<'a, 'b> {
                 a["apps.kruise.io/container-launch-priority"] = json!(self.pick(&["Ordered", "x"]));
             }
             if self.chance(10) {
-                a[self.pick(&["kruise.io/sidecarset-hash", "kruise.io/sidecarset-hash-without-image"])] = json!(self.pick(&[
-                    "{}",
-                    "{\"set-0\":\"abc\"}",
-                    "{\"set-0\":{\"hash\":\"h\",\"updateTimestamp\":\"2024-01-01T00:00:00Z\"}}",
-                    "{not json",
-                ]));
+                a[self.pick(&["kruise.io/sidecarset-hash", "kruise.io/sidecarset-hash-without-image"])] =
+                    json!(self.pick(&[
+                        "{}",
+                        "{\"set-0\":\"abc\"}",
+                        "{\"set-0\":{\"hash\":\"h\",\"updateTimestamp\":\"2024-01-01T00:00:00Z\"}}",
+                        "{not json",
+                    ]));
             }
             if self.chance(10) {
                 a["kruise.io/sidecarset-injected-list"] = json!(self.pick(&["set-0", "set-1,set-0", ""]));
@@ -421,7 +451,8 @@ impl<'a, 'b> Gen<'a, 'b> {
     }
 
     pub fn pod(&mut self) -> Value {
-        let mut pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": self.metadata("p"), "spec": self.pod_spec()});
+        let mut pod =
+            json!({"apiVersion": "v1", "kind": "Pod", "metadata": self.metadata("p"), "spec": self.pod_spec()});
         if self.chance(15) {
             pod["status"] = json!({"phase": self.pick(&["Pending", "Running", "Succeeded", "Failed"])});
         }
@@ -511,7 +542,8 @@ impl<'a, 'b> Gen<'a, 'b> {
             spec["imagePullSecrets"] = json!([{"name": self.name()}]);
         }
         if self.chance(25) {
-            let key = if self.chance(50) { format!("set-{i}/x") } else { self.pick(&["merge", "a", "a/b~c"]).to_string() };
+            let key =
+                if self.chance(50) { format!("set-{i}/x") } else { self.pick(&["merge", "a", "a/b~c"]).to_string() };
             let value = match self.below(3) {
                 0 => json!("r"),
                 1 => json!(format!("{{\"s{i}\":1}}")),
@@ -549,7 +581,8 @@ impl<'a, 'b> Gen<'a, 'b> {
             meta["annotations"] = json!({"apps.kruise.io/sidecarset-canary": "true", "apps.kruise.io/sidecarset-base": self.pick(&["set-0", "set-1"])});
         }
         if self.chance(10) {
-            meta["annotations"] = json!({"kruise.io/sidecarset-hash": "h", "kruise.io/sidecarset-hash-without-image": "w"});
+            meta["annotations"] =
+                json!({"kruise.io/sidecarset-hash": "h", "kruise.io/sidecarset-hash-without-image": "w"});
         }
         let api = if self.chance(90) { "apps.kruise.io/v1alpha1" } else { "apps.kruise.io/v1beta1" };
         json!({"apiVersion": api, "kind": "SidecarSet", "metadata": meta, "spec": spec})
@@ -606,7 +639,8 @@ impl<'a, 'b> Gen<'a, 'b> {
                 s["inPlaceUpdateStrategy"] = json!({"gracePeriodSeconds": self.int(-1, 30)});
             }
             if self.chance(15) {
-                s["priorityStrategy"] = json!({"weightPriority": [{"weight": self.int(-1, 200), "matchSelector": self.selector()}]});
+                s["priorityStrategy"] =
+                    json!({"weightPriority": [{"weight": self.int(-1, 200), "matchSelector": self.selector()}]});
             }
             if self.chance(15) {
                 s["scatterStrategy"] = json!([{"key": self.pick(&["app", ""]), "value": self.pick(&["web", ""])}]);
@@ -670,11 +704,13 @@ impl<'a, 'b> Gen<'a, 'b> {
             if self.chance(15) {
                 r["minReadySeconds"] = json!(self.int(-1, 400));
             }
-            spec["updateStrategy"] = json!({"type": self.pick(&["RollingUpdate", "OnDelete", "x"]), "rollingUpdate": r});
+            spec["updateStrategy"] =
+                json!({"type": self.pick(&["RollingUpdate", "OnDelete", "x"]), "rollingUpdate": r});
         }
         if self.chance(25) {
-            spec["reserveOrdinals"] =
-                Value::Array(self.list(3, |g, _| if g.chance(60) { json!(g.int(-1, 20)) } else { json!(g.pick(&["3-5", "5-3", "x", "1-"])) }));
+            spec["reserveOrdinals"] = Value::Array(self.list(3, |g, _| {
+                if g.chance(60) { json!(g.int(-1, 20)) } else { json!(g.pick(&["3-5", "5-3", "x", "1-"])) }
+            }));
         }
         if self.chance(15) {
             spec["ordinals"] = json!({"start": self.int(-1, 5)});
@@ -707,7 +743,13 @@ impl<'a, 'b> Gen<'a, 'b> {
     }
 
     /// An AdmissionReview envelope for `object`/`old` (either may be `None`).
-    pub fn review(&mut self, resource: (&str, &str, &str, &str), op: &str, object: Option<&Value>, old: Option<&Value>) -> Value {
+    pub fn review(
+        &mut self,
+        resource: (&str, &str, &str, &str),
+        op: &str,
+        object: Option<&Value>,
+        old: Option<&Value>,
+    ) -> Value {
         let (group, version, res, kind) = resource;
         let api = if self.chance(85) { "admission.k8s.io/v1" } else { "admission.k8s.io/v1beta1" };
         let uid = if self.chance(80) { "9a3c4e52-7d1b-4c3e-9f1a-2b6d8e0f1a23".to_string() } else { self.raw_string() };

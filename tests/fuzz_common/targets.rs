@@ -11,10 +11,10 @@ use kruise::apis::sidecarset::{SidecarContainer, SidecarSetSpec};
 use kruise::check::input::parse_text;
 use kruise::check::{Settings, Status, check};
 use kruise::cluster::files::Snapshot;
-use kruise::core::features::FeatureGates;
 use kruise::compat::image::{ImageRef, default_pull_policy, parse_image, parse_image_legacy};
 use kruise::compat::quantity::{Quantity, normalize};
 use kruise::compat::selector::{self, Operator, Selector};
+use kruise::core::features::FeatureGates;
 use kruise::core::sidecar::{defaults, hash};
 use kruise::webhook::Context;
 use kruise::webhook::paths::Handler;
@@ -54,7 +54,8 @@ pub fn context(objects: &[Value], gates: &str) -> Context {
 fn example_context() -> &'static Context {
     static CTX: OnceLock<Context> = OnceLock::new();
     CTX.get_or_init(|| {
-        let sample: Value = serde_yaml_ng::from_str(include_str!("../../examples/sidecarset.yaml")).unwrap_or(Value::Null);
+        let sample: Value =
+            serde_yaml_ng::from_str(include_str!("../../examples/sidecarset.yaml")).unwrap_or(Value::Null);
         let wide = json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet", "metadata": {"name": "wide"},
             "spec": {"selector": {"matchExpressions": [{"key": "app", "operator": "Exists"}]},
                      "containers": [{"name": "wide-c", "image": "side:1", "shareVolumePolicy": {"type": "enabled"},
@@ -82,8 +83,10 @@ pub fn router_bytes(data: &[u8]) {
     static APP: OnceLock<(tokio::runtime::Runtime, axum::Router)> = OnceLock::new();
     let (rt, app) = APP.get_or_init(|| {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| panic!("runtime: {e}"));
-        let state =
-            kruise::webhook::http::AppState { ctx: example_context().clone(), metrics: kruise::metrics::Metrics::new() };
+        let state = kruise::webhook::http::AppState {
+            ctx: example_context().clone(),
+            metrics: kruise::metrics::Metrics::new(),
+        };
         (rt, kruise::webhook::http::router(Arc::new(state)))
     });
     let mut paths = kruise::webhook::paths::routed_paths();
@@ -112,8 +115,8 @@ pub fn router_bytes(data: &[u8]) {
         return;
     }
     assert!([200, 400, 404, 405, 413, 415].contains(&status), "{path} answered HTTP {status}");
-    let out: Value =
-        serde_json::from_slice(&bytes).unwrap_or_else(|e| panic!("{path}: HTTP {status} with a body that is not JSON: {e}"));
+    let out: Value = serde_json::from_slice(&bytes)
+        .unwrap_or_else(|e| panic!("{path}: HTTP {status} with a body that is not JSON: {e}"));
     if status == 200 {
         let review = kruise::webhook::review::decode(&body).unwrap_or_else(|e| panic!("200 for a bad review: {e}"));
         assert_eq!(out["response"]["uid"], review.request.uid.as_str());
@@ -145,18 +148,22 @@ pub fn pod_shaped(data: &[u8]) {
 
 /// A CloneSet CREATE, UPDATE or DELETE through its mutating then validating handler.
 pub fn cloneset_shaped(data: &[u8]) {
-    workload(data, |g| g.cloneset(), ("apps.kruise.io", "v1alpha1", "clonesets", "CloneSet"), [
-        Handler::MutateCloneSet,
-        Handler::ValidateCloneSet,
-    ]);
+    workload(
+        data,
+        |g| g.cloneset(),
+        ("apps.kruise.io", "v1alpha1", "clonesets", "CloneSet"),
+        [Handler::MutateCloneSet, Handler::ValidateCloneSet],
+    );
 }
 
 /// An Advanced StatefulSet (v1beta1 or v1alpha1) through its mutating then validating handler.
 pub fn statefulset_shaped(data: &[u8]) {
-    workload(data, |g| g.statefulset(), ("apps.kruise.io", "v1beta1", "statefulsets", "StatefulSet"), [
-        Handler::MutateStatefulSet,
-        Handler::ValidateStatefulSet,
-    ]);
+    workload(
+        data,
+        |g| g.statefulset(),
+        ("apps.kruise.io", "v1beta1", "statefulsets", "StatefulSet"),
+        [Handler::MutateStatefulSet, Handler::ValidateStatefulSet],
+    );
 }
 
 /// A SidecarSet through its mutating then validating handler, with other sets in the view (the
@@ -179,7 +186,12 @@ pub fn sidecarset_shaped(data: &[u8]) {
     send(&context(&others, &gates), &[Handler::MutateSidecarSet, Handler::ValidateSidecarSet], &review);
 }
 
-fn workload(data: &[u8], build: impl Fn(&mut Gen<'_, '_>) -> Value, resource: (&str, &str, &str, &str), handlers: [Handler; 2]) {
+fn workload(
+    data: &[u8],
+    build: impl Fn(&mut Gen<'_, '_>) -> Value,
+    resource: (&str, &str, &str, &str),
+    handlers: [Handler; 2],
+) {
     let mut u = Unstructured::new(data);
     let mut g = Gen::new(&mut u);
     let gates = g.gates();
@@ -249,10 +261,17 @@ pub fn check_yaml(data: &[u8]) {
     let outcomes = check(&manifests, &[], &Snapshot::default(), &Settings::default());
     assert_eq!(outcomes.len(), manifests.len(), "one outcome per object");
     for o in &outcomes {
-        assert!(!matches!(o.status, Status::Error(_)), "check failed on its own: {:?} for {}/{}", o.status, o.kind, o.name);
+        assert!(
+            !matches!(o.status, Status::Error(_)),
+            "check failed on its own: {:?} for {}/{}",
+            o.status,
+            o.kind,
+            o.name
+        );
         if let Some(mutated) = &o.mutated {
             let yaml = serde_yaml_ng::to_string(mutated).unwrap_or_else(|e| panic!("mutated object as YAML: {e}"));
-            let back = parse_text("out.yaml", &yaml).unwrap_or_else(|e| panic!("--mutated-out cannot be read back: {e}\n{yaml}"));
+            let back = parse_text("out.yaml", &yaml)
+                .unwrap_or_else(|e| panic!("--mutated-out cannot be read back: {e}\n{yaml}"));
             assert_eq!(back.len(), 1, "{yaml}");
             assert_eq!(&back[0].object, mutated, "--mutated-out reads back as another object:\n{yaml}");
         }
@@ -264,7 +283,8 @@ pub fn quantity(data: &[u8]) {
     let Ok(s) = std::str::from_utf8(data) else { return };
     if let Ok(q) = Quantity::parse(s) {
         let text = q.canonical();
-        let again = Quantity::parse(&text).unwrap_or_else(|e| panic!("canonical {text:?} of {s:?} does not parse: {e}"));
+        let again =
+            Quantity::parse(&text).unwrap_or_else(|e| panic!("canonical {text:?} of {s:?} does not parse: {e}"));
         assert_eq!(again.canonical(), text, "the canonical form of {s:?} is not stable");
         let _ = (q.milli_value(), q.value(), q.is_zero(), q.sign(), q.to_string());
         let mut r = q.clone();
@@ -310,7 +330,11 @@ pub fn selector(data: &[u8]) {
         assert_eq!(printed.as_deref(), Ok(s.to_string().as_str()));
         assert_eq!(s.is_empty(), selector::is_empty(&sel));
         let from_labels = s.requirements().iter().filter(|r| r.operator == Operator::Equals).count();
-        assert_eq!(from_labels, sel.match_labels.as_ref().map_or(0, BTreeMap::len), "one requirement per matchLabels pair");
+        assert_eq!(
+            from_labels,
+            sel.match_labels.as_ref().map_or(0, BTreeMap::len),
+            "one requirement per matchLabels pair"
+        );
     }
 }
 
