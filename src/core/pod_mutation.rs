@@ -146,8 +146,10 @@ mod tests {
 
         // A re-invocation after injection replaced a sidecar with a fresh copy that lost its
         // barrier: only that container gets one, the one it had (issue 13).
-        let mut injected = pod(json!({"metadata": {"name": "p", "annotations": {LAUNCH_PRIORITY_ANNOTATION: "Ordered"}},
-            "spec": {"containers": [{"name": "s", "env": [{"name": "IS_INJECTED", "value": "true"}]}, {"name": "a"}, {"name": "b"}]}}));
+        let mut injected = pod(
+            json!({"metadata": {"name": "p", "annotations": {LAUNCH_PRIORITY_ANNOTATION: "Ordered"}},
+            "spec": {"containers": [{"name": "s", "env": [{"name": "IS_INJECTED", "value": "true"}]}, {"name": "a"}, {"name": "b"}]}}),
+        );
         let fresh_sidecar = injected.spec.as_ref().unwrap().containers[0].clone();
         assert!(init_launch_priority(&mut injected, "").unwrap());
         let mut reinvoked = injected.clone();
