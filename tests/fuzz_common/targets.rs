@@ -23,9 +23,12 @@ use serde_json::{Value, json};
 use super::admission::{HANDLERS, check_body};
 use super::generate::Gen;
 
+/// A target: panics when its property fails for the input.
+pub type Target = fn(&[u8]);
+
 /// Every target by name (the name of its file under `fuzz/fuzz_targets/` and of its directory
 /// of kept inputs).
-pub const TARGETS: &[(&str, fn(&[u8]))] = &[
+pub const TARGETS: &[(&str, Target)] = &[
     ("review_bytes", review_bytes),
     ("router_bytes", router_bytes),
     ("pod_shaped", pod_shaped),
