@@ -11,7 +11,9 @@
 # Settings (environment): FUZZ_SECONDS per target; FUZZ_TARGETS (space-separated, default all);
 # FUZZ_SANITIZER (default none: our crate forbids unsafe code, and without ASan a run does
 # several times more executions; `address` for the C and unsafe code of dependencies);
-# FUZZ_ARGS (extra libFuzzer flags). Debug assertions and overflow checks are on.
+# FUZZ_ARGS (extra libFuzzer flags); FUZZ_NO_BUILD=1 runs the binaries already built. Debug
+# assertions and overflow checks are on. The targets are built once (`cargo fuzz build`) and
+# their binaries run directly: `cargo fuzz run` would check the build again before each one.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 
@@ -22,7 +24,8 @@ fuzz=(cargo +nightly fuzz)
 # One target dir for the fuzz builds, under the repository's own target/.
 build_flags=(--fuzz-dir fuzz --target-dir target/fuzz --sanitizer "$sanitizer" --debug-assertions)
 
-"${fuzz[@]}" build "${build_flags[@]}"
+if [ -z "${FUZZ_NO_BUILD:-}" ]; then "${fuzz[@]}" build "${build_flags[@]}"; fi
+bin=target/fuzz/$(rustc +nightly -vV | sed -n 's/^host: //p')/release
 
 # The seed corpus is defined once, in tests/fuzz_common/seeds.rs (make test runs every target
 # over it too); the inputs kept under tests/data/fuzz/<target>/ join it.
@@ -58,7 +61,7 @@ for t in $targets; do
   d=$(dict_for "$t")
   if [ -n "$d" ]; then args+=(-dict="$d"); fi
   # shellcheck disable=SC2086
-  if "${fuzz[@]}" run "${build_flags[@]}" "$t" "fuzz/corpus/$t" -- "${args[@]}" ${FUZZ_ARGS:-} > "$log" 2>&1; then
+  if "$bin/$t" "fuzz/corpus/$t" "${args[@]}" ${FUZZ_ARGS:-} > "$log" 2>&1; then
     result=ok
   else
     result="FAILED (see $log)"

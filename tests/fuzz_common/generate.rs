@@ -10,6 +10,8 @@
 use arbitrary::Unstructured;
 use serde_json::{Map, Value, json};
 
+use super::seeds::{IMAGES, QUANTITIES};
+
 /// Draws from the fuzzer's bytes; never fails.
 pub struct Gen<'a, 'b> {
     u: &'a mut Unstructured<'b>,
@@ -82,47 +84,6 @@ const WORDS: &[&str] = &[
 /// Names shared by containers, volumes, sets and env vars so that objects refer to each other.
 const NAMES: &[&str] =
     &["a", "b", "app", "app-0", "s0-c0", "s0-c0-1", "s1-c0", "s0-i0", "v0", "v1", "logs", "E0", "E1", "nginx"];
-
-const QUANTITIES: &[&str] = &[
-    "100m",
-    "1",
-    "0",
-    "1Gi",
-    "64Mi",
-    "0.5",
-    "1e3",
-    "1E3",
-    "-1",
-    "+.5Ki",
-    "1.000000001",
-    "9223372036854775807",
-    "9223372036854775808",
-    "1Ei",
-    "8Ei",
-    "1e-9",
-    "1n",
-    "0.0001m",
-    "12e",
-    "1.",
-    ".",
-    "1Z",
-    "",
-];
-
-const IMAGES: &[&str] = &[
-    "nginx",
-    "nginx:1.25",
-    "nginx:latest",
-    "busybox:1.36",
-    "docker.io/library/nginx:1.25",
-    "registry.local:5000/a/b:c",
-    "side:1",
-    "empty:1",
-    "nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
-    "UPPER:1",
-    ":tag",
-    "",
-];
 
 impl<'a, 'b> Gen<'a, 'b> {
     pub fn new(u: &'a mut Unstructured<'b>) -> Self {

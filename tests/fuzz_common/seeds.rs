@@ -34,10 +34,15 @@ pub const QUANTITIES: &[&str] = &[
     "",
 ];
 
-/// Image references as users write them, and ones the parser refuses.
+/// Image references as users write them, and ones the parser refuses (also drawn by the
+/// structure-aware targets).
 pub const IMAGES: &[&str] = &[
     "nginx",
     "nginx:1.25",
+    "nginx:latest",
+    "busybox:1.36",
+    "side:1",
+    "empty:1",
     "docker.io/library/nginx:1.25",
     "registry.local:5000/a/b:c",
     "nginx@sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef",
@@ -45,6 +50,7 @@ pub const IMAGES: &[&str] = &[
     "UPPER:1",
     ":tag",
     "a//b",
+    "",
 ];
 
 /// `(name, bytes)` of every seed of `target`, read under the repository `root`.
