@@ -64,7 +64,8 @@ pub fn check_review(ctx: &Context, handler: Handler, review: &Review, body: &[u8
         );
         assert!(
             second.patched.is_none(),
-            "{handler:?}: re-invocation patched again\nobject {}\nbecame {}",
+            "{handler:?}: re-invocation patched again\nrequest object {}\npatched {}\nbecame {}",
+            compact(review.object.as_ref().unwrap_or(&Value::Null)),
             compact(patched),
             compact(second.patched.as_ref().unwrap_or(&Value::Null))
         );
