@@ -324,7 +324,12 @@ fn check_pod_spec(pod: &Value) -> Result<(), String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, failure_persistence: None, ..ProptestConfig::default() })]
+    // 160 cases in `make test`; `PROPTEST_CASES=N` for a longer one-off run.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(160),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn injection_properties(pod_shape in pod_shape(), set_shapes in prop::collection::vec(set_shape(), 0..4)) {

@@ -245,7 +245,8 @@ fn send(ctx: &Context, handlers: &[Handler], review: &Value) {
 /// `--mutated-out` YAML read back.
 pub fn check_yaml(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
-    let lines = text.lines().count().max(1);
+    // Lines as YAML counts them: `\r\n`, `\n` and a lone `\r` each end one.
+    let lines = text.replace("\r\n", "\n").split(['\n', '\r']).count();
     let manifests = match parse_text("in.yaml", text) {
         Ok(m) => m,
         Err(e) => {
