@@ -21,7 +21,7 @@ fn bench(c: &mut Criterion) {
     let mut snapshot = Snapshot::default();
     let sample: serde_json::Value = serde_yaml_ng::from_slice(&example("sidecarset.yaml")).unwrap();
     assert!(snapshot.insert(sample).unwrap());
-    let ctx = Context { gates: FeatureGates::default(), cluster: Arc::new(snapshot) };
+    let ctx = Context::with_gates(FeatureGates::default(), Arc::new(snapshot));
     for (name, file, handler) in [
         ("mutate_pod_create", "reviews/pod-create.json", Handler::MutatePod),
         ("mutate_cloneset_create", "reviews/cloneset-create.json", Handler::MutateCloneSet),

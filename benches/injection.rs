@@ -75,14 +75,14 @@ fn injection(c: &mut Criterion) {
     let review = review();
     let mut group = c.benchmark_group("mutate-pod");
     for n in [1usize, 100, 1000, 10_000] {
-        let ctx = Context { gates: Default::default(), cluster: Arc::new(snapshot(n)) };
+        let ctx = Context::with_gates(Default::default(), Arc::new(snapshot(n)));
         let verdict = handle(&ctx, Handler::MutatePod, &review).unwrap();
         assert!(verdict.allowed && verdict.patch.is_some(), "the matching set is injected");
         group.bench_with_input(BenchmarkId::new("indexed", n), &ctx, |b, ctx| {
             b.iter(|| black_box(handle(ctx, Handler::MutatePod, black_box(&review))))
         });
     }
-    let ctx = Context { gates: Default::default(), cluster: Arc::new(FullScan(snapshot(1000))) };
+    let ctx = Context::with_gates(Default::default(), Arc::new(FullScan(snapshot(1000))));
     group.bench_with_input(BenchmarkId::new("full-scan", 1000), &ctx, |b, ctx| {
         b.iter(|| black_box(handle(ctx, Handler::MutatePod, black_box(&review))))
     });

@@ -37,7 +37,7 @@ pub enum LogFormat {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Serve the admission webhooks over HTTPS.
-    Serve(ServeArgs),
+    Serve(Box<ServeArgs>),
     /// Create (or keep, while still valid) a CA and a serving certificate.
     Certs(CertsArgs),
     /// Regenerate deploy/crds and webhook-config from the sources.
@@ -127,6 +127,65 @@ pub struct ServeArgs {
     /// After the delay: time in-flight requests get to finish.
     #[arg(long, env = "KRUISE_SHUTDOWN_TIMEOUT", default_value = "20s", value_parser = parse_duration)]
     pub shutdown_timeout: Duration,
+    /// Where the serving certificate comes from in a cluster: `managed` (kruise creates, renews and
+    /// rotates Secret --webhook-secret and publishes caBundle), `external` (cert-manager writes the
+    /// Secret and injects caBundle; kruise only reads it), or `files` (--cert-dir, re-read when it
+    /// changes; caBundle is yours to set). `--standalone` always uses files.
+    #[arg(long, env = "KRUISE_CERT_MODE", value_enum, default_value_t = CertMode::Managed)]
+    pub cert_mode: CertMode,
+    /// The certificate Secret in the manager namespace.
+    #[arg(long, default_value = crate::certs::SECRET_NAME)]
+    pub webhook_secret: String,
+    /// The webhook Service in the manager namespace (the certificate names `<service>.<namespace>.svc`).
+    #[arg(long, default_value = crate::certs::SERVICE_NAME)]
+    pub webhook_service: String,
+    /// Extra DNS name or IP address of the managed serving certificate (repeatable).
+    #[arg(long = "webhook-host")]
+    pub webhook_hosts: Vec<String>,
+    /// Lifetime of a managed CA (renewed with a third left).
+    #[arg(long, default_value = "87600h", value_parser = parse_duration)]
+    pub ca_lifetime: Duration,
+    /// Lifetime of a managed serving certificate (renewed with a third left).
+    #[arg(long, default_value = "8760h", value_parser = parse_duration)]
+    pub cert_lifetime: Duration,
+    /// How often certificates are checked (leader) and reported and self-checked (every replica).
+    #[arg(long, default_value = "5s", value_parser = parse_duration)]
+    pub cert_check_interval: Duration,
+    /// The manager namespace: SidecarSet revisions, the certificate Secret, the webhook Service
+    /// and the leader Lease live there.
+    #[arg(long, env = "POD_NAMESPACE", default_value = crate::config::DEFAULT_NAMESPACE)]
+    pub namespace: String,
+    /// Kubeconfig to reach the cluster (default: $KUBECONFIG, ~/.kube/config, then the in-cluster
+    /// service account).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+    /// Elect a leader among replicas for everything that writes (every replica serves admission).
+    #[arg(long, env = "KRUISE_LEADER_ELECT", default_value_t = true, action = clap::ArgAction::Set)]
+    pub leader_elect: bool,
+    /// This replica's identity in the election (default: $POD_NAME or the hostname, plus a
+    /// random suffix).
+    #[arg(long)]
+    pub leader_identity: Option<String>,
+    /// How long a leader's lease stays valid without renewal.
+    #[arg(long, default_value = "15s", value_parser = parse_duration)]
+    pub leader_lease_duration: Duration,
+    /// How long the leader keeps leading while renewals fail.
+    #[arg(long, default_value = "10s", value_parser = parse_duration)]
+    pub leader_renew_deadline: Duration,
+    /// How often candidates try to acquire or renew the lease.
+    #[arg(long, default_value = "2s", value_parser = parse_duration)]
+    pub leader_retry_period: Duration,
+}
+
+/// Where `kruise serve` gets its serving certificate in a cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum CertMode {
+    /// Secret and caBundle managed by kruise.
+    Managed,
+    /// Secret and caBundle managed by someone else (cert-manager); read and verified only.
+    External,
+    /// Files of --cert-dir.
+    Files,
 }
 
 /// `kruise certs`.
@@ -168,12 +227,14 @@ pub fn parse_duration(s: &str) -> Result<Duration, String> {
         Some(i) => s.split_at(i),
         None => (s, "s"),
     };
-    let value: f64 = number.trim().parse().map_err(|_| format!("invalid duration {s:?}: use e.g. 500ms, 2s or 1m"))?;
+    let value: f64 =
+        number.trim().parse().map_err(|_| format!("invalid duration {s:?}: use e.g. 500ms, 2s, 1m or 24h"))?;
     let seconds = match unit {
         "ms" => value / 1000.0,
         "s" => value,
         "m" => value * 60.0,
-        _ => return Err(format!("invalid duration unit in {s:?}: use ms, s or m")),
+        "h" => value * 3600.0,
+        _ => return Err(format!("invalid duration unit in {s:?}: use ms, s, m or h")),
     };
     if !seconds.is_finite() || seconds < 0.0 {
         return Err(format!("invalid duration {s:?}: must be a non-negative number"));
@@ -188,12 +249,13 @@ mod tests {
     #[test]
     fn durations() {
         assert_eq!(parse_duration("500ms"), Ok(Duration::from_millis(500)));
+        assert_eq!(parse_duration("8760h"), Ok(Duration::from_secs(365 * 24 * 3600)));
         assert_eq!(parse_duration("2s"), Ok(Duration::from_secs(2)));
         assert_eq!(parse_duration("3"), Ok(Duration::from_secs(3)));
         assert_eq!(parse_duration("1m"), Ok(Duration::from_secs(60)));
         assert!(parse_duration("abc").is_err());
         assert!(parse_duration("-1s").is_err());
-        assert!(parse_duration("1h").is_err());
+        assert!(parse_duration("1d").is_err());
     }
 
     #[test]

@@ -11,17 +11,17 @@ pub mod check;
 pub mod cli;
 pub mod cluster;
 pub mod compat;
+pub mod config;
 pub mod core;
+pub mod failopen;
+pub mod leader;
 pub mod manifests;
 pub mod metrics;
+pub mod process;
 pub mod server;
 pub mod webhook;
 
-use std::sync::Arc;
-use std::time::Duration;
-
-use cli::{Cli, Command, LogFormat, ServeArgs};
-use cluster::ClusterView;
+use cli::{Cli, Command, LogFormat};
 
 /// Installs the tracing subscriber.
 pub fn init_tracing(format: LogFormat, filter: &str) {
@@ -40,7 +40,7 @@ pub fn init_tracing(format: LogFormat, filter: &str) {
 /// Runs a parsed command line; returns the process exit code.
 pub async fn run(cli: Cli) -> i32 {
     match cli.command {
-        Command::Serve(args) => match serve(args).await {
+        Command::Serve(args) => match serve(*args).await {
             Ok(()) => 0,
             Err(e) => {
                 tracing::error!("{e}");
@@ -141,95 +141,4 @@ fn manifests_command(root: &std::path::Path, check: bool) -> i32 {
     }
 }
 
-/// Why `serve` stopped with an error.
-#[derive(Debug, thiserror::Error)]
-pub enum RunError {
-    /// The server could not start.
-    #[error(transparent)]
-    Serve(#[from] server::ServeError),
-    /// The objects directory cannot be read.
-    #[error(transparent)]
-    Objects(#[from] cluster::files::LoadError),
-    /// Signal handlers cannot be installed.
-    #[error("cannot install signal handlers: {0}")]
-    Signal(std::io::Error),
-}
-
-/// Serves until SIGTERM or SIGINT, then shuts down gracefully.
-pub async fn serve(args: ServeArgs) -> Result<(), RunError> {
-    let metrics = metrics::Metrics::new();
-    let cluster = cluster_view(&args)?;
-    let state = Arc::new(webhook::http::AppState {
-        ctx: webhook::Context { gates: args.feature_gates.clone(), cluster },
-        metrics: metrics.clone(),
-    });
-    let opts = server::ServeOptions {
-        http2: args.enable_http2,
-        cert_reload_interval: args.cert_reload_interval,
-        request_read_timeout: args.header_read_timeout,
-        idle_timeout: args.idle_timeout,
-        shutdown_delay: args.shutdown_delay,
-        shutdown_timeout: args.shutdown_timeout,
-        ..server::ServeOptions::new(args.addr, args.admin_addr, args.cert_dir.clone())
-    };
-    tracing::info!(feature_gates = %args.feature_gates, "starting");
-    let handle = server::start(opts, webhook::http::router(state), metrics).await?;
-    wait_for_signal().await.map_err(RunError::Signal)?;
-    handle.shutdown();
-    handle.wait().await;
-    Ok(())
-}
-
-fn cluster_view(args: &ServeArgs) -> Result<Arc<dyn ClusterView>, RunError> {
-    let Some(dir) = args.objects_dir.as_ref().filter(|_| args.standalone) else {
-        if !args.standalone {
-            tracing::warn!(
-                "the live cluster view is not implemented yet: handlers that read other objects see none; \
-                 use --standalone --objects-dir to provide them"
-            );
-        }
-        return Ok(Arc::new(cluster::EmptyView));
-    };
-    let (view, problems) = cluster::files::FileView::load(dir)?;
-    for p in &problems {
-        tracing::warn!(file = %p.path.display(), "{}", p.message);
-    }
-    tracing::info!(dir = %dir.display(), objects = view.len(), "standalone cluster view loaded");
-    let view = Arc::new(view);
-    let poller = Arc::clone(&view);
-    tokio::spawn(async move {
-        let mut tick = tokio::time::interval(Duration::from_secs(2));
-        loop {
-            tick.tick().await;
-            match poller.reload_if_changed() {
-                Ok(Some(problems)) => {
-                    for p in &problems {
-                        tracing::warn!(file = %p.path.display(), "{}", p.message);
-                    }
-                    tracing::info!(objects = poller.len(), "standalone cluster view reloaded");
-                }
-                Ok(None) => {}
-                Err(e) => tracing::warn!("{e}"),
-            }
-        }
-    });
-    Ok(view)
-}
-
-async fn wait_for_signal() -> std::io::Result<()> {
-    #[cfg(unix)]
-    {
-        use tokio::signal::unix::{SignalKind, signal};
-        let mut term = signal(SignalKind::terminate())?;
-        let mut int = signal(SignalKind::interrupt())?;
-        tokio::select! {
-            _ = term.recv() => tracing::info!("SIGTERM received"),
-            _ = int.recv() => tracing::info!("SIGINT received"),
-        }
-        Ok(())
-    }
-    #[cfg(not(unix))]
-    {
-        tokio::signal::ctrl_c().await
-    }
-}
+pub use process::{RunError, serve};

@@ -35,6 +35,20 @@ pub struct ResultLabels {
     pub result: String,
 }
 
+/// Labels naming a kind of the cluster view.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct KindLabels {
+    /// The kind (`SidecarSet`, `Namespace`, ...).
+    pub kind: String,
+}
+
+/// Labels naming a lease.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct NameLabels {
+    /// The name.
+    pub name: String,
+}
+
 /// Every metric of the process.
 #[derive(Clone)]
 pub struct Metrics {
@@ -49,6 +63,14 @@ pub struct Metrics {
     pub panics: Counter,
     /// Certificate reloads.
     pub cert_reloads: Family<ResultLabels, Counter>,
+    /// Objects of the live cluster view that failed to decode (skipped), by kind.
+    pub view_decode_failures: Family<KindLabels, Counter>,
+    /// Objects the live cluster view holds, by kind.
+    pub view_objects: Family<KindLabels, Gauge>,
+    /// 1 while this replica leads (controller-runtime's name), by lease name.
+    pub leader: Family<NameLabels, Gauge>,
+    /// Pods found matching a SidecarSet without its injection (created while admission failed open).
+    pub uninjected_pods: Counter,
 }
 
 /// Latency buckets in seconds, from 50 µs: most reviews take well under a millisecond.
@@ -92,7 +114,38 @@ impl Metrics {
             "Serving certificate reloads from disk, by result",
             cert_reloads.clone(),
         );
-        Metrics { registry: Arc::new(registry), requests, latency, in_flight, panics, cert_reloads }
+        let view_decode_failures = Family::<KindLabels, Counter>::default();
+        let view_objects = Family::<KindLabels, Gauge>::default();
+        let uninjected_pods = Counter::default();
+        let leader = Family::<NameLabels, Gauge>::default();
+        registry.register("leader_election_master_status", "1 while this replica holds the lease", leader.clone());
+        registry.register(
+            "kruise_cluster_view_decode_failures",
+            "Objects of the cluster view that could not be decoded and were skipped, by kind",
+            view_decode_failures.clone(),
+        );
+        registry.register(
+            "kruise_cluster_view_objects",
+            "Objects the cluster view holds, by kind",
+            view_objects.clone(),
+        );
+        registry.register(
+            "kruise_sidecarset_uninjected_pods",
+            "Pods found matching a SidecarSet without its sidecars (created while admission failed open)",
+            uninjected_pods.clone(),
+        );
+        Metrics {
+            registry: Arc::new(registry),
+            requests,
+            latency,
+            in_flight,
+            panics,
+            cert_reloads,
+            view_decode_failures,
+            view_objects,
+            uninjected_pods,
+            leader,
+        }
     }
 
     /// Prometheus text exposition.

@@ -127,8 +127,8 @@ fn compare(corpus: &str, got: &str) {
 }
 
 fn app(objects: &[Value], gates: &str) -> axum::Router {
-    let ctx = Context { gates: FeatureGates::parse(gates).unwrap(), cluster: Arc::new(snapshot(objects)) };
-    router(Arc::new(AppState { ctx, metrics: Metrics::new() }))
+    let ctx = Context::with_gates(FeatureGates::parse(gates).unwrap(), Arc::new(snapshot(objects)));
+    router(Arc::new(AppState::new(ctx, Metrics::new())))
 }
 
 /// Sets `pointer` (created when missing) or removes it (`None`) in a copy of `v`.

@@ -17,7 +17,7 @@ use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
 fn ctx(gates: FeatureGates) -> Context {
-    Context { gates, cluster: Arc::new(EmptyView) }
+    Context::with_gates(gates, Arc::new(EmptyView))
 }
 
 /// A review of `object` (and `old`) in namespace `default`, as the apiserver sends it.

@@ -6,13 +6,14 @@
 
 mod e2e_common;
 
-use e2e_common::{Kruise, Kubectl, cluster, install, root};
+use e2e_common::{Kruise, Kubectl, cluster, install, manager_kubeconfig, root};
 use serde_json::Value;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn kubectl_apply_goes_through_kruise_webhooks() {
     let certs = tempfile::tempdir().unwrap();
-    let kruise = Kruise::start(certs.path(), &[]);
+    let kubeconfig = manager_kubeconfig(certs.path()).await;
+    let kruise = Kruise::start(certs.path(), &kubeconfig, &[]);
     install(&[&kruise]).await;
     let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
     let c = cluster();
@@ -69,4 +70,58 @@ async fn kubectl_apply_goes_through_kruise_webhooks() {
     assert!(!ok, "InPlaceOnly resources change must be denied");
     assert!(stderr.contains("admission webhook \"vcloneset.kb.io\" denied the request"), "{stderr}");
     assert!(stderr.contains("/containers/0/resources"), "{stderr}");
+}
+
+/// `kubectl kustomize deploy` renders, and every rendered object passes the real API server's
+/// validation (server-side dry run: schemas, RBAC objects, the webhook configurations).
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deploy_renders_and_every_object_passes_server_dry_run() {
+    let kubectl = Kubectl::new();
+    let (ok, rendered, err) = kubectl.run(&["kustomize", root().join("deploy").to_str().unwrap()]).await;
+    assert!(ok, "{err}");
+    let kinds: Vec<&str> = rendered.lines().filter_map(|l| l.strip_prefix("kind: ")).collect();
+    for kind in [
+        "Namespace",
+        "ServiceAccount",
+        "ClusterRole",
+        "Role",
+        "CustomResourceDefinition",
+        "Service",
+        "Deployment",
+        "PodDisruptionBudget",
+        "MutatingWebhookConfiguration",
+        "ValidatingWebhookConfiguration",
+    ] {
+        assert!(kinds.contains(&kind), "deploy/ renders a {kind}: {kinds:?}");
+    }
+    // The namespace must exist for the namespaced objects' dry run.
+    cluster().apply_path(root().join("deploy/namespace.yaml")).await.unwrap();
+    let path = kubectl.dir().join("rendered.yaml");
+    std::fs::write(&path, &rendered).unwrap();
+    let (ok, out, err) = kubectl
+        .run(&["apply", "--server-side", "--force-conflicts", "--dry-run=server", "-f", path.to_str().unwrap()])
+        .await;
+    assert!(ok, "{out}{err}");
+    assert_eq!(out.lines().filter(|l| l.contains("(server dry run)")).count(), kinds.len(), "{out}");
+}
+
+/// Every flag the Deployment passes exists in `kruise serve --help`.
+#[tokio::test]
+async fn deployment_flags_exist_in_serve_help() {
+    let deployment: Value =
+        serde_yaml_ng::from_str(&std::fs::read_to_string(root().join("deploy/deployment.yaml")).unwrap()).unwrap();
+    let container = &deployment["spec"]["template"]["spec"]["containers"][0];
+    let args: Vec<&str> = container["args"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert_eq!(args.first(), Some(&"serve"));
+    let help = std::process::Command::new(env!("CARGO_BIN_EXE_kruise")).args(["serve", "--help"]).output().unwrap();
+    let help = String::from_utf8_lossy(&help.stdout);
+    let flags: Vec<&str> =
+        args.iter().filter_map(|a| a.strip_prefix("--")).map(|a| a.split('=').next().unwrap()).collect();
+    assert!(!flags.is_empty());
+    for flag in flags {
+        assert!(help.contains(&format!("--{flag}")), "--{flag} is not a flag of kruise serve:\n{help}");
+    }
+    let env: Vec<&str> = container["env"].as_array().unwrap().iter().filter_map(|e| e["name"].as_str()).collect();
+    assert_eq!(env, ["POD_NAME", "POD_NAMESPACE"]);
+    assert!(help.contains("POD_NAMESPACE"), "the manager namespace comes from POD_NAMESPACE");
 }

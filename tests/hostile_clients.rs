@@ -57,7 +57,7 @@ impl Server {
         let (addr, admin) = (port(), port());
         let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
         let child = std::process::Command::new(env!("CARGO_BIN_EXE_kruise"))
-            .args(["serve", "--addr", &addr.to_string(), "--admin-addr", &admin.to_string()])
+            .args(["serve", "--standalone", "--addr", &addr.to_string(), "--admin-addr", &admin.to_string()])
             .args(["--header-read-timeout", &format!("{}s", REQUEST_READ.as_secs())])
             .args(["--idle-timeout", &format!("{}s", IDLE.as_secs())])
             .args(["--shutdown-delay", "100ms", "--log-format", "json"])

@@ -146,7 +146,7 @@ fn standalone_example() {
     let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples");
     let (view, problems) = kruise::cluster::files::FileView::load(&dir).unwrap();
     assert!(problems.is_empty(), "{problems:?}");
-    let ctx = Context { gates: Default::default(), cluster: std::sync::Arc::new(view) };
+    let ctx = Context::with_gates(Default::default(), std::sync::Arc::new(view));
     let review: Value = serde_json::from_slice(&std::fs::read(dir.join("reviews/pod-create.json")).unwrap()).unwrap();
     let verdict = run_body(&ctx, kruise::webhook::Handler::MutatePod, &review);
     assert!(verdict.allowed, "{}", verdict.message);

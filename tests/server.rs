@@ -200,10 +200,12 @@ async fn graceful_shutdown_turns_unready_then_drains() {
     );
 
     server.handle.shutdown();
-    // During the delay: unready, but still serving, old and new connections alike.
+    // During the delay: unready, but still serving, old and new connections alike; a connection
+    // opened before is told to close too, so that the apiserver stops reusing it.
     assert_eq!(admin_get(admin, "/readyz").await.0, 503);
     let r = kept.post("/mutate-apps-kruise-io-cloneset", Some("application/json"), body.clone()).await.unwrap();
     assert_eq!(r.status, 200);
+    assert_eq!(r.headers.get("connection").map(|v| v.to_str().unwrap()), Some("close"), "kept connections close");
     let r = post_once(addr, &server.ca, "/mutate-apps-kruise-io-cloneset", body.clone()).await.unwrap();
     assert_eq!(r.status, 200);
     assert_eq!(r.headers.get("connection").map(|v| v.to_str().unwrap()), Some("close"), "new connections are not kept");
@@ -244,7 +246,7 @@ fn sigterm_stops_the_process_with_exit_code_zero() {
     );
     let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kruise"))
         .args(["serve", "--addr", &format!("127.0.0.1:{addr}"), "--admin-addr", &format!("127.0.0.1:{admin}")])
-        .args(["--shutdown-delay", "200ms", "--log-format", "json"])
+        .args(["--standalone", "--shutdown-delay", "200ms", "--log-format", "json"])
         .arg("--cert-dir")
         .arg(dir.path())
         .stderr(std::process::Stdio::piped())
@@ -269,4 +271,21 @@ fn sigterm_stops_the_process_with_exit_code_zero() {
     let mut log = String::new();
     std::io::Read::read_to_string(&mut child.stderr.take().unwrap(), &mut log).unwrap();
     assert!(log.contains("SIGTERM received") && log.contains("server stopped"), "{log}");
+}
+
+#[test]
+fn without_standalone_and_without_a_cluster_serve_says_so() {
+    let dir = tempfile::tempdir().unwrap();
+    make_certs(dir.path());
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kruise"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--cert-dir"])
+        .arg(dir.path())
+        .env("KUBECONFIG", dir.path().join("missing-kubeconfig"))
+        .env("HOME", dir.path())
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("cannot configure the Kubernetes client"), "{log}");
 }

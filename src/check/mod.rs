@@ -116,7 +116,7 @@ pub fn check(inputs: &[Manifest], old: &[Manifest], extra: &Snapshot, settings: 
     for m in inputs {
         let _ = view.insert(with_namespace(&m.object, ns));
     }
-    let ctx = Context { gates: settings.gates.clone(), cluster: Arc::new(view.clone()) };
+    let ctx = Context::with_gates(settings.gates.clone(), Arc::new(view.clone()));
 
     let old_by_key: BTreeMap<Key, &Manifest> = old.iter().map(|m| (key(&m.object, ns), m)).collect();
     let input_keys: HashSet<Key> = inputs.iter().map(|m| key(&m.object, ns)).collect();
@@ -133,7 +133,7 @@ pub fn check(inputs: &[Manifest], old: &[Manifest], extra: &Snapshot, settings: 
         outcomes.push((i, outcome));
     }
     // Pass 2: pods, previewed with the SidecarSets etc. of the same change.
-    let ctx = Context { gates: settings.gates.clone(), cluster: Arc::new(view) };
+    let ctx = Context::with_gates(settings.gates.clone(), Arc::new(view));
     for (i, m) in inputs.iter().enumerate().filter(|(_, m)| is_pod(m)) {
         let stored_old = old_by_key.get(&key(&m.object, ns)).map(|o| stored_form(&ctx, &o.object, ns));
         outcomes.push((i, admit(&ctx, m, stored_old, ns)));

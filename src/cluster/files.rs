@@ -3,7 +3,7 @@
 //! and reloaded when a file changes. Objects of kinds the view does not hold are skipped; a file
 //! that does not parse is reported and skipped, so one bad file cannot take the server down.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, RwLock};
 use std::time::SystemTime;
@@ -14,6 +14,7 @@ use serde::Deserialize;
 use serde_json::Value;
 
 use super::ClusterView;
+pub use super::snapshot::Snapshot;
 use crate::apis::SidecarSet;
 
 /// Why a directory could not be loaded at all.
@@ -37,171 +38,6 @@ pub struct FileProblem {
     pub path: PathBuf,
     /// What is wrong, with the line where known.
     pub message: String,
-}
-
-/// Objects loaded from files, indexed for the lookups of [`ClusterView`].
-#[derive(Debug, Default, Clone)]
-pub struct Snapshot {
-    namespaces: HashMap<String, Arc<Namespace>>,
-    pods: HashMap<(String, String), Arc<Pod>>,
-    sidecarsets: Vec<Arc<SidecarSet>>,
-    revisions: HashMap<String, Vec<Arc<ControllerRevision>>>,
-    /// SidecarSets by the namespaces they are scoped to (`core::sidecar::scope`).
-    sidecarsets_by_namespace: HashMap<String, Vec<Arc<SidecarSet>>>,
-    /// SidecarSets that can match pods of any namespace.
-    cluster_sidecarsets: Vec<Arc<SidecarSet>>,
-    /// `cluster_sidecarsets` by one `matchLabels` pair their valid selector requires (positions
-    /// into the list); the others (no `matchLabels`, or a selector that does not compile) are
-    /// in `cluster_unindexed`. Rebuilt on every insert.
-    cluster_by_label: HashMap<String, HashMap<String, Vec<usize>>>,
-    cluster_unindexed: Vec<usize>,
-    config_maps: HashMap<(String, String), Arc<ConfigMap>>,
-}
-
-impl Snapshot {
-    /// Adds one object given as JSON; returns `Ok(false)` for kinds the view does not hold.
-    pub fn insert(&mut self, object: Value) -> Result<bool, serde_json::Error> {
-        let api_version = object.get("apiVersion").and_then(Value::as_str).unwrap_or_default().to_string();
-        let kind = object.get("kind").and_then(Value::as_str).unwrap_or_default().to_string();
-        match (api_version.as_str(), kind.as_str()) {
-            ("v1", "Namespace") => {
-                let ns: Namespace = serde_json::from_value(object)?;
-                let name = ns.metadata.name.clone().unwrap_or_default();
-                self.namespaces.insert(name, Arc::new(ns));
-            }
-            ("v1", "Pod") => {
-                let pod: Pod = serde_json::from_value(object)?;
-                let key = (
-                    pod.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
-                    pod.metadata.name.clone().unwrap_or_default(),
-                );
-                self.pods.insert(key, Arc::new(pod));
-            }
-            ("apps.kruise.io/v1alpha1", "SidecarSet") => {
-                let set: SidecarSet = serde_json::from_value(object)?;
-                self.insert_sidecarset(set);
-            }
-            ("v1", "ConfigMap") => {
-                let cm: ConfigMap = serde_json::from_value(object)?;
-                let key = (
-                    cm.metadata.namespace.clone().unwrap_or_else(|| "default".into()),
-                    cm.metadata.name.clone().unwrap_or_default(),
-                );
-                self.config_maps.insert(key, Arc::new(cm));
-            }
-            ("apps/v1", "ControllerRevision") => {
-                let cr: ControllerRevision = serde_json::from_value(object)?;
-                let ns = cr.metadata.namespace.clone().unwrap_or_else(|| "default".into());
-                let list = self.revisions.entry(ns).or_default();
-                list.retain(|c| c.metadata.name != cr.metadata.name);
-                list.push(Arc::new(cr));
-            }
-            _ => return Ok(false),
-        }
-        Ok(true)
-    }
-
-    /// Holds a SidecarSet as the apiserver stores it, i.e. after the SidecarSet mutating
-    /// webhook: defaulted, with its hash annotations (kept when the file already has them, so a
-    /// set exported from a cluster keeps the hashes its pods record). Indexed by scope.
-    fn insert_sidecarset(&mut self, mut set: SidecarSet) {
-        use crate::core::sidecar::{Scope, defaults, scope};
-        if defaults::default_spec(&mut set.spec).is_ok() {
-            let has_hash =
-                set.metadata.annotations.as_ref().is_some_and(|a| a.contains_key(crate::apis::keys::SIDECARSET_HASH));
-            if !has_hash {
-                defaults::set_hash_annotations(&mut set);
-            }
-        }
-        let name = set.metadata.name.clone();
-        self.sidecarsets.retain(|s| s.metadata.name != name);
-        self.cluster_sidecarsets.retain(|s| s.metadata.name != name);
-        for list in self.sidecarsets_by_namespace.values_mut() {
-            list.retain(|s| s.metadata.name != name);
-        }
-        let set = Arc::new(set);
-        match scope(&set) {
-            Scope::Cluster => self.cluster_sidecarsets.push(Arc::clone(&set)),
-            Scope::Namespaces(namespaces) => {
-                for ns in namespaces {
-                    let list = self.sidecarsets_by_namespace.entry(ns).or_default();
-                    if !list.iter().any(|s| Arc::ptr_eq(s, &set)) {
-                        list.push(Arc::clone(&set));
-                    }
-                }
-            }
-        }
-        self.sidecarsets.push(set);
-        self.index_cluster_sidecarsets();
-    }
-
-    /// Rebuilds the label index of the cluster-wide SidecarSets.
-    fn index_cluster_sidecarsets(&mut self) {
-        self.cluster_by_label.clear();
-        self.cluster_unindexed.clear();
-        for (i, set) in self.cluster_sidecarsets.iter().enumerate() {
-            match required_label(set) {
-                Some((k, v)) => self.cluster_by_label.entry(k).or_default().entry(v).or_default().push(i),
-                None => self.cluster_unindexed.push(i),
-            }
-        }
-    }
-
-    /// Number of objects held.
-    pub fn len(&self) -> usize {
-        self.namespaces.len()
-            + self.pods.len()
-            + self.sidecarsets.len()
-            + self.revisions.values().map(Vec::len).sum::<usize>()
-            + self.config_maps.len()
-    }
-
-    /// Whether nothing is held.
-    pub fn is_empty(&self) -> bool {
-        self.len() == 0
-    }
-}
-
-impl ClusterView for Snapshot {
-    fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
-        self.namespaces.get(name).cloned()
-    }
-    fn pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
-        self.pods.get(&(namespace.to_string(), name.to_string())).cloned()
-    }
-    fn sidecarsets(&self) -> Vec<Arc<SidecarSet>> {
-        self.sidecarsets.clone()
-    }
-    fn controller_revisions(&self, namespace: &str) -> Vec<Arc<ControllerRevision>> {
-        self.revisions.get(namespace).cloned().unwrap_or_default()
-    }
-    fn sidecarsets_for_namespace(&self, namespace: &str) -> Vec<Arc<SidecarSet>> {
-        let scoped = self.sidecarsets_by_namespace.get(namespace).map(Vec::as_slice).unwrap_or_default();
-        scoped.iter().chain(&self.cluster_sidecarsets).cloned().collect()
-    }
-    fn sidecarsets_for_pod(&self, namespace: &str, labels: &BTreeMap<String, String>) -> Vec<Arc<SidecarSet>> {
-        let scoped = self.sidecarsets_by_namespace.get(namespace).map(Vec::as_slice).unwrap_or_default();
-        let mut cluster: Vec<usize> = self.cluster_unindexed.clone();
-        for (k, v) in labels {
-            if let Some(hits) = self.cluster_by_label.get(k.as_str()).and_then(|by_value| by_value.get(v.as_str())) {
-                cluster.extend(hits);
-            }
-        }
-        cluster.sort_unstable();
-        scoped.iter().cloned().chain(cluster.into_iter().map(|i| Arc::clone(&self.cluster_sidecarsets[i]))).collect()
-    }
-    fn config_map(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
-        self.config_maps.get(&(namespace.to_string(), name.to_string())).cloned()
-    }
-}
-
-/// A `matchLabels` pair a SidecarSet's pod selector requires, when the selector is valid (a set
-/// whose selector does not compile must still be matched, to fail the pod as kruise does).
-fn required_label(set: &SidecarSet) -> Option<(String, String)> {
-    let selector = set.spec.selector.as_ref()?;
-    crate::compat::selector::Selector::from_validated(Some(selector)).ok()?;
-    let (k, v) = selector.match_labels.as_ref()?.iter().next()?;
-    Some((k.clone(), v.clone()))
 }
 
 /// Splits a manifest file into objects: multi-document YAML (JSON is YAML) and `kind: List`

@@ -1,10 +1,14 @@
 //! The cluster view: the few other objects handlers read (Namespaces, Pods, SidecarSets,
-//! ControllerRevisions), behind one small interface with two implementations: the live cluster
-//! (kube-runtime reflectors, a later issue) and the file-backed view of `--standalone
-//! --objects-dir` ([`files::FileView`]). Reads are synchronous lookups in memory: a handler never
-//! waits on the network.
+//! ControllerRevisions, kruise's ConfigMap), behind one small interface with two implementations:
+//! the live cluster ([`live::LiveView`], watches) and the file-backed view of `--standalone
+//! --objects-dir` ([`files::FileView`]), both over one indexed store ([`snapshot::Snapshot`]).
+//! Reads are synchronous lookups in memory: a handler never waits on the network. The pods one
+//! review needs are fetched before it is handled ([`PodSource`]) and laid over the view
+//! ([`WithPods`]).
 
 pub mod files;
+pub mod live;
+pub mod snapshot;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -47,6 +51,57 @@ pub trait ClusterView: Send + Sync {
     /// A ConfigMap by namespace and name (kruise's `kruise-configuration`).
     fn config_map(&self, _namespace: &str, _name: &str) -> Option<Arc<ConfigMap>> {
         None
+    }
+}
+
+/// What [`PodSource::fetch`] returns: the pods found, or why they cannot be read.
+pub type PodsFuture<'a> =
+    std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<Arc<Pod>>, String>> + Send + 'a>>;
+
+/// Where pods are read on demand (the live view; the file view holds its pods).
+pub trait PodSource: Send + Sync {
+    /// The pods of `namespace` with these names that exist; `Err` when they cannot be read.
+    fn fetch<'a>(&'a self, namespace: &'a str, names: &'a [String]) -> PodsFuture<'a>;
+}
+
+/// A view with some pods fetched for one review laid over another view.
+pub struct WithPods {
+    base: Arc<dyn ClusterView>,
+    pods: Vec<Arc<Pod>>,
+}
+
+impl WithPods {
+    /// `base` plus `pods`.
+    pub fn new(base: Arc<dyn ClusterView>, pods: Vec<Arc<Pod>>) -> Self {
+        Self { base, pods }
+    }
+}
+
+impl ClusterView for WithPods {
+    fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
+        self.base.namespace(name)
+    }
+    fn pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>> {
+        let here = self.pods.iter().find(|p| {
+            p.metadata.name.as_deref() == Some(name)
+                && p.metadata.namespace.as_deref().unwrap_or("default") == namespace
+        });
+        here.cloned().or_else(|| self.base.pod(namespace, name))
+    }
+    fn sidecarsets(&self) -> Vec<Arc<SidecarSet>> {
+        self.base.sidecarsets()
+    }
+    fn controller_revisions(&self, namespace: &str) -> Vec<Arc<ControllerRevision>> {
+        self.base.controller_revisions(namespace)
+    }
+    fn sidecarsets_for_namespace(&self, namespace: &str) -> Vec<Arc<SidecarSet>> {
+        self.base.sidecarsets_for_namespace(namespace)
+    }
+    fn sidecarsets_for_pod(&self, namespace: &str, labels: &BTreeMap<String, String>) -> Vec<Arc<SidecarSet>> {
+        self.base.sidecarsets_for_pod(namespace, labels)
+    }
+    fn config_map(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
+        self.base.config_map(namespace, name)
     }
 }
 

@@ -14,11 +14,15 @@
 //! - [`pod_mutation`]: the other pod mutators, readiness gate and launch priority (spec §4.1).
 //! - [`conversion`]: Advanced StatefulSet v1alpha1 <-> v1beta1.
 //! - [`features`]: which feature gates are on (kruise's names, defaults and dependencies).
+//! - [`certs`]: the webhook certificate's next step: renewal and overlapping CA rotation (§8.4).
+//! - [`leader`]: leader election on a Lease, as client-go decides it (§8.5).
 
+pub mod certs;
 pub mod conversion;
 pub mod defaults;
 pub mod features;
 pub mod inplace;
+pub mod leader;
 pub mod pod_mutation;
 pub mod sidecar;
 pub mod validation;

@@ -11,7 +11,6 @@ pub mod tls;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
-use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
@@ -25,6 +24,7 @@ use tokio::task::JoinHandle;
 use tokio_rustls::TlsAcceptor;
 
 use crate::metrics::Metrics;
+pub use admin::Readiness;
 use tls::{CertStore, TlsError};
 
 /// Transport settings of the HTTPS server.
@@ -95,59 +95,93 @@ pub struct ServerHandle {
     pub admin_addr: SocketAddr,
     /// The certificate store (tests read the served leaf).
     pub certs: Arc<CertStore>,
-    ready: Arc<AtomicBool>,
+    readiness: Arc<Readiness>,
     stop: watch::Sender<bool>,
     task: JoinHandle<()>,
+    reload: Option<JoinHandle<()>>,
 }
 
 impl ServerHandle {
     /// Starts the shutdown sequence (what SIGTERM does).
     pub fn shutdown(&self) {
-        self.ready.store(false, Ordering::SeqCst);
+        self.readiness.shutting_down();
         let _ = self.stop.send(true);
     }
 
     /// Whether `/readyz` answers ok.
     pub fn is_ready(&self) -> bool {
-        self.ready.load(Ordering::SeqCst)
+        self.readiness.is_ready()
+    }
+
+    /// The readiness conditions behind `/readyz`.
+    pub fn readiness(&self) -> &Arc<Readiness> {
+        &self.readiness
     }
 
     /// Waits until the server stopped.
     pub async fn wait(self) {
         let _ = self.task.await;
+        if let Some(reload) = self.reload {
+            reload.abort();
+        }
     }
 }
 
-/// Loads certificates, binds both listeners and serves `app` until [`ServerHandle::shutdown`].
+/// The certificate of `--cert-dir`, both listeners and `app`, until [`ServerHandle::shutdown`]
+/// (`kruise serve --standalone` and the transport tests). The files are re-read every
+/// `cert_reload_interval`.
 pub async fn start(opts: ServeOptions, app: Router, metrics: Metrics) -> Result<ServerHandle, ServeError> {
     let certs = Arc::new(CertStore::load(&opts.cert_dir)?);
-    let config = tls::server_config(Arc::clone(&certs), opts.http2)?;
-    let listener = TcpListener::bind(opts.addr).await.map_err(|source| ServeError::Bind { addr: opts.addr, source })?;
-    let admin = TcpListener::bind(opts.admin_addr)
-        .await
-        .map_err(|source| ServeError::Bind { addr: opts.admin_addr, source })?;
-    let addr = listener.local_addr().map_err(|source| ServeError::Bind { addr: opts.addr, source })?;
-    let admin_addr = admin.local_addr().map_err(|source| ServeError::Bind { addr: opts.admin_addr, source })?;
-
-    let ready = Arc::new(AtomicBool::new(true));
-    let (stop, stop_rx) = watch::channel(false);
-
     let reload = tokio::spawn(reload_loop(Arc::clone(&certs), metrics.clone(), opts.cert_reload_interval));
+    let handle = start_with(opts, certs, Readiness::new(&[]), app, metrics).await;
+    if handle.is_err() {
+        reload.abort();
+    }
+    let mut handle = handle?;
+    handle.reload = Some(reload);
+    Ok(handle)
+}
+
+/// Both listeners and `app`, serving whatever `certs` holds (the process root in a cluster,
+/// where the certificate Secret's watcher fills the store) and answering `/readyz` from
+/// `readiness`, until [`ServerHandle::shutdown`].
+pub async fn start_with(
+    opts: ServeOptions,
+    certs: Arc<CertStore>,
+    readiness: Arc<Readiness>,
+    app: Router,
+    metrics: Metrics,
+) -> Result<ServerHandle, ServeError> {
+    let admin = bind(opts.admin_addr).await?;
+    let admin_addr = local_addr(&admin, opts.admin_addr)?;
+    let listener = bind(opts.addr).await?;
+    let addr = local_addr(&listener, opts.addr)?;
+    let (stop, stop_rx) = watch::channel(false);
     // The admin server outlives the drain so that `/readyz` answers false meanwhile.
     let (admin_stop, admin_stop_rx) = watch::channel(false);
-    let admin_task = tokio::spawn(admin::serve(admin, Arc::clone(&ready), metrics.clone(), admin_stop_rx));
-    let acceptor = TlsAcceptor::from(config);
+    let admin_task = tokio::spawn(admin::serve(admin, Arc::clone(&readiness), metrics.clone(), admin_stop_rx));
+    let config = tls::server_config(Arc::clone(&certs), opts.http2)?;
     let task = tokio::spawn(async move {
-        serve_tls(listener, acceptor, app, opts, stop_rx).await;
-        reload.abort();
+        serve_https(listener, config, app, opts, stop_rx).await;
         let _ = admin_stop.send(true);
         let _ = admin_task.await;
     });
     tracing::info!(%addr, %admin_addr, "serving admission webhooks");
-    Ok(ServerHandle { addr, admin_addr, certs, ready, stop, task })
+    Ok(ServerHandle { addr, admin_addr, certs, readiness, stop, task, reload: None })
 }
 
-async fn reload_loop(certs: Arc<CertStore>, metrics: Metrics, every: Duration) {
+/// Binds a listener.
+pub async fn bind(addr: SocketAddr) -> Result<TcpListener, ServeError> {
+    TcpListener::bind(addr).await.map_err(|source| ServeError::Bind { addr, source })
+}
+
+/// The address a listener is bound to.
+pub fn local_addr(listener: &TcpListener, requested: SocketAddr) -> Result<SocketAddr, ServeError> {
+    listener.local_addr().map_err(|source| ServeError::Bind { addr: requested, source })
+}
+
+/// Re-reads the certificate files every `every`, counting reloads.
+pub async fn reload_loop(certs: Arc<CertStore>, metrics: Metrics, every: Duration) {
     let mut tick = tokio::time::interval(every);
     tick.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
     loop {
@@ -166,6 +200,19 @@ async fn reload_loop(certs: Arc<CertStore>, metrics: Metrics, every: Duration) {
     }
 }
 
+/// Serves `app` over TLS on `listener` until `stop` fires, then drains: keeps serving for the
+/// shutdown delay (new connections serve one request and close), then closes connections after
+/// their in-flight requests, waiting at most the shutdown timeout.
+pub async fn serve_https(
+    listener: TcpListener,
+    config: Arc<rustls::ServerConfig>,
+    app: Router,
+    opts: ServeOptions,
+    stop: watch::Receiver<bool>,
+) {
+    serve_tls(listener, TlsAcceptor::from(config), app, opts, stop).await;
+}
+
 async fn serve_tls(
     listener: TcpListener,
     acceptor: TlsAcceptor,
@@ -174,6 +221,24 @@ async fn serve_tls(
     mut stop: watch::Receiver<bool>,
 ) {
     let graceful = GracefulShutdown::new();
+    // Once draining, every response says `Connection: close`, on connections opened before too:
+    // the apiserver then drops them instead of reusing one this server is about to close (a POST
+    // sent on a connection the server closes is not retried: "failed to call webhook: EOF").
+    let closing = Arc::new(std::sync::atomic::AtomicBool::new(false));
+    let app = {
+        let closing = Arc::clone(&closing);
+        app.layer(axum::middleware::map_response(move |mut response: axum::response::Response| {
+            let close = closing.load(std::sync::atomic::Ordering::Relaxed);
+            async move {
+                if close {
+                    response
+                        .headers_mut()
+                        .insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+                }
+                response
+            }
+        }))
+    };
     let mut draining = false;
     let drain = tokio::time::sleep(Duration::MAX / 4);
     tokio::pin!(drain);
@@ -194,6 +259,7 @@ async fn serve_tls(
                 // endpoints update; new connections serve one request and close.
                 tracing::info!(delay = ?opts.shutdown_delay, "shutting down: not ready, still serving while endpoints drain");
                 draining = true;
+                closing.store(true, std::sync::atomic::Ordering::Relaxed);
                 drain.as_mut().reset(tokio::time::Instant::now() + opts.shutdown_delay);
             }
             _ = &mut drain, if draining => break,

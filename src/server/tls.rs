@@ -6,7 +6,7 @@
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
 
-use arc_swap::ArcSwap;
+use arc_swap::ArcSwapOption;
 use rustls::ServerConfig;
 use rustls::crypto::CryptoProvider;
 use rustls::server::{ClientHello, ResolvesServerCert};
@@ -75,17 +75,18 @@ pub fn certified_key(
     Ok(certified)
 }
 
-/// The certificate currently served, and where it comes from.
+/// The certificate currently served. It comes from files (`tls.crt`/`tls.key` of a directory,
+/// polled by [`CertStore::reload_if_changed`]) or from whoever calls [`CertStore::replace`] (the
+/// certificate Secret's watcher in a cluster).
 pub struct CertStore {
-    cert_path: PathBuf,
-    key_path: PathBuf,
-    current: ArcSwap<CertifiedKey>,
+    files: Option<(PathBuf, PathBuf)>,
+    current: ArcSwapOption<CertifiedKey>,
     last_bytes: Mutex<(Vec<u8>, Vec<u8>)>,
 }
 
 impl std::fmt::Debug for CertStore {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CertStore").field("cert_path", &self.cert_path).finish_non_exhaustive()
+        f.debug_struct("CertStore").field("files", &self.files).finish_non_exhaustive()
     }
 }
 
@@ -97,25 +98,64 @@ impl CertStore {
         let (cert, key) = read_pair(&cert_path, &key_path)?;
         let certified = certified_key(&cert, &key, &cert_path, &key_path)?;
         Ok(CertStore {
-            cert_path,
-            key_path,
-            current: ArcSwap::from_pointee(certified),
+            files: Some((cert_path, key_path)),
+            current: ArcSwapOption::from_pointee(certified),
             last_bytes: Mutex::new((cert, key)),
         })
     }
 
-    /// Re-reads the files; swaps the certificate when they changed and are valid. Returns
-    /// `Ok(true)` when a new certificate is now served, `Ok(false)` when nothing changed.
-    pub fn reload_if_changed(&self) -> Result<bool, TlsError> {
-        let (cert, key) = read_pair(&self.cert_path, &self.key_path)?;
+    /// A store serving this PEM pair (`what` names its source in errors, e.g. the Secret).
+    pub fn from_pem(cert: &[u8], key: &[u8], what: &str) -> Result<Self, TlsError> {
+        let certified = certified_key(cert, key, Path::new(what), Path::new(what))?;
+        Ok(CertStore {
+            files: None,
+            current: ArcSwapOption::from_pointee(certified),
+            last_bytes: Mutex::new((cert.to_vec(), key.to_vec())),
+        })
+    }
+
+    /// A store serving nothing yet: handshakes fail until [`CertStore::replace`] gives it a pair
+    /// (a replica whose certificate Secret does not exist yet).
+    pub fn empty() -> Self {
+        CertStore { files: None, current: ArcSwapOption::empty(), last_bytes: Mutex::new((Vec::new(), Vec::new())) }
+    }
+
+    /// Whether a certificate is served.
+    pub fn is_loaded(&self) -> bool {
+        self.current.load().is_some()
+    }
+
+    /// Serves this PEM pair from the next handshake on, when it differs from the current one and
+    /// is valid; a bad pair leaves the current one in place. `Ok(true)` when it was swapped.
+    pub fn replace(&self, cert: &[u8], key: &[u8], what: &str) -> Result<bool, TlsError> {
         {
             let last = self.last_bytes.lock().map_err(|_| TlsError::Mismatch("poisoned lock".into()))?;
             if last.0 == cert && last.1 == key {
                 return Ok(false);
             }
         }
-        let certified = certified_key(&cert, &key, &self.cert_path, &self.key_path)?;
-        self.current.store(Arc::new(certified));
+        let certified = certified_key(cert, key, Path::new(what), Path::new(what))?;
+        self.current.store(Some(Arc::new(certified)));
+        if let Ok(mut last) = self.last_bytes.lock() {
+            *last = (cert.to_vec(), key.to_vec());
+        }
+        Ok(true)
+    }
+
+    /// Re-reads the files (stores loaded from files only); swaps the certificate when they
+    /// changed and are valid. Returns `Ok(true)` when a new certificate is now served, `Ok(false)`
+    /// when nothing changed.
+    pub fn reload_if_changed(&self) -> Result<bool, TlsError> {
+        let Some((cert_path, key_path)) = &self.files else { return Ok(false) };
+        let (cert, key) = read_pair(cert_path, key_path)?;
+        {
+            let last = self.last_bytes.lock().map_err(|_| TlsError::Mismatch("poisoned lock".into()))?;
+            if last.0 == cert && last.1 == key {
+                return Ok(false);
+            }
+        }
+        let certified = certified_key(&cert, &key, cert_path, key_path)?;
+        self.current.store(Some(Arc::new(certified)));
         if let Ok(mut last) = self.last_bytes.lock() {
             *last = (cert, key);
         }
@@ -124,7 +164,12 @@ impl CertStore {
 
     /// The DER leaf certificate currently served.
     pub fn leaf(&self) -> Option<CertificateDer<'static>> {
-        self.current.load().cert.first().cloned()
+        self.current.load().as_ref().and_then(|c| c.cert.first().cloned())
+    }
+
+    /// The PEM chain currently served.
+    pub fn chain_pem(&self) -> Vec<u8> {
+        self.last_bytes.lock().map(|l| l.0.clone()).unwrap_or_default()
     }
 }
 
@@ -135,7 +180,7 @@ fn read_pair(cert_path: &Path, key_path: &Path) -> Result<(Vec<u8>, Vec<u8>), Tl
 
 impl ResolvesServerCert for CertStore {
     fn resolve(&self, _: ClientHello<'_>) -> Option<Arc<CertifiedKey>> {
-        Some(self.current.load_full())
+        self.current.load_full()
     }
 }
 

@@ -20,6 +20,7 @@ use tower_http::catch_panic::CatchPanicLayer;
 use super::paths::{self, Handler};
 use super::review::{self, Verdict};
 use super::{Context, handle};
+use crate::cluster::{PodSource, WithPods};
 use crate::metrics::{Metrics, RequestLabels, WebhookLabels};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
@@ -34,6 +35,21 @@ pub struct AppState {
     pub ctx: Context,
     /// Where reviews are counted.
     pub metrics: Metrics,
+    /// Where the pods a review names are read before it is handled (`None`: the view holds them).
+    pub pods: Option<Arc<dyn PodSource>>,
+}
+
+impl AppState {
+    /// Handlers reading `ctx`, counted in `metrics`; pods come from the view.
+    pub fn new(ctx: Context, metrics: Metrics) -> Self {
+        Self { ctx, metrics, pods: None }
+    }
+
+    /// Pods named by reviews are fetched from `source`.
+    pub fn with_pods(mut self, source: Arc<dyn PodSource>) -> Self {
+        self.pods = Some(source);
+        self
+    }
 }
 
 /// The router serving every path of the webhook table.
@@ -179,7 +195,17 @@ async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body:
     };
     let handler = paths::handler_for(path).unwrap_or(Handler::Missing);
     let started = Instant::now();
-    let Some(verdict) = handle(&state.ctx, handler, &review) else {
+    let fetched = match with_needed_pods(state, handler, &review).await {
+        Ok(ctx) => ctx,
+        Err(message) => {
+            let verdict = Verdict::errored(500, message);
+            log_review(path, &review, &verdict, started);
+            let body = review::encode(&review.request, &verdict);
+            let headers = [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))];
+            return ((headers, body).into_response(), Some(verdict.allowed));
+        }
+    };
+    let Some(verdict) = handle(fetched.as_ref().unwrap_or(&state.ctx), handler, &review) else {
         let msg = format!("the webhook on {path} is not implemented by this server yet");
         return (error(StatusCode::NOT_FOUND, "NotFound", &msg), None);
     };
@@ -187,6 +213,20 @@ async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body:
     let body = review::encode(&review.request, &verdict);
     let headers = [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))];
     ((headers, body).into_response(), Some(verdict.allowed))
+}
+
+/// A context whose view also holds the pods `review` names (`None`: nothing to fetch); `Err` when
+/// they cannot be read.
+async fn with_needed_pods(
+    state: &AppState,
+    handler: Handler,
+    review: &review::Review,
+) -> Result<Option<Context>, String> {
+    let Some(source) = &state.pods else { return Ok(None) };
+    let Some((namespace, names)) = super::pods_needed(handler, review) else { return Ok(None) };
+    let pods = source.fetch(&namespace, &names).await?;
+    let cluster = Arc::new(WithPods::new(Arc::clone(&state.ctx.cluster), pods));
+    Ok(Some(Context::new(Arc::clone(&state.ctx.config), cluster)))
 }
 
 /// Whether reading the body failed because it passed [`MAX_BODY_BYTES`] (and not because the

@@ -24,18 +24,48 @@ use serde_json::Value;
 
 use crate::apis::statefulset::{v1alpha1, v1beta1};
 use crate::cluster::ClusterView;
+use crate::config::Config;
 use crate::core::conversion::statefulset_to_v1beta1;
 use crate::core::features::FeatureGates;
 pub use paths::Handler;
 pub use review::{Review, Verdict};
 
-/// What handlers may read: the feature gates and the cluster view.
+/// What handlers may read: the process settings and the cluster view.
 #[derive(Clone)]
 pub struct Context {
-    /// Effective feature gates.
-    pub gates: FeatureGates,
+    /// Manager namespace, feature gates, clock.
+    pub config: Arc<Config>,
     /// Other objects of the cluster.
     pub cluster: Arc<dyn ClusterView>,
+}
+
+impl Context {
+    /// A context over `cluster` with these settings.
+    pub fn new(config: Arc<Config>, cluster: Arc<dyn ClusterView>) -> Self {
+        Self { config, cluster }
+    }
+
+    /// The default settings with these gates (tests, benches).
+    pub fn with_gates(gates: FeatureGates, cluster: Arc<dyn ClusterView>) -> Self {
+        Self::new(Arc::new(Config::with_gates(gates)), cluster)
+    }
+}
+
+/// The pods a review's handler reads from the view, when there are any: `(namespace, names)`.
+/// Only the CloneSet validation reads pods (the new names of `scaleStrategy.podsToDelete`).
+pub fn pods_needed(handler: Handler, review: &Review) -> Option<(String, Vec<String>)> {
+    if handler != Handler::ValidateCloneSet {
+        return None;
+    }
+    let names = |v: Option<&Value>| -> Option<Vec<String>> {
+        let list = v?.pointer("/spec/scaleStrategy/podsToDelete")?.as_array()?;
+        Some(list.iter().filter_map(|n| n.as_str().map(str::to_string)).collect())
+    };
+    let new = names(review.object.as_ref())?;
+    let old = names(review.old_object.as_ref());
+    let wanted = crate::core::validation::cloneset::pods_to_look_up(&new, old.as_deref());
+    let namespace = review.request.namespace.clone().unwrap_or_default();
+    (!wanted.is_empty()).then_some((namespace, wanted))
 }
 
 /// Answers a review with the given handler. `None` when the handler does not exist yet.

@@ -28,8 +28,8 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     } else {
         None
     };
-    let inject = should_inject_template_defaults(template_equal, &ctx.gates);
-    if let Err(e) = default_cloneset(&mut cloneset.spec, inject, &ctx.gates) {
+    let inject = should_inject_template_defaults(template_equal, &ctx.config.gates);
+    if let Err(e) = default_cloneset(&mut cloneset.spec, inject, &ctx.config.gates) {
         return Verdict::errored(400, e.to_string());
     }
     let Some(raw) = review.object.as_ref() else { return Verdict::allow() };

@@ -17,7 +17,6 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::core::admission::Operation;
 
 use super::review::{Review, Verdict};
-use super::validate_sidecarset::kruise_namespace;
 use super::{Context, decode_object};
 use crate::cluster::namespace_labels;
 use crate::core::features::Gate;
@@ -29,7 +28,7 @@ use crate::core::sidecar::{pod_namespace, podpatch};
 /// Answers a pod CREATE.
 pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     let req = &review.request;
-    if !ctx.gates.enabled(Gate::PodWebhook) || req.operation != Operation::Create {
+    if !ctx.config.gates.enabled(Gate::PodWebhook) || req.operation != Operation::Create {
         return Verdict::allow();
     }
     let Some(raw) = review.object.as_ref() else {
@@ -46,7 +45,7 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     let random = Random::new(&req.uid);
 
     // (1) KruisePodReady readiness gate.
-    if owned_by_kruise(&pod) || ctx.gates.enabled(Gate::KruisePodReadinessGate) {
+    if owned_by_kruise(&pod) || ctx.config.gates.enabled(Gate::KruisePodReadinessGate) {
         inject_readiness_gate(&mut pod);
     }
 
@@ -60,15 +59,15 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
         let candidates = ctx.cluster.sidecarsets_for_pod(&namespace, pod_labels);
         if !candidates.is_empty() {
             let labels = namespace_labels(ctx.cluster.as_ref(), &namespace);
-            let cluster = Arc::clone(&ctx.cluster);
-            let revisions = move || cluster.controller_revisions(kruise_namespace());
-            let now = now();
+            let (cluster, config) = (Arc::clone(&ctx.cluster), Arc::clone(&ctx.config));
+            let revisions = move || cluster.controller_revisions(&config.namespace);
+            let now = metav1_time(ctx.config.clock.now());
             let input = InjectionInput {
                 namespace_labels: &labels,
                 revisions: &revisions,
                 draw: random.unit(),
                 now: &now,
-                sort_by_name: ctx.gates.enabled(Gate::EnableSortSidecarContainerByName),
+                sort_by_name: ctx.config.gates.enabled(Gate::EnableSortSidecarContainerByName),
             };
             match plan_injection(&pod, &candidates, &input) {
                 Ok(plan) => {
@@ -113,9 +112,9 @@ fn is_active(pod: &Pod) -> bool {
     phase != "Succeeded" && phase != "Failed" && pod.metadata.deletion_timestamp.is_none()
 }
 
-/// The current time as `metav1.Time` writes it.
-fn now() -> String {
-    let t = time::OffsetDateTime::now_utc();
+/// `at` as `metav1.Time` writes it.
+fn metav1_time(at: std::time::SystemTime) -> String {
+    let t = time::OffsetDateTime::from(at);
     format_utc(t.year(), u8::from(t.month()), t.day(), t.hour(), t.minute(), t.second())
 }
 

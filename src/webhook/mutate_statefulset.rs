@@ -25,8 +25,8 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
         Err(v) => return v,
     };
     let template_equal = old.map(|o| o.spec.template == sts.spec.template);
-    let inject = should_inject_template_defaults(template_equal, &ctx.gates);
-    if let Err(e) = default_statefulset(&mut sts.spec, inject, &ctx.gates) {
+    let inject = should_inject_template_defaults(template_equal, &ctx.config.gates);
+    if let Err(e) = default_statefulset(&mut sts.spec, inject, &ctx.config.gates) {
         return Verdict::errored(400, e.to_string());
     }
     // Defaults only touch `spec` (and `status`, reset below): metadata is left exactly as sent.

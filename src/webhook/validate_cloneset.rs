@@ -26,7 +26,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 Err(v) => return v,
             };
             let pods = lookup(ctx, &new, None);
-            Verdict::validated(&validate_create(&new, &pods, &ctx.gates))
+            Verdict::validated(&validate_create(&new, &pods, &ctx.config.gates))
         }
         Operation::Update => {
             let (new, old): (CloneSet, CloneSet) = match (
@@ -37,7 +37,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 (Err(v), _) | (_, Err(v)) => return v,
             };
             let pods = lookup(ctx, &new, Some(&old));
-            let answer = Verdict::validated(&validate_update(&new, &old, &pods, &ctx.gates));
+            let answer = Verdict::validated(&validate_update(&new, &old, &pods, &ctx.config.gates));
             if !answer.allowed || new.spec.update_strategy.type_ != IN_PLACE_IF_POSSIBLE {
                 return answer;
             }
@@ -45,7 +45,12 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 &serde_json::to_value(&old.spec.volume_claim_templates).unwrap_or_default(),
                 &serde_json::to_value(&new.spec.volume_claim_templates).unwrap_or_default(),
             );
-            answer.with_warning(recreate_warning(&old.spec.template, &new.spec.template, &ctx.gates, claims_changed))
+            answer.with_warning(recreate_warning(
+                &old.spec.template,
+                &new.spec.template,
+                &ctx.config.gates,
+                claims_changed,
+            ))
         }
         Operation::Delete => {
             // Kubernetes < 1.16 sends no oldObject on DELETE: nothing to check.
@@ -56,7 +61,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 Ok(c) => c,
                 Err(v) => return v,
             };
-            deletion_verdict(&old.metadata, old.spec.replicas, &ctx.gates)
+            deletion_verdict(&old.metadata, old.spec.replicas, &ctx.config.gates)
         }
         Operation::Connect => Verdict::allow(),
     }
@@ -65,8 +70,11 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
 /// The pods of `podsToDelete` that the rules need, from the CloneSet's namespace.
 fn lookup(ctx: &Context, new: &CloneSet, old: Option<&CloneSet>) -> PodsByName {
     let namespace = new.metadata.namespace.as_deref().unwrap_or_default();
-    pods_to_look_up(&new.spec, old.map(|o| &o.spec))
-        .into_iter()
-        .filter_map(|name| ctx.cluster.pod(namespace, &name).map(|pod| (name, pod)))
-        .collect()
+    pods_to_look_up(
+        &new.spec.scale_strategy.pods_to_delete,
+        old.map(|o| o.spec.scale_strategy.pods_to_delete.as_slice()),
+    )
+    .into_iter()
+    .filter_map(|name| ctx.cluster.pod(namespace, &name).map(|pod| (name, pod)))
+    .collect()
 }

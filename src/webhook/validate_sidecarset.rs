@@ -2,27 +2,12 @@
 //! spec §2.3 and the other SidecarSets of the cluster view, answering 422 when invalid (decision
 //! §11.1).
 
-use std::sync::OnceLock;
-
 use kube::core::admission::Operation;
 
 use super::review::{Review, Verdict};
 use super::{Context, decode_object, decode_written};
 use crate::apis::SidecarSet;
-use crate::core::sidecar::DEFAULT_KRUISE_NAMESPACE;
 use crate::core::sidecar::validate::{CONFIGURATION_NAME, ValidationInput, WHITELIST_KEY, validate_sidecarset};
-
-/// The namespace kruise runs in (`POD_NAMESPACE`, default `kruise-system`), where SidecarSet
-/// ControllerRevisions and `kruise-configuration` live. Read once.
-pub(crate) fn kruise_namespace() -> &'static str {
-    static NAMESPACE: OnceLock<String> = OnceLock::new();
-    NAMESPACE.get_or_init(|| {
-        std::env::var("POD_NAMESPACE")
-            .ok()
-            .filter(|ns| !ns.is_empty())
-            .unwrap_or_else(|| DEFAULT_KRUISE_NAMESPACE.into())
-    })
-}
 
 /// Answers a SidecarSet CREATE or UPDATE: allowed, or 422 with every field error.
 pub fn validate(ctx: &Context, review: &Review) -> Verdict {
@@ -40,7 +25,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
     } else {
         None
     };
-    let namespace = kruise_namespace();
+    let namespace = ctx.config.namespace.as_str();
     let all = ctx.cluster.sidecarsets();
     let revisions = ctx.cluster.controller_revisions(namespace);
     let config = ctx.cluster.config_map(namespace, CONFIGURATION_NAME);
@@ -50,7 +35,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
         all: &all,
         revisions: &revisions,
         whitelist: whitelist.map(String::as_str),
-        gates: &ctx.gates,
+        gates: &ctx.config.gates,
     };
     Verdict::validated(&validate_sidecarset(&set, &input))
 }

@@ -18,7 +18,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
     let decode = |raw, what| decode_statefulset(raw, what, version);
     match review.request.operation {
         Operation::Create => match decode(review.object.as_ref(), "StatefulSet") {
-            Ok(new) => Verdict::validated(&validate_create(&new, &ctx.gates)),
+            Ok(new) => Verdict::validated(&validate_create(&new, &ctx.config.gates)),
             Err(v) => v,
         },
         Operation::Update => {
@@ -29,12 +29,12 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 (Ok(n), Ok(o)) => (n, o),
                 (Err(v), _) | (_, Err(v)) => return v,
             };
-            let answer = Verdict::validated(&validate_update(&new, &old, &ctx.gates));
+            let answer = Verdict::validated(&validate_update(&new, &old, &ctx.config.gates));
             let policy = new.spec.update_strategy.rolling_update.as_ref().map(|r| r.pod_update_policy.as_str());
             if !answer.allowed || policy != Some(IN_PLACE_IF_POSSIBLE) {
                 return answer;
             }
-            answer.with_warning(recreate_warning(&old.spec.template, &new.spec.template, &ctx.gates, false))
+            answer.with_warning(recreate_warning(&old.spec.template, &new.spec.template, &ctx.config.gates, false))
         }
         Operation::Delete => {
             // Kubernetes < 1.16 sends no oldObject on DELETE: nothing to check.
@@ -42,7 +42,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 return Verdict::allow();
             }
             match decode(review.old_object.as_ref(), "old StatefulSet") {
-                Ok(old) => deletion_verdict(&old.metadata, old.spec.replicas, &ctx.gates),
+                Ok(old) => deletion_verdict(&old.metadata, old.spec.replicas, &ctx.config.gates),
                 Err(v) => v,
             }
         }

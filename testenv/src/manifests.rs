@@ -25,14 +25,16 @@ pub struct Applied {
     pub name: String,
 }
 
-/// Reads every manifest of a file, or of the `.yaml`/`.yml`/`.json` files of a directory (sorted).
+/// Reads every manifest of a file, or of the `.yaml`/`.yml`/`.json` files of a directory (sorted;
+/// a directory's `kustomization.yaml` is kustomize's configuration, not an object, and is skipped).
 pub fn read_path(path: &Path) -> Result<Vec<Value>, Error> {
     let mut files = Vec::new();
     if path.is_dir() {
         let entries = std::fs::read_dir(path).map_err(|e| Error::io(format!("read {}", path.display()), e))?;
         for entry in entries {
             let p = entry.map_err(|e| Error::io(format!("read {}", path.display()), e))?.path();
-            if matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")) {
+            let kustomization = p.file_stem().is_some_and(|s| s == "kustomization");
+            if !kustomization && matches!(p.extension().and_then(|e| e.to_str()), Some("yaml" | "yml" | "json")) {
                 files.push(p);
             }
         }

@@ -32,7 +32,7 @@ impl App {
     }
 
     pub fn with(gates: FeatureGates, cluster: Arc<dyn ClusterView>) -> Self {
-        let state = Arc::new(AppState { ctx: Context { gates, cluster }, metrics: Metrics::new() });
+        let state = Arc::new(AppState::new(Context::with_gates(gates, cluster), Metrics::new()));
         App { router: router(state) }
     }
 

@@ -37,7 +37,7 @@ pub fn snapshot(objects: &[Value]) -> Snapshot {
 
 /// A context over `objects` with `gates` (`Name=bool,...`).
 pub fn context(objects: &[Value], gates: &str) -> Context {
-    Context { gates: FeatureGates::parse(gates).unwrap(), cluster: Arc::new(snapshot(objects)) }
+    Context::with_gates(FeatureGates::parse(gates).unwrap(), Arc::new(snapshot(objects)))
 }
 
 /// Runs a handler on a review, as the router does after decoding the body.

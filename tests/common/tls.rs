@@ -67,7 +67,7 @@ impl TestServer {
         opts.cert_reload_interval = Duration::from_millis(50);
         tune(&mut opts);
         let metrics = Metrics::new();
-        let state = Arc::new(AppState { ctx: Context { gates, cluster }, metrics: metrics.clone() });
+        let state = Arc::new(AppState::new(Context::with_gates(gates, cluster), metrics.clone()));
         let handle = start(opts, router(state), metrics.clone()).await.expect("server starts");
         TestServer { handle, metrics, ca, dir }
     }

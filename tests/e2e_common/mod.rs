@@ -39,19 +39,36 @@ impl Drop for Kruise {
 
 impl Kruise {
     /// `kruise serve` on a pod address (port 9876, as in `deploy/`) with certificates from
-    /// `kruise certs` in `cert_dir`, plus `extra` flags.
-    pub fn start(cert_dir: &Path, extra: &[&str]) -> Kruise {
+    /// `kruise certs` in `cert_dir`, reaching the cluster with `kubeconfig` (see
+    /// [`manager_kubeconfig`]), plus `extra` flags.
+    pub fn start(cert_dir: &Path, kubeconfig: &Path, extra: &[&str]) -> Kruise {
         let status =
             Command::new(env!("CARGO_BIN_EXE_kruise")).args(["certs", "--out"]).arg(cert_dir).status().unwrap();
         assert!(status.success());
+        Self::spawn(cert_dir, kubeconfig, extra, "warn")
+    }
+
+    /// `kruise serve` as [`Kruise::start`] does, with the certificates already in `cert_dir` and
+    /// this log filter (its log goes to the test's stderr).
+    pub fn spawn(cert_dir: &Path, kubeconfig: &Path, extra: &[&str], log: &str) -> Kruise {
+        let files = [&["--cert-mode", "files", "--cert-dir", cert_dir.to_str().unwrap()][..], extra].concat();
+        Self::run(kubeconfig, &files, log)
+    }
+
+    /// `kruise serve` with its defaults (managed certificates) plus `extra`.
+    pub fn managed(kubeconfig: &Path, extra: &[&str], log: &str) -> Kruise {
+        Self::run(kubeconfig, extra, log)
+    }
+
+    fn run(kubeconfig: &Path, extra: &[&str], log: &str) -> Kruise {
         let address = PodAddress::allocate(9876).unwrap();
         let admin = free_port();
         let child = Command::new(env!("CARGO_BIN_EXE_kruise"))
             .args(["serve", "--addr", &address.socket(9876).to_string(), "--admin-addr", &format!("127.0.0.1:{admin}")])
-            .arg("--cert-dir")
-            .arg(cert_dir)
+            .arg("--kubeconfig")
+            .arg(kubeconfig)
             .args(extra)
-            .env("RUST_LOG", "warn")
+            .env("KRUISE_LOG", log)
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
@@ -63,6 +80,60 @@ impl Kruise {
         }
         kruise
     }
+}
+
+impl Kruise {
+    /// Sends SIGTERM (what the kubelet does on pod deletion).
+    pub fn terminate(&self) {
+        let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
+    }
+
+    /// Waits for the process to exit; its exit status.
+    pub fn wait(&mut self, timeout: Duration) -> Option<std::process::ExitStatus> {
+        let deadline = Instant::now() + timeout;
+        loop {
+            if let Ok(Some(status)) = self.child.try_wait() {
+                return Some(status);
+            }
+            if Instant::now() > deadline {
+                return None;
+            }
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// GET of an admin path: (status code, body).
+    pub async fn admin_get(&self, path: &str) -> (u16, String) {
+        http_get(self.admin, path).await
+    }
+}
+
+/// A plain-HTTP GET on 127.0.0.1:`port`: (status code, body); (0, error) when it fails.
+pub async fn http_get(port: u16, path: &str) -> (u16, String) {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let Ok(mut tcp) = tokio::net::TcpStream::connect(("127.0.0.1", port)).await else {
+        return (0, "connection refused".into());
+    };
+    let request = format!("GET {path} HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+    if tcp.write_all(request.as_bytes()).await.is_err() {
+        return (0, "write failed".into());
+    }
+    let mut out = Vec::new();
+    let _ = tcp.read_to_end(&mut out).await;
+    let text = String::from_utf8_lossy(&out).into_owned();
+    let code = text.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
+    let body = text.split_once("\r\n\r\n").map(|(_, b)| b.to_string()).unwrap_or_default();
+    (code, body)
+}
+
+/// Applies deploy/'s Namespace and RBAC and writes a kubeconfig of its ServiceAccount
+/// `kruise-manager` into `dir`: the manager runs with exactly the rights `deploy/` gives it.
+pub async fn manager_kubeconfig(dir: &Path) -> PathBuf {
+    let c = cluster();
+    for path in ["deploy/namespace.yaml", "deploy/rbac.yaml"] {
+        c.apply_path(root().join(path)).await.unwrap();
+    }
+    c.service_account_kubeconfig(NAMESPACE, "kruise-manager", dir).await.unwrap()
 }
 
 /// Applies deploy/'s namespace, Service and CRDs, and publishes `servers` as the Service's ready

@@ -49,7 +49,7 @@ pub fn context(objects: &[Value], gates: &str) -> Context {
     for o in objects {
         let _ = snap.insert(o.clone());
     }
-    Context { gates: FeatureGates::parse(gates).unwrap_or_default(), cluster: Arc::new(snap) }
+    Context::with_gates(FeatureGates::parse(gates).unwrap_or_default(), Arc::new(snap))
 }
 
 /// The view of the byte-level targets: the example SidecarSet and one that matches every pod
@@ -86,10 +86,7 @@ pub fn router_bytes(data: &[u8]) {
     static APP: OnceLock<(tokio::runtime::Runtime, axum::Router)> = OnceLock::new();
     let (rt, app) = APP.get_or_init(|| {
         let rt = tokio::runtime::Builder::new_current_thread().build().unwrap_or_else(|e| panic!("runtime: {e}"));
-        let state = kruise::webhook::http::AppState {
-            ctx: example_context().clone(),
-            metrics: kruise::metrics::Metrics::new(),
-        };
+        let state = kruise::webhook::http::AppState::new(example_context().clone(), kruise::metrics::Metrics::new());
         (rt, kruise::webhook::http::router(Arc::new(state)))
     });
     let mut paths = kruise::webhook::paths::routed_paths();

@@ -18,6 +18,7 @@
 pub mod annotations;
 pub mod conflict;
 pub mod defaults;
+pub mod failopen;
 pub mod hash;
 pub mod inject;
 pub mod matching;
@@ -47,8 +48,6 @@ pub const INJECTED_ENV: &str = "IS_INJECTED";
 pub const VERSION_ENV: &str = "SIDECARSET_VERSION";
 /// Env var of a hot-upgrade container: the version annotation of its twin.
 pub const VERSION_ALT_ENV: &str = "SIDECARSET_VERSION_ALT";
-/// The namespace kruise runs in (`POD_NAMESPACE`), where SidecarSet revisions live.
-pub const DEFAULT_KRUISE_NAMESPACE: &str = "kruise-system";
 
 /// `podInjectPolicy` values.
 pub const BEFORE_APP_CONTAINER: &str = "BeforeAppContainer";

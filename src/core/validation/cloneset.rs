@@ -45,12 +45,11 @@ const IMMUTABLE_MSG: &str = "updates to cloneset spec for fields other than 'rep
 
 /// The `podsToDelete` names whose pods the validation reads: those not already listed in the old
 /// object, and none when the list has duplicates (that error stops the check).
-pub fn pods_to_look_up(new: &CloneSetSpec, old: Option<&CloneSetSpec>) -> Vec<String> {
-    let names = &new.scale_strategy.pods_to_delete;
+pub fn pods_to_look_up(names: &[String], old: Option<&[String]>) -> Vec<String> {
     if !duplicates(names).is_empty() {
         return Vec::new();
     }
-    let before: BTreeSet<&String> = old.map(|o| o.scale_strategy.pods_to_delete.iter().collect()).unwrap_or_default();
+    let before: BTreeSet<&String> = old.map(|o| o.iter().collect()).unwrap_or_default();
     let fresh: BTreeSet<&String> = names.iter().filter(|n| !before.contains(n)).collect();
     fresh.into_iter().cloned().collect()
 }
@@ -520,9 +519,12 @@ mod tests {
     fn pods_to_look_up_only_new_names() {
         let new = cs(with(|v| v["spec"]["scaleStrategy"] = json!({"podsToDelete": ["b", "a", "c"]})));
         let old = cs(with(|v| v["spec"]["scaleStrategy"] = json!({"podsToDelete": ["c"]})));
-        assert_eq!(pods_to_look_up(&new.spec, Some(&old.spec)), vec!["a", "b"]);
-        assert_eq!(pods_to_look_up(&new.spec, None), vec!["a", "b", "c"]);
+        assert_eq!(
+            pods_to_look_up(&new.spec.scale_strategy.pods_to_delete, Some(&old.spec.scale_strategy.pods_to_delete)),
+            vec!["a", "b"]
+        );
+        assert_eq!(pods_to_look_up(&new.spec.scale_strategy.pods_to_delete, None), vec!["a", "b", "c"]);
         let dup = cs(with(|v| v["spec"]["scaleStrategy"] = json!({"podsToDelete": ["a", "a"]})));
-        assert!(pods_to_look_up(&dup.spec, None).is_empty());
+        assert!(pods_to_look_up(&dup.spec.scale_strategy.pods_to_delete, None).is_empty());
     }
 }

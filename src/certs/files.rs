@@ -1,4 +1,5 @@
-//! `kruise certs`: a development/bootstrap CA and serving certificate (issue 2 item 5, spec §8.4).
+//! `kruise certs`: a development/bootstrap CA and serving certificate in files (issue 2 item 5,
+//! spec §8.4), issued as [`super::issue`] issues them.
 //!
 //! ECDSA P-256 keys (cheap handshakes). The CA lives 10 years, the serving certificate one year,
 //! with SANs `NAME`, `NAME.NS`, `NAME.NS.svc`, `NAME.NS.svc.cluster.local`, `localhost`,
@@ -9,17 +10,11 @@
 //! written atomically (temp file + rename); keys are mode 0600.
 
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 use std::time::{Duration, SystemTime};
 
-use rcgen::{
-    BasicConstraints, CertificateParams, DnType, ExtendedKeyUsagePurpose, IsCa, Issuer, KeyPair, KeyUsagePurpose,
-    PKCS_ECDSA_P256_SHA256,
-};
-use rustls::client::WebPkiServerVerifier;
-use rustls::client::danger::ServerCertVerifier;
-use rustls_pki_types::pem::PemObject;
-use rustls_pki_types::{CertificateDer, ServerName, UnixTime};
+use rustls_pki_types::ServerName;
+
+use super::issue::{IssueError, Pair, issue_leaf, new_ca};
 
 /// Lifetime of the serving certificate.
 pub const LEAF_LIFETIME: Duration = Duration::from_secs(365 * 24 * 3600);
@@ -44,21 +39,7 @@ pub struct CertRequest {
 impl CertRequest {
     /// Every SAN of the serving certificate.
     pub fn names(&self) -> Vec<String> {
-        let (s, ns) = (&self.service, &self.namespace);
-        let mut names = vec![
-            s.clone(),
-            format!("{s}.{ns}"),
-            format!("{s}.{ns}.svc"),
-            format!("{s}.{ns}.svc.cluster.local"),
-            "localhost".to_string(),
-            "127.0.0.1".to_string(),
-        ];
-        for h in &self.hosts {
-            if !names.contains(h) {
-                names.push(h.clone());
-            }
-        }
-        names
+        super::issue::service_names(&self.service, &self.namespace, &self.hosts)
     }
 }
 
@@ -77,8 +58,8 @@ pub enum Outcome {
 #[derive(Debug, thiserror::Error)]
 pub enum CertError {
     /// Generation failed.
-    #[error("certificate generation failed: {0}")]
-    Generate(#[from] rcgen::Error),
+    #[error(transparent)]
+    Generate(#[from] IssueError),
     /// Files cannot be written.
     #[error("cannot write {path}: {source}")]
     Write {
@@ -101,7 +82,8 @@ pub fn ensure(req: &CertRequest) -> Result<Outcome, CertError> {
             return Err(CertError::BadHost(n.clone()));
         }
     }
-    let later = SystemTime::now() + RENEW_BEFORE;
+    let now = SystemTime::now();
+    let later = now + RENEW_BEFORE;
     let read = |f: &str| std::fs::read(req.out.join(f)).ok();
     if let (Some(ca), Some(leaf), Some(_)) = (read("ca.crt"), read("tls.crt"), read("tls.key"))
         && verifies(&ca, &leaf, &names, later)
@@ -110,77 +92,34 @@ pub fn ensure(req: &CertRequest) -> Result<Outcome, CertError> {
     }
     std::fs::create_dir_all(&req.out).map_err(|source| CertError::Write { path: req.out.clone(), source })?;
     // Re-issue from the existing CA when it outlives the new leaf.
-    if let (Some(ca_pem), Some(ca_key_pem)) = (read("ca.crt"), read("ca.key"))
-        && let Some((leaf, key)) = issue_from_existing(&ca_pem, &ca_key_pem, &names)
-        && verifies(&ca_pem, leaf.as_bytes(), &names, SystemTime::now() + LEAF_LIFETIME - Duration::from_secs(3600))
-    {
-        write(&req.out.join("tls.key"), key.as_bytes(), true)?;
-        write(&req.out.join("tls.crt"), leaf.as_bytes(), false)?;
-        return Ok(Outcome::RenewedLeaf);
+    let text = |f: &str| read(f).and_then(|b| String::from_utf8(b).ok());
+    if let (Some(cert), Some(key)) = (text("ca.crt"), text("ca.key")) {
+        let ca = Pair { cert, key };
+        if let Ok(leaf) = issue_leaf(&ca, &names, now, LEAF_LIFETIME)
+            && verifies(
+                ca.cert.as_bytes(),
+                leaf.cert.as_bytes(),
+                &names,
+                now + LEAF_LIFETIME - Duration::from_secs(3600),
+            )
+        {
+            write(&req.out.join("tls.key"), leaf.key.as_bytes(), true)?;
+            write(&req.out.join("tls.crt"), leaf.cert.as_bytes(), false)?;
+            return Ok(Outcome::RenewedLeaf);
+        }
     }
-    let ca_key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
-    let ca_params = ca_params()?;
-    let ca_cert = ca_params.self_signed(&ca_key)?;
-    let issuer = Issuer::new(ca_params, ca_key);
-    let (leaf, key) = issue(&issuer, &names)?;
-    write(&req.out.join("ca.key"), issuer.key().serialize_pem().as_bytes(), true)?;
-    write(&req.out.join("ca.crt"), ca_cert.pem().as_bytes(), false)?;
-    write(&req.out.join("tls.key"), key.as_bytes(), true)?;
-    write(&req.out.join("tls.crt"), leaf.as_bytes(), false)?;
+    let ca = new_ca(now, CA_LIFETIME)?;
+    let leaf = issue_leaf(&ca, &names, now, LEAF_LIFETIME)?;
+    write(&req.out.join("ca.key"), ca.key.as_bytes(), true)?;
+    write(&req.out.join("ca.crt"), ca.cert.as_bytes(), false)?;
+    write(&req.out.join("tls.key"), leaf.key.as_bytes(), true)?;
+    write(&req.out.join("tls.crt"), leaf.cert.as_bytes(), false)?;
     Ok(Outcome::NewCa)
-}
-
-fn ca_params() -> Result<CertificateParams, rcgen::Error> {
-    let mut params = CertificateParams::new(Vec::<String>::new())?;
-    params.is_ca = IsCa::Ca(BasicConstraints::Constrained(0));
-    params.distinguished_name.push(DnType::CommonName, "kruise-webhook-ca");
-    params.key_usages = vec![KeyUsagePurpose::KeyCertSign, KeyUsagePurpose::CrlSign, KeyUsagePurpose::DigitalSignature];
-    let now = time::OffsetDateTime::now_utc();
-    params.not_before = now - time::Duration::hours(1);
-    params.not_after = now + CA_LIFETIME;
-    Ok(params)
-}
-
-/// Issues a serving certificate; returns (certificate PEM, key PEM).
-fn issue(issuer: &Issuer<'_, KeyPair>, names: &[String]) -> Result<(String, String), rcgen::Error> {
-    let key = KeyPair::generate_for(&PKCS_ECDSA_P256_SHA256)?;
-    let mut params = CertificateParams::new(names.to_vec())?;
-    params.distinguished_name.push(DnType::CommonName, names.get(2).cloned().unwrap_or_default());
-    params.extended_key_usages = vec![ExtendedKeyUsagePurpose::ServerAuth];
-    params.key_usages = vec![KeyUsagePurpose::DigitalSignature, KeyUsagePurpose::KeyEncipherment];
-    let now = time::OffsetDateTime::now_utc();
-    params.not_before = now - time::Duration::hours(1);
-    params.not_after = now + LEAF_LIFETIME;
-    let cert = params.signed_by(&key, issuer)?;
-    Ok((cert.pem(), key.serialize_pem()))
-}
-
-fn issue_from_existing(ca_pem: &[u8], ca_key_pem: &[u8], names: &[String]) -> Option<(String, String)> {
-    let key = KeyPair::from_pem(std::str::from_utf8(ca_key_pem).ok()?).ok()?;
-    let issuer = Issuer::from_ca_cert_pem(std::str::from_utf8(ca_pem).ok()?, key).ok()?;
-    issue(&issuer, names).ok()
 }
 
 /// Whether `leaf_pem` (with its chain) verifies against `ca_pem` for every name at time `at`.
 pub fn verifies(ca_pem: &[u8], leaf_pem: &[u8], names: &[String], at: SystemTime) -> bool {
-    let mut roots = rustls::RootCertStore::empty();
-    for ca in CertificateDer::pem_slice_iter(ca_pem).filter_map(Result::ok) {
-        let _ = roots.add(ca);
-    }
-    let chain: Vec<CertificateDer<'static>> = CertificateDer::pem_slice_iter(leaf_pem).filter_map(Result::ok).collect();
-    let Some((leaf, intermediates)) = chain.split_first() else { return false };
-    let Ok(verifier) =
-        WebPkiServerVerifier::builder_with_provider(Arc::new(roots), crate::server::tls::provider()).build()
-    else {
-        return false;
-    };
-    let Ok(since_epoch) = at.duration_since(SystemTime::UNIX_EPOCH) else { return false };
-    let at = UnixTime::since_unix_epoch(since_epoch);
-    names.iter().all(|n| {
-        ServerName::try_from(n.as_str())
-            .map(|name| verifier.verify_server_cert(leaf, intermediates, &name, &[], at).is_ok())
-            .unwrap_or(false)
-    })
+    !names.is_empty() && names.iter().all(|n| super::issue::verifies(ca_pem, leaf_pem, n, at))
 }
 
 fn write(path: &Path, bytes: &[u8], private: bool) -> Result<(), CertError> {

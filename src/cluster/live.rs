@@ -1,0 +1,255 @@
+//! The live cluster view (issue 10 item 2): one watch per kind (SidecarSets and Namespaces of the
+//! whole cluster; ControllerRevisions and the `kruise-configuration` ConfigMap of the manager
+//! namespace) keeps a [`Snapshot`] current, so a pod CREATE reads memory and never waits on the
+//! network. Watches list and watch untyped objects and decode each one on its own: an object that
+//! does not decode is skipped, logged and counted (`kruise_cluster_view_decode_failures`), and the
+//! watch goes on. A relist replaces a kind's objects at once, so readers never see it half-listed.
+//! Pods are not watched: the one handler that reads pods (`podsToDelete` of a CloneSet) fetches
+//! them on demand through [`PodSource`].
+
+use std::collections::BTreeSet;
+use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
+use std::time::Duration;
+
+use futures::StreamExt;
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use kube::api::{Api, ApiResource, DynamicObject};
+use kube::runtime::WatchStreamExt;
+use kube::runtime::watcher::{self, Event};
+use serde_json::Value;
+use tokio_util::sync::CancellationToken;
+
+use super::snapshot::{Snapshot, ViewKind};
+use super::{ClusterView, PodSource, PodsFuture};
+use crate::apis::SidecarSet;
+use crate::metrics::{KindLabels, Metrics};
+
+/// Name of kruise's configuration ConfigMap in the manager namespace.
+pub const CONFIGURATION_NAME: &str = "kruise-configuration";
+
+/// How long fetching the pods of one review may take.
+pub const POD_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// The kinds the live view watches.
+pub const WATCHED: [ViewKind; 4] =
+    [ViewKind::Namespace, ViewKind::SidecarSet, ViewKind::ControllerRevision, ViewKind::ConfigMap];
+
+/// The cluster as the watches last saw it.
+pub struct LiveView {
+    client: kube::Client,
+    namespace: String,
+    store: RwLock<Snapshot>,
+    synced: Mutex<BTreeSet<ViewKind>>,
+    metrics: Metrics,
+}
+
+impl std::fmt::Debug for LiveView {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("LiveView").field("namespace", &self.namespace).finish_non_exhaustive()
+    }
+}
+
+impl LiveView {
+    /// A view (empty until [`LiveView::start`]) of the cluster behind `client`, with `namespace` the
+    /// manager namespace.
+    pub fn new(client: kube::Client, namespace: &str, metrics: Metrics) -> Arc<Self> {
+        Arc::new(Self {
+            client,
+            namespace: namespace.to_string(),
+            store: RwLock::new(Snapshot::default()),
+            synced: Mutex::new(BTreeSet::new()),
+            metrics,
+        })
+    }
+
+    /// Starts one watch per kind; they stop when `token` is cancelled.
+    pub fn start(self: &Arc<Self>, token: &CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
+        WATCHED
+            .into_iter()
+            .map(|kind| {
+                let (api, config) = self.watch_target(kind);
+                tokio::spawn(Arc::clone(self).watch(kind, api, config, token.clone()))
+            })
+            .collect()
+    }
+
+    /// `Ok` once every kind has been listed; otherwise which kinds have not.
+    pub fn synced(&self) -> Result<(), String> {
+        let synced = self.synced.lock().map(|s| s.clone()).unwrap_or_default();
+        let missing: Vec<&str> = WATCHED.iter().filter(|k| !synced.contains(k)).map(|k| k.name()).collect();
+        if missing.is_empty() { Ok(()) } else { Err(format!("waiting for the first list of {}", missing.join(", "))) }
+    }
+
+    /// Objects of `kind` held now.
+    pub fn count(&self, kind: ViewKind) -> usize {
+        self.read().count(kind)
+    }
+
+    fn read(&self) -> RwLockReadGuard<'_, Snapshot> {
+        // A writer that panicked left a consistent snapshot (every write is one call).
+        self.store.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    fn write(&self, f: impl FnOnce(&mut Snapshot)) {
+        let mut store = self.store.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        f(&mut store);
+    }
+
+    fn watch_target(&self, kind: ViewKind) -> (Api<DynamicObject>, watcher::Config) {
+        let client = self.client.clone();
+        let ns = self.namespace.as_str();
+        match kind {
+            ViewKind::Namespace => {
+                (Api::all_with(client, &ApiResource::erase::<Namespace>(&())), watcher::Config::default())
+            }
+            ViewKind::SidecarSet => {
+                (Api::all_with(client, &ApiResource::erase::<SidecarSet>(&())), watcher::Config::default())
+            }
+            ViewKind::ControllerRevision => (
+                Api::namespaced_with(client, ns, &ApiResource::erase::<ControllerRevision>(&())),
+                watcher::Config::default(),
+            ),
+            ViewKind::ConfigMap | ViewKind::Pod => (
+                Api::namespaced_with(client, ns, &ApiResource::erase::<ConfigMap>(&())),
+                watcher::Config::default().fields(&format!("metadata.name={CONFIGURATION_NAME}")),
+            ),
+        }
+    }
+
+    async fn watch(
+        self: Arc<Self>,
+        kind: ViewKind,
+        api: Api<DynamicObject>,
+        config: watcher::Config,
+        token: CancellationToken,
+    ) {
+        let labels = KindLabels { kind: kind.name().to_string() };
+        let stream = watcher::watcher(api, config).default_backoff();
+        tokio::pin!(stream);
+        let mut listing: Vec<Value> = Vec::new();
+        loop {
+            let event = tokio::select! {
+                () = token.cancelled() => return,
+                event = stream.next() => event,
+            };
+            match event {
+                None => return,
+                Some(Err(e)) => tracing::warn!(kind = kind.name(), error = %e, "watch failed; retrying"),
+                Some(Ok(Event::Init)) => listing.clear(),
+                Some(Ok(Event::InitApply(o))) => listing.push(json_of(kind, o)),
+                Some(Ok(Event::InitDone)) => {
+                    let objects = std::mem::take(&mut listing);
+                    let mut failed = Vec::new();
+                    self.write(|s| failed = s.replace_kind(kind, objects));
+                    for (name, e) in &failed {
+                        self.decode_failed(kind, &labels, name, e);
+                    }
+                    let count = self.count(kind);
+                    self.metrics.view_objects.get_or_create(&labels).set(count as i64);
+                    let first = self.synced.lock().map(|mut s| s.insert(kind)).unwrap_or(false);
+                    if first {
+                        tracing::info!(kind = kind.name(), objects = count, "cluster view listed");
+                    }
+                }
+                Some(Ok(Event::Apply(o))) => {
+                    let (namespace, name) =
+                        (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default());
+                    let mut result = Ok(true);
+                    self.write(|s| {
+                        result = s.insert(json_of(kind, o));
+                        if result.is_err() {
+                            // What we can no longer read must not be acted on in its old form.
+                            s.remove(kind, &namespace, &name);
+                        }
+                    });
+                    if let Err(e) = result {
+                        self.decode_failed(kind, &labels, &format!("{namespace}/{name}"), &e);
+                    }
+                    self.metrics.view_objects.get_or_create(&labels).set(self.count(kind) as i64);
+                }
+                Some(Ok(Event::Delete(o))) => {
+                    let (namespace, name) =
+                        (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default());
+                    self.write(|s| s.remove(kind, &namespace, &name));
+                    self.metrics.view_objects.get_or_create(&labels).set(self.count(kind) as i64);
+                }
+            }
+        }
+    }
+
+    fn decode_failed(&self, kind: ViewKind, labels: &KindLabels, name: &str, e: &serde_json::Error) {
+        self.metrics.view_decode_failures.get_or_create(labels).inc();
+        tracing::warn!(kind = kind.name(), object = name, error = %e, "cannot decode; the object is skipped");
+    }
+}
+
+/// The JSON of a watched object with its `apiVersion` and `kind` (list items carry neither).
+fn json_of(kind: ViewKind, object: DynamicObject) -> Value {
+    let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
+    if let Value::Object(map) = &mut value {
+        let api_version = match kind {
+            ViewKind::SidecarSet => "apps.kruise.io/v1alpha1",
+            ViewKind::ControllerRevision => "apps/v1",
+            ViewKind::Namespace | ViewKind::ConfigMap | ViewKind::Pod => "v1",
+        };
+        map.insert("apiVersion".into(), api_version.into());
+        map.insert("kind".into(), kind.name().into());
+    }
+    value
+}
+
+impl ClusterView for LiveView {
+    fn namespace(&self, name: &str) -> Option<Arc<Namespace>> {
+        self.read().namespace(name)
+    }
+    fn pod(&self, _: &str, _: &str) -> Option<Arc<Pod>> {
+        // Pods are fetched per review (`PodSource`), never watched.
+        None
+    }
+    fn sidecarsets(&self) -> Vec<Arc<SidecarSet>> {
+        self.read().sidecarsets()
+    }
+    fn controller_revisions(&self, namespace: &str) -> Vec<Arc<ControllerRevision>> {
+        self.read().controller_revisions(namespace)
+    }
+    fn sidecarsets_for_namespace(&self, namespace: &str) -> Vec<Arc<SidecarSet>> {
+        self.read().sidecarsets_for_namespace(namespace)
+    }
+    fn sidecarsets_for_pod(
+        &self,
+        namespace: &str,
+        labels: &std::collections::BTreeMap<String, String>,
+    ) -> Vec<Arc<SidecarSet>> {
+        self.read().sidecarsets_for_pod(namespace, labels)
+    }
+    fn config_map(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
+        self.read().config_map(namespace, name)
+    }
+}
+
+impl PodSource for LiveView {
+    fn fetch<'a>(&'a self, namespace: &'a str, names: &'a [String]) -> PodsFuture<'a> {
+        Box::pin(async move {
+            let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+            let gets = futures::future::join_all(names.iter().map(|name| {
+                let api = api.clone();
+                async move { api.get_opt(name).await.map_err(|e| format!("find pod {name} failed: {e}")) }
+            }));
+            match tokio::time::timeout(POD_FETCH_TIMEOUT, gets).await {
+                Err(_) => {
+                    Err(format!("find pods of namespace {namespace} failed: no answer within {POD_FETCH_TIMEOUT:?}"))
+                }
+                Ok(results) => {
+                    let mut pods = Vec::new();
+                    for r in results {
+                        if let Some(pod) = r? {
+                            pods.push(Arc::new(pod));
+                        }
+                    }
+                    Ok(pods)
+                }
+            }
+        })
+    }
+}
