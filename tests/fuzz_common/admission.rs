@@ -32,6 +32,8 @@ pub fn is_mutating(handler: Handler) -> bool {
 pub struct Answer {
     pub allowed: bool,
     pub code: i64,
+    /// `status.message` of a refusal.
+    pub message: String,
     /// The request object with the patch applied, when there was a patch.
     pub patched: Option<Value>,
 }
@@ -58,8 +60,10 @@ pub fn check_review(ctx: &Context, handler: Handler, review: &Review, body: &[u8
         let second = answer_once(ctx, handler, &review2);
         assert!(
             second.allowed,
-            "{handler:?}: the patched object is refused on re-invocation (code {})\nfirst patch gave {}",
+            "{handler:?}: the patched object is refused on re-invocation (code {}: {})\nrequest object {}\nfirst patch gave {}",
             second.code,
+            second.message,
+            compact(review.object.as_ref().unwrap_or(&Value::Null)),
             compact(patched)
         );
         assert!(
@@ -115,7 +119,8 @@ fn answer_once(ctx: &Context, handler: Handler, review: &Review) -> Answer {
         });
         object
     });
-    Answer { allowed, code, patched }
+    let message = resp["status"]["message"].as_str().unwrap_or_default().to_string();
+    Answer { allowed, code, message, patched }
 }
 
 /// The review body with `request.object` replaced by `object`.

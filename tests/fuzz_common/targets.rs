@@ -132,18 +132,39 @@ pub fn pod_shaped(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let mut g = Gen::new(&mut u);
     let gates = g.gates();
-    let mut objects: Vec<Value> = Vec::new();
-    for i in 0..g.below(4) {
-        objects.push(g.sidecarset(i));
-    }
-    for _ in 0..g.below(3) {
-        objects.push(g.namespace());
+    let sets: Vec<Value> = (0..g.below(4)).map(|i| g.sidecarset(i)).collect();
+    let mut objects: Vec<Value> = (0..g.below(3)).map(|_| g.namespace()).collect();
+    // The cluster holds the SidecarSets its webhooks admitted (defaulted, validated against the
+    // sets before them); one refused is left out. (The draws keep their order: the kept inputs
+    // must build the objects they were found with.)
+    for set in sets {
+        if let Some(admitted) = admitted(&context(&objects, &gates), set) {
+            objects.push(admitted);
+        }
     }
     let pod = g.pod();
     let op = g.operation(&["CREATE"]);
     let old = (op != "CREATE").then(|| edited(&mut g, &pod));
     let review = g.review(("", "v1", "pods", "Pod"), op, (op != "DELETE").then_some(&pod), old.as_ref());
     send(&context(&objects, &gates), &[Handler::MutatePod], &review);
+}
+
+/// `set` as the SidecarSet webhooks admit it on CREATE: defaulted by the mutating handler and
+/// accepted by the validating one; `None` when refused.
+fn admitted(ctx: &Context, set: Value) -> Option<Value> {
+    use kruise::webhook::{handle, request::ReviewRequest};
+    let mut set = set;
+    for handler in [Handler::MutateSidecarSet, Handler::ValidateSidecarSet] {
+        let review = ReviewRequest::for_object(kube::core::admission::Operation::Create, &set).cluster_scoped();
+        let verdict = handle(ctx, handler, &review.decode().ok()?)?;
+        if !verdict.allowed {
+            return None;
+        }
+        if let Some(patch) = verdict.patch {
+            json_patch::patch(&mut set, &patch).ok()?;
+        }
+    }
+    Some(set)
 }
 
 /// A CloneSet CREATE, UPDATE or DELETE through its mutating then validating handler.
