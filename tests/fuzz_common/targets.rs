@@ -313,8 +313,12 @@ pub fn quantity(data: &[u8]) {
         r.round_up_milli();
         let _ = r.canonical();
     }
+    // Go's round trip reaches its fixed point in at most two rounds, not always in one: a binary
+    // value that is no multiple of 1024 prints without a suffix and is decimal when read back
+    // (`62.5Ki` -> `64000` -> `64k`, as the apiserver re-encodes it).
     if let Ok(n) = normalize(s) {
-        assert_eq!(normalize(&n).as_deref(), Ok(n.as_str()), "normalising {s:?} twice changes it");
+        let twice = normalize(&n).unwrap_or_else(|e| panic!("{n:?} (from {s:?}) does not parse: {e}"));
+        assert_eq!(normalize(&twice).as_deref(), Ok(twice.as_str()), "normalising {s:?} has no fixed point");
     }
 }
 
