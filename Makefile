@@ -7,7 +7,7 @@ ADMIN_ADDR ?= 127.0.0.1:8000
 GO_WEBHOOK := target/bench/go-webhook
 BENCH_ARGS ?=
 
-.PHONY: help build run test unit lint fmt certs manifests verify bench bench-servers loadtest callgrind controlplane cluster clean
+.PHONY: help build run test unit lint fmt certs manifests verify bench bench-servers loadtest callgrind controlplane cluster fuzz clean
 
 help: ## List targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -32,10 +32,12 @@ cluster: controlplane ## Start the test cluster by hand; prints the kubeconfig p
 
 lint: ## rustfmt check and clippy with -D warnings
 	$(CARGO) fmt --all -- --check
+	rustfmt --edition 2024 --check fuzz/src/lib.rs fuzz/fuzz_targets/*.rs
 	$(CARGO) clippy --locked --workspace --all-targets -- -D warnings
 
 fmt: ## Format the sources
 	$(CARGO) fmt --all
+	rustfmt --edition 2024 fuzz/src/lib.rs fuzz/fuzz_targets/*.rs
 
 certs: build ## Create dev certificates in certs/ (kept while still valid)
 	$(BIN) certs --out certs
@@ -61,6 +63,11 @@ loadtest: bench-servers ## Side-by-side load test on /mutate-pod (h2load if inst
 callgrind: bench-servers ## Server instructions per /mutate-pod request under valgrind (repeatable on a busy machine)
 	target/release/examples/loadtest --kruise target/release/kruise --go $(GO_WEBHOOK) \
 		--floor target/release/examples/floor --callgrind 2000 $(BENCH_ARGS)
+
+FUZZ_SECONDS ?= 60
+fuzz: ## Every fuzz target for FUZZ_SECONDS each (cargo-fuzz on nightly, installed when missing); see fuzz/README.md
+	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install --locked cargo-fuzz
+	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
 
 clean:
 	$(CARGO) clean

@@ -130,6 +130,54 @@ fn entry_conditions_4_1() {
                 }
             },
         ),
+        // Issue 13 item 2: the sidecar takes part in the ordering and keeps its barrier when the
+        // re-invocation replaces it with a freshly built copy (it used to lose it, so the second
+        // pass answered a patch removing the sidecar's KRUISE_CONTAINER_BARRIER).
+        case(
+            "launch priority: Ordered with an injected sidecar",
+            vec![set.clone()],
+            with(&web, |p| {
+                p["spec"]["containers"] = json!([app(), {"name": "b", "image": "b:1"}]);
+                add_annotations(p, json!({"apps.kruise.io/container-launch-priority": "Ordered"}));
+            }),
+            {
+                let web = web.clone();
+                move |ctx| {
+                    Want::Pod(with(&web, |p| {
+                        let barrier = |k: &str| json!({"name": "KRUISE_CONTAINER_BARRIER", "valueFrom": {"configMapKeyRef": {"name": "test-pod-barrier", "key": k}}});
+                        p["spec"]["containers"] = json!([
+                            injected("s-c", "side:1", json!([is_injected(), barrier("p_0")])),
+                            with(&app(), |c| c["env"] = json!([barrier("p_-1")])),
+                            {"name": "b", "image": "b:1", "env": [barrier("p_-2")]}]);
+                        add_annotations(p, json!({"apps.kruise.io/container-launch-priority": "Ordered"}));
+                        add_annotations(p, bookkeeping(ctx, &[("s", &["s-c"], None)], "s"));
+                    }))
+                }
+            },
+        ),
+        case(
+            "launch priority: declared priorities with an injected sidecar",
+            vec![sidecarset(
+                "s",
+                json!({"selector": {"matchLabels": {"app": "web"}}, "containers": [{"name": "s-c", "image": "side:1",
+                    "env": [{"name": "KRUISE_CONTAINER_PRIORITY", "value": "100"}]}]}),
+            )],
+            with(&web, |p| p["spec"]["containers"] = json!([app(), {"name": "b", "image": "b:1"}])),
+            {
+                let web = web.clone();
+                move |ctx| {
+                    Want::Pod(with(&web, |p| {
+                        let barrier = |k: &str| json!({"name": "KRUISE_CONTAINER_BARRIER", "valueFrom": {"configMapKeyRef": {"name": "test-pod-barrier", "key": k}}});
+                        let priority = json!({"name": "KRUISE_CONTAINER_PRIORITY", "value": "100"});
+                        p["spec"]["containers"] = json!([
+                            injected("s-c", "side:1", json!([priority, is_injected(), barrier("p_100")])),
+                            with(&app(), |c| c["env"] = json!([barrier("p_0")])),
+                            {"name": "b", "image": "b:1", "env": [barrier("p_0")]}]);
+                        add_annotations(p, bookkeeping(ctx, &[("s", &["s-c"], None)], "s"));
+                    }))
+                }
+            },
+        ),
     ];
     run_cases(cases);
 

@@ -2,7 +2,8 @@
 //! the patch always applies to the request pod, applying it gives the pod the injection plan
 //! describes, the result passes the pod checks (unique container names, every mount and device
 //! names a pod volume), and a second invocation returns no patch — both for the pure decision
-//! (`plan_injection` + `podpatch`) and through the `/mutate-pod` handler.
+//! (`plan_injection` + `podpatch`) and through the `/mutate-pod` handler, where container launch
+//! priority (the `Ordered` annotation, priorities declared by apps and sidecars) takes part.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -34,6 +35,11 @@ struct PodShape {
     init: u8,
     secrets: Vec<u8>,
     merge_annotation: bool,
+    /// Container launch priority: 0 none, 1 the `Ordered` annotation, 2 priorities declared on
+    /// the app containers (issue 13: sidecars must keep their barrier on a re-invocation).
+    launch: u8,
+    /// No name, only `generateName` (launch priority then names the pod).
+    generate_name: bool,
 }
 
 #[derive(Debug, Clone)]
@@ -45,6 +51,8 @@ struct SideShape {
     mounts: Vec<u8>,
     transfer: Vec<(u8, u8)>,
     own_env: Vec<u8>,
+    /// A declared `KRUISE_CONTAINER_PRIORITY`.
+    priority: Option<u8>,
 }
 
 #[derive(Debug, Clone)]
@@ -65,13 +73,23 @@ fn app_shape() -> impl Strategy<Value = AppShape> {
 }
 
 fn pod_shape() -> impl Strategy<Value = PodShape> {
-    (0u8..2, prop::collection::vec(app_shape(), 1..4), 0u8..3, prop::collection::vec(0u8..3, 0..3), any::<bool>())
-        .prop_map(|(label, apps, init, secrets, merge_annotation)| PodShape {
+    (
+        0u8..2,
+        prop::collection::vec(app_shape(), 1..4),
+        0u8..3,
+        prop::collection::vec(0u8..3, 0..3),
+        any::<bool>(),
+        0u8..3,
+        prop::bool::weighted(0.2),
+    )
+        .prop_map(|(label, apps, init, secrets, merge_annotation, launch, generate_name)| PodShape {
             label,
             apps,
             init,
             secrets,
             merge_annotation,
+            launch,
+            generate_name,
         })
 }
 
@@ -84,8 +102,9 @@ fn side_shape() -> impl Strategy<Value = SideShape> {
         prop::collection::vec(0u8..3, 0..3),
         prop::collection::vec((0u8..3, 0u8..4), 0..3),
         prop::collection::vec(0u8..4, 0..2),
+        prop::option::weighted(0.3, 0u8..3),
     )
-        .prop_map(|(before, hot, share, share_devices, mounts, transfer, own_env)| SideShape {
+        .prop_map(|(before, hot, share, share_devices, mounts, transfer, own_env, priority)| SideShape {
             before,
             hot,
             share,
@@ -93,6 +112,7 @@ fn side_shape() -> impl Strategy<Value = SideShape> {
             mounts,
             transfer,
             own_env,
+            priority,
         })
 }
 
@@ -130,8 +150,11 @@ fn build_pod(shape: &PodShape) -> Value {
         .enumerate()
         .map(|(i, a)| {
             let envs: BTreeSet<u8> = a.envs.iter().copied().collect();
-            let env: Vec<Value> =
+            let mut env: Vec<Value> =
                 envs.iter().map(|e| json!({"name": env_name(*e), "value": format!("app{i}-{e}")})).collect();
+            if shape.launch == 2 {
+                env.push(json!({"name": "KRUISE_CONTAINER_PRIORITY", "value": format!("{}", i % 2)}));
+            }
             let mut paths = BTreeSet::new();
             let mounts: Vec<Value> = a
                 .mounts
@@ -162,6 +185,14 @@ fn build_pod(shape: &PodShape) -> Value {
     if shape.merge_annotation {
         pod["metadata"]["annotations"] = json!({"merge": "{\"pod\":1}"});
     }
+    if shape.launch == 1 {
+        let a = pod["metadata"].as_object_mut().unwrap().entry("annotations").or_insert_with(|| json!({}));
+        a["apps.kruise.io/container-launch-priority"] = json!("Ordered");
+    }
+    if shape.generate_name {
+        pod["metadata"].as_object_mut().unwrap().remove("name");
+        pod["metadata"]["generateName"] = json!("p-");
+    }
     pod
 }
 
@@ -191,7 +222,10 @@ fn build_set(i: usize, shape: &SetShape) -> Value {
                 .map(|k| json!({"name": set_volume_name(i, *k), "mountPath": format!("/s{k}")}))
                 .collect();
             let own: BTreeSet<u8> = s.own_env.iter().copied().collect();
-            let env: Vec<Value> = own.iter().map(|e| json!({"name": env_name(*e), "value": "own"})).collect();
+            let mut env: Vec<Value> = own.iter().map(|e| json!({"name": env_name(*e), "value": "own"})).collect();
+            if let Some(p) = s.priority {
+                env.push(json!({"name": "KRUISE_CONTAINER_PRIORITY", "value": format!("{p}")}));
+            }
             let transfer: Vec<Value> = s
                 .transfer
                 .iter()
@@ -290,7 +324,12 @@ fn check_pod_spec(pod: &Value) -> Result<(), String> {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 160, failure_persistence: None, ..ProptestConfig::default() })]
+    // 160 cases in `make test`; `PROPTEST_CASES=N` for a longer one-off run.
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(160),
+        failure_persistence: None,
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn injection_properties(pod_shape in pod_shape(), set_shapes in prop::collection::vec(set_shape(), 0..4)) {

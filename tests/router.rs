@@ -52,6 +52,27 @@ async fn negative_http_cases() {
     let r = app.post_as(path, Some("application/json"), padded).await;
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
 
+    // A body that stops arriving (the request-read timeout, a reset) is not "too large": it was
+    // answered 413 "larger than 7340032 bytes" until the hostile-client test sent 7 MiB bodies
+    // slower than the request-read timeout.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> =
+        vec![Ok(good[..10].to_vec()), Err(std::io::Error::new(std::io::ErrorKind::TimedOut, "request read timeout"))];
+    let request = hyper::Request::post(path)
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from_stream(futures::stream::iter(chunks)))
+        .unwrap();
+    let r = app.request(request).await;
+    assert_eq!(r.status, 400, "{}", String::from_utf8_lossy(&r.body));
+    let message = r.json()["message"].as_str().unwrap().to_string();
+    assert!(message.contains("could not be read") && message.contains("request read timeout"), "{message}");
+    // Without a Content-Length, a body over the limit is still cut at 7 MiB + 1 and answered 413.
+    let chunks: Vec<Result<Vec<u8>, std::io::Error>> = (0..8).map(|_| Ok(vec![b' '; 1024 * 1024])).collect();
+    let request = hyper::Request::post(path)
+        .header("content-type", "application/json")
+        .body(axum::body::Body::from_stream(futures::stream::iter(chunks)))
+        .unwrap();
+    assert_eq!(app.request(request).await.status, 413);
+
     // v1beta1 reviews are answered in v1beta1.
     let r = app
         .post_as(

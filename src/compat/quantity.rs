@@ -240,6 +240,11 @@ impl Quantity {
         q.round_away(scale as i64);
         let shift = q.exp - scale as i64;
         let mut v = to_i128(&q.digits)?;
+        if v == 0 {
+            // Zero at any exponent: the loop below ends only by overflowing, and a zero never
+            // does; `0e2147483647` spun for 2^31 rounds (found by the quantity fuzz target).
+            return Some(0);
+        }
         for _ in 0..shift {
             v = v.checked_mul(10)?;
         }
@@ -635,6 +640,20 @@ mod tests {
         9223372036854775807Ki 9223372036854775807 B | 12E 12E S | 100.035Ki 102435840m B
         0.5Mi 512Ki B | 0.05Gi 53687091200m B | 0.025Ti 27487790694400m B
         0.000000000001Ki 2n S | .001 1m S | .0001k 100m S | 1. 1 S | 1.G 1G S";
+
+    /// Zero at a huge exponent: `scaled_value` multiplied by 10 until it overflowed, which a
+    /// zero never does (2^31 rounds; the quantity fuzz target,
+    /// tests/data/fuzz/quantity/hang-huge-negative-exponent).
+    #[test]
+    fn zero_at_any_exponent_scales_at_once() {
+        for s in [".e-905000500002", "0e2147483647", "0.0e999999999", "0E-2147483648"] {
+            let q = Quantity::parse(s).unwrap_or_else(|e| panic!("{s}: {e}"));
+            assert!(q.is_zero(), "{s}");
+            assert_eq!((q.milli_value(), q.value(), q.scaled_value(-9)), (Some(0), Some(0), Some(0)), "{s}");
+        }
+        // Non-zero values still overflow into None rather than loop.
+        assert_eq!(Quantity::parse("1e2147483647").unwrap().value(), None);
+    }
 
     #[test]
     fn parse_table_from_go() {

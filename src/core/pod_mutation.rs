@@ -3,10 +3,13 @@
 //! priority, which injects `KRUISE_CONTAINER_BARRIER` into every container when the pod asks for
 //! ordered start (annotation `apps.kruise.io/container-launch-priority: Ordered`) or its
 //! containers declare different `KRUISE_CONTAINER_PRIORITY` values. Both are idempotent: the gate
-//! is added once, and a pod whose containers already carry the barrier is left alone (kruise
-//! would append a second barrier on a re-invocation).
+//! is added once, and a container that already carries a barrier keeps it while only those
+//! without one get theirs. On a re-invocation SidecarSet injection has just replaced the injected
+//! sidecars with freshly built copies, which lost their barrier: they get the same one back,
+//! because priorities follow container positions and declared values, which the re-invocation
+//! does not change (issue 13). Kruise appends a second barrier to every container instead.
 
-use k8s_openapi::api::core::v1::{ConfigMapKeySelector, EnvVar, EnvVarSource, Pod, PodReadinessGate};
+use k8s_openapi::api::core::v1::{ConfigMapKeySelector, Container, EnvVar, EnvVarSource, Pod, PodReadinessGate};
 
 use crate::apis::keys::KRUISE_POD_READY;
 
@@ -48,13 +51,11 @@ pub struct PriorityError {
 
 /// `containerLaunchPriorityInitialization` for a CREATE. `name_suffix` completes a
 /// `generateName` when the pod has no name yet (kruise generates 5 random characters), because
-/// the barrier ConfigMap is named after the pod. Returns whether the pod changed.
+/// the barrier ConfigMap is named after the pod. Containers that already carry a barrier keep
+/// it (see the module comment). Returns whether the pod changed.
 pub fn init_launch_priority(pod: &mut Pod, name_suffix: &str) -> Result<bool, PriorityError> {
     let Some(spec) = pod.spec.as_ref() else { return Ok(false) };
-    if spec.containers.len() <= 1 {
-        return Ok(false);
-    }
-    if spec.containers.iter().any(|c| c.env.iter().flatten().any(|e| e.name == BARRIER_ENV)) {
+    if spec.containers.len() <= 1 || spec.containers.iter().all(has_barrier) {
         return Ok(false);
     }
     let ordered = pod.metadata.annotations.as_ref().and_then(|a| a.get(LAUNCH_PRIORITY_ANNOTATION)).map(String::as_str)
@@ -83,7 +84,7 @@ pub fn init_launch_priority(pod: &mut Pod, name_suffix: &str) -> Result<bool, Pr
     }
     let barrier = format!("{}-barrier", pod.metadata.name.as_deref().unwrap_or(""));
     let Some(spec) = pod.spec.as_mut() else { return Ok(false) };
-    for (c, p) in spec.containers.iter_mut().zip(priorities) {
+    for (c, p) in spec.containers.iter_mut().zip(priorities).filter(|(c, _)| !has_barrier(c)) {
         c.env.get_or_insert_with(Vec::new).push(EnvVar {
             name: BARRIER_ENV.into(),
             value_from: Some(EnvVarSource {
@@ -98,6 +99,11 @@ pub fn init_launch_priority(pod: &mut Pod, name_suffix: &str) -> Result<bool, Pr
         });
     }
     Ok(true)
+}
+
+/// Whether a container carries `KRUISE_CONTAINER_BARRIER`.
+fn has_barrier(c: &Container) -> bool {
+    c.env.iter().flatten().any(|e| e.name == BARRIER_ENV)
 }
 
 #[cfg(test)]
@@ -137,6 +143,21 @@ mod tests {
             json!({"name": "web-xyz12-barrier", "key": "p_-1"})
         );
         assert!(!init_launch_priority(&mut ordered, "other").unwrap(), "idempotent");
+
+        // A re-invocation after injection replaced a sidecar with a fresh copy that lost its
+        // barrier: only that container gets one, the one it had (issue 13).
+        let mut injected = pod(
+            json!({"metadata": {"name": "p", "annotations": {LAUNCH_PRIORITY_ANNOTATION: "Ordered"}},
+            "spec": {"containers": [{"name": "s", "env": [{"name": "IS_INJECTED", "value": "true"}]}, {"name": "a"}, {"name": "b"}]}}),
+        );
+        let fresh_sidecar = injected.spec.as_ref().unwrap().containers[0].clone();
+        assert!(init_launch_priority(&mut injected, "").unwrap());
+        let mut reinvoked = injected.clone();
+        reinvoked.spec.as_mut().unwrap().containers[0] = fresh_sidecar;
+        assert!(init_launch_priority(&mut reinvoked, "").unwrap());
+        assert_eq!(reinvoked, injected, "the sidecar gets back the barrier it had");
+        assert_eq!(env(&injected, 0)[1]["valueFrom"]["configMapKeyRef"]["key"], "p_0");
+        assert_eq!(env(&injected, 2)[0]["valueFrom"]["configMapKeyRef"]["key"], "p_-2");
 
         let mut declared = pod(json!({"metadata": {"name": "p"}, "spec": {"containers": [
             {"name": "a", "env": [{"name": PRIORITY_ENV, "value": "10"}]}, {"name": "b"}]}}));

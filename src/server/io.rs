@@ -3,7 +3,10 @@
 //! connections idle for up to 90 s and closing them earlier races its next request. So a
 //! connection may stay idle for `idle` (default 120 s), while a request, once its first byte
 //! arrived, must be read within `request` (default 10 s: the header-read timeout, which also
-//! bounds slow bodies).
+//! bounds slow bodies). A write that makes no progress for `request` fails too: a client that
+//! sends requests and never reads the answers ("slow read") fills its receive window and the
+//! server's send buffer, after which hyper neither writes nor reads, and without this the
+//! connection stayed open for good (tests/hostile_clients.rs).
 
 use std::io;
 use std::pin::Pin;
@@ -25,6 +28,8 @@ pub struct TimedIo<T> {
     inner: T,
     phase: Phase,
     deadline: Pin<Box<Sleep>>,
+    /// Set while a write is blocked: when it passes, the write fails.
+    write_stall: Option<Pin<Box<Sleep>>>,
     idle: Duration,
     request: Duration,
 }
@@ -32,7 +37,31 @@ pub struct TimedIo<T> {
 impl<T> TimedIo<T> {
     /// Wraps `inner`; the connection starts idle.
     pub fn new(inner: T, idle: Duration, request: Duration) -> Self {
-        TimedIo { inner, phase: Phase::Idle, deadline: Box::pin(tokio::time::sleep(idle)), idle, request }
+        TimedIo {
+            inner,
+            phase: Phase::Idle,
+            deadline: Box::pin(tokio::time::sleep(idle)),
+            write_stall: None,
+            idle,
+            request,
+        }
+    }
+
+    /// Tracks a write's progress: a blocked write gets `request` to make progress, then fails.
+    fn write_progress<R>(&mut self, cx: &mut Context<'_>, result: Poll<io::Result<R>>) -> Poll<io::Result<R>> {
+        if result.is_ready() {
+            self.write_stall = None;
+            return result;
+        }
+        let request = self.request;
+        let stall = self.write_stall.get_or_insert_with(|| Box::pin(tokio::time::sleep(request)));
+        if stall.as_mut().poll(cx).is_ready() {
+            return Poll::Ready(Err(io::Error::new(
+                io::ErrorKind::TimedOut,
+                "write timeout: the client reads nothing",
+            )));
+        }
+        Poll::Pending
     }
 
     fn enter(&mut self, phase: Phase) {
@@ -73,11 +102,12 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TimedIo<T> {
             // A response is going out: the request was read; idle time starts (again).
             self.enter(Phase::Idle);
         }
-        result
+        self.write_progress(cx, result)
     }
 
     fn poll_flush(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        Pin::new(&mut self.inner).poll_flush(cx)
+        let result = Pin::new(&mut self.inner).poll_flush(cx);
+        self.write_progress(cx, result)
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
@@ -95,7 +125,7 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TimedIo<T> {
         {
             self.enter(Phase::Idle);
         }
-        result
+        self.write_progress(cx, result)
     }
 
     fn is_write_vectored(&self) -> bool {
@@ -137,5 +167,29 @@ mod tests {
         let err = io.read(&mut buf).await.unwrap_err();
         assert!(err.to_string().contains("idle"));
         assert!(started.elapsed() >= Duration::from_secs(120));
+    }
+
+    #[tokio::test(start_paused = true)]
+    async fn a_write_the_client_never_reads_fails_after_the_request_timeout() {
+        let (mut client, server) = tokio::io::duplex(64);
+        let mut io = TimedIo::new(server, Duration::from_secs(120), Duration::from_secs(10));
+
+        // A slow reader: the write waits, and goes on once the client reads within 10 s.
+        io.write_all(&[b'x'; 64]).await.unwrap();
+        let reader = tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(9)).await;
+            let mut buf = [0u8; 64];
+            client.read_exact(&mut buf).await.unwrap();
+            client
+        });
+        io.write_all(&[b'y'; 64]).await.unwrap();
+        let _client = reader.await.unwrap();
+
+        // Nobody reads: the write fails 10 s after it blocked.
+        let started = Instant::now();
+        let err = io.write_all(&[b'z'; 64]).await.unwrap_err();
+        assert_eq!(err.kind(), io::ErrorKind::TimedOut);
+        assert!(err.to_string().contains("write timeout"), "{err}");
+        assert!(started.elapsed() >= Duration::from_secs(10) && started.elapsed() < Duration::from_secs(11));
     }
 }

@@ -169,11 +169,21 @@ async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body:
         .and_then(|v| v.to_str().ok())
         .and_then(|v| v.parse::<usize>().ok())
         .is_some_and(|len| len > MAX_BODY_BYTES);
-    let bytes: Bytes = match (too_large, axum::body::to_bytes(body, MAX_BODY_BYTES).await) {
-        (false, Ok(b)) => b,
-        _ => {
-            let msg = format!("request body is larger than {MAX_BODY_BYTES} bytes");
-            return (error(StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge", &msg), None);
+    let too_large_response = || {
+        let msg = format!("request body is larger than {MAX_BODY_BYTES} bytes");
+        (error(StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge", &msg), None)
+    };
+    if too_large {
+        return too_large_response();
+    }
+    let bytes: Bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => b,
+        Err(e) if is_length_limit(&e) => return too_large_response(),
+        // The body stopped arriving (the request-read timeout, a reset): not a size problem.
+        Err(e) => {
+            tracing::debug!(webhook = path, error = %e, "request body could not be read");
+            let msg = format!("the request body could not be read: {e}");
+            return (error(StatusCode::BAD_REQUEST, "BadRequest", &msg), None);
         }
     };
     let review = match review::decode(&bytes) {
@@ -217,6 +227,19 @@ async fn with_needed_pods(
     let pods = source.fetch(&namespace, &names).await?;
     let cluster = Arc::new(WithPods::new(Arc::clone(&state.ctx.cluster), pods));
     Ok(Some(Context::new(Arc::clone(&state.ctx.config), cluster)))
+}
+
+/// Whether reading the body failed because it passed [`MAX_BODY_BYTES`] (and not because the
+/// connection failed or timed out while it was being read).
+fn is_length_limit(e: &axum::Error) -> bool {
+    let mut source: Option<&(dyn std::error::Error + 'static)> = Some(e);
+    while let Some(s) = source {
+        if s.is::<http_body_util::LengthLimitError>() {
+            return true;
+        }
+        source = s.source();
+    }
+    false
 }
 
 fn is_json(headers: &HeaderMap) -> bool {

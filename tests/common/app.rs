@@ -47,7 +47,11 @@ impl App {
         if let Some(ct) = content_type {
             request = request.header("content-type", ct);
         }
-        let request = request.body(Body::from(body)).expect("request");
+        self.request(request.body(Body::from(body)).expect("request")).await
+    }
+
+    /// Sends a request as it is (a body that fails halfway, odd headers).
+    pub async fn request(&self, request: Request<Body>) -> Response {
         let response = self.router.clone().oneshot(request).await.expect("the router is infallible");
         let (parts, body) = response.into_parts();
         let body = body.collect().await.expect("body").to_bytes().to_vec();

@@ -38,7 +38,7 @@ pub fn target(raw: &Value, mutated: &Value, replaced: &BTreeSet<String>) -> Valu
             .iter()
             .map(|elem| {
                 let name = elem.get("name").and_then(Value::as_str).unwrap_or("");
-                match raw_list.iter().find(|r| r.get("name").and_then(Value::as_str) == Some(name)) {
+                match same_named(raw_list, new_list, name) {
                     None => elem.clone(),
                     Some(r) if list != "volumes" && replaced.contains(name) => {
                         if same_container(r, elem) {
@@ -54,6 +54,19 @@ pub fn target(raw: &Value, mutated: &Value, replaced: &BTreeSet<String>) -> Valu
         out["spec"][list] = Value::Array(merged);
     }
     out
+}
+
+/// The request element a mutated element named `name` is laid over: the one request element
+/// of that name, when the name is also unique among the mutated elements. A name that is not
+/// unique (an invalid pod the apiserver refuses after admission, or a request element whose
+/// name is `null` and reads as `""`) pairs nothing: pairing the first match grafted one
+/// volume's source onto another, and every re-invocation grafted again (found by the fuzzer,
+/// `tests/data/fuzz/pod_shaped/`).
+fn same_named<'a>(raw_list: &'a [Value], new_list: &[Value], name: &str) -> Option<&'a Value> {
+    let named = |v: &&Value| v.get("name").and_then(Value::as_str) == Some(name);
+    let mut found = raw_list.iter().filter(named);
+    let first = found.next()?;
+    (found.next().is_none() && new_list.iter().filter(named).count() == 1).then_some(first)
 }
 
 /// Whether two containers are equal once defaulted and with empty values dropped.
@@ -137,7 +150,7 @@ fn spec_patch(
             (None, _) => ops.add(path, tv.clone()),
             (Some(Value::Array(raw_list)), Value::Array(new_list)) if NAMED_LISTS.contains(&key.as_str()) => {
                 let merged: Vec<Node<'_>> =
-                    new_list.iter().map(|elem| merged_element(key, raw_list, elem, replaced)).collect();
+                    new_list.iter().map(|elem| merged_element(key, raw_list, new_list, elem, replaced)).collect();
                 if !diff_insertions(raw_list, &merged, path, ops) {
                     diff_indexed(raw_list, &merged, path, ops);
                 }
@@ -149,9 +162,15 @@ fn spec_patch(
 }
 
 /// One element of a merged named list, as [`target`] builds it.
-fn merged_element<'a>(list: &str, raw_list: &'a [Value], elem: &'a Value, replaced: &BTreeSet<String>) -> Node<'a> {
+fn merged_element<'a>(
+    list: &str,
+    raw_list: &'a [Value],
+    new_list: &[Value],
+    elem: &'a Value,
+    replaced: &BTreeSet<String>,
+) -> Node<'a> {
     let name = elem.get("name").and_then(Value::as_str).unwrap_or("");
-    match raw_list.iter().find(|r| r.get("name").and_then(Value::as_str) == Some(name)) {
+    match same_named(raw_list, new_list, name) {
         None => Node::Value(elem),
         Some(r) if list != "volumes" && replaced.contains(name) => {
             Node::Value(if same_container(r, elem) { r } else { elem })
@@ -439,5 +458,29 @@ mod tests {
             let two_steps = diff(&raw, &target(&raw, mutated, &replaced)).map(|p| serde_json::to_string(&p).unwrap());
             assert_eq!(one_pass, two_steps);
         }
+    }
+
+    /// Names that do not identify one element pair nothing: the first match used to take the
+    /// other volume's source (fuzzer, tests/data/fuzz/pod_shaped/), and a re-invocation grafted
+    /// it once more.
+    #[test]
+    fn ambiguous_names_pair_nothing() {
+        let raw = json!({"spec": {"volumes": [
+            {"name": null, "persistentVolumeClaim": {"claimName": "c"}}, {"name": "", "emptyDir": {}}]}});
+        let typed = json!({"spec": {"volumes": [
+            {"name": "", "persistentVolumeClaim": {"claimName": "c"}}, {"name": "", "emptyDir": {}}]}});
+        let none = BTreeSet::new();
+        assert_eq!(target(&raw, &typed, &none), typed);
+        let (patched, _) = applied(&raw, &target(&raw, &typed, &none));
+        assert_eq!(patched, typed);
+        assert!(patch(&patched, &typed, &none).is_none(), "a re-invocation patches nothing");
+        // Duplicates on the mutated side only (an unknown field stays with its unique pair).
+        let raw = json!({"spec": {"containers": [{"name": "a", "x": 1}, {"name": "b", "y": 2}]}});
+        let typed = json!({"spec": {"containers": [{"name": "a"}, {"name": "b"}, {"name": "b"}]}});
+        let t = target(&raw, &typed, &none);
+        assert_eq!(t["spec"]["containers"], json!([{"name": "a", "x": 1}, {"name": "b"}, {"name": "b"}]));
+        let one_pass = patch(&raw, &typed, &none).map(|p| serde_json::to_string(&p).unwrap());
+        let two_steps = diff(&raw, &t).map(|p| serde_json::to_string(&p).unwrap());
+        assert_eq!(one_pass, two_steps);
     }
 }
