@@ -8,7 +8,6 @@ use std::sync::{Arc, OnceLock};
 use arbitrary::Unstructured;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use kruise::apis::sidecarset::{SidecarContainer, SidecarSetSpec};
-use kruise::check::input::parse_text;
 use kruise::check::{Settings, Status, check};
 use kruise::cluster::files::Snapshot;
 use kruise::compat::image::{ImageRef, default_pull_policy, parse_image, parse_image_legacy};
@@ -16,6 +15,7 @@ use kruise::compat::quantity::{Quantity, normalize};
 use kruise::compat::selector::{self, Operator, Selector};
 use kruise::core::features::FeatureGates;
 use kruise::core::sidecar::{defaults, hash};
+use kruise::source::read_text;
 use kruise::webhook::Context;
 use kruise::webhook::paths::Handler;
 use serde_json::{Value, json};
@@ -265,15 +265,13 @@ pub fn check_yaml(data: &[u8]) {
     let Ok(text) = std::str::from_utf8(data) else { return };
     // Lines as YAML counts them: `\r\n`, `\n` and a lone `\r` each end one.
     let lines = text.replace("\r\n", "\n").split(['\n', '\r']).count();
-    let manifests = match parse_text("in.yaml", text) {
-        Ok(m) => m,
-        Err(e) => {
-            assert_eq!(e.file, "in.yaml");
-            assert!(e.line.is_none_or(|l| l >= 1 && l <= lines + 1), "error line {:?} of {lines} lines", e.line);
-            assert!(!e.message.is_empty());
-            return;
-        }
-    };
+    let read = read_text("in.yaml", text);
+    for e in &read.problems {
+        assert_eq!(e.file, "in.yaml");
+        assert!(e.line.is_none_or(|l| l >= 1 && l <= lines + 1), "error line {:?} of {lines} lines", e.line);
+        assert!(!e.message.is_empty());
+    }
+    let manifests = read.objects;
     for m in &manifests {
         assert!(m.line >= 1 && m.line <= lines + 1, "manifest line {} of {lines} lines", m.line);
         for key in ["apiVersion", "kind"] {
@@ -291,9 +289,11 @@ pub fn check_yaml(data: &[u8]) {
             o.name
         );
         if let Some(mutated) = &o.mutated {
-            let yaml = serde_yaml_ng::to_string(mutated).unwrap_or_else(|e| panic!("mutated object as YAML: {e}"));
-            let back = parse_text("out.yaml", &yaml)
-                .unwrap_or_else(|e| panic!("--mutated-out cannot be read back: {e}\n{yaml}"));
+            // Written as `--mutated-out` writes it (strings YAML 1.1 would misread are quoted).
+            let yaml = kruise::compat::yaml::emit::to_yaml(mutated);
+            let back = read_text("out.yaml", &yaml);
+            assert!(back.problems.is_empty(), "--mutated-out cannot be read back: {:?}\n{yaml}", back.problems);
+            let back = back.objects;
             assert_eq!(back.len(), 1, "{yaml}");
             assert_eq!(&back[0].object, mutated, "--mutated-out reads back as another object:\n{yaml}");
         }
