@@ -33,23 +33,20 @@ pub async fn watch(
     let recorder =
         Recorder::new(client.clone(), Reporter { controller: "kruise-manager".into(), instance: Some(identity) });
     let pods: Api<PartialObjectMeta<Pod>> = Api::all(client);
-    let stream = watcher::watcher(pods, watcher::Config::default()).default_backoff();
+    let stream = watcher::watcher(pods, watcher::Config::default())
+        .default_backoff()
+        .take_until(token.clone().cancelled_owned());
     tokio::pin!(stream);
     let mut reported: HashSet<String> = HashSet::new();
-    loop {
-        let event = tokio::select! {
-            () = token.cancelled() => return,
-            event = stream.next() => event,
-        };
+    while let Some(event) = stream.next().await {
         match event {
-            None => return,
-            Some(Err(e)) => tracing::debug!(error = %e, "pod watch failed; retrying"),
-            Some(Ok(watcher::Event::Delete(meta))) => {
+            Err(e) => tracing::debug!(error = %e, "pod watch failed; retrying"),
+            Ok(watcher::Event::Delete(meta)) => {
                 if let Some(uid) = meta.metadata.uid {
                     reported.remove(&uid);
                 }
             }
-            Some(Ok(watcher::Event::Apply(meta) | watcher::Event::InitApply(meta))) => {
+            Ok(watcher::Event::Apply(meta) | watcher::Event::InitApply(meta)) => {
                 let Some(uid) = meta.metadata.uid.clone() else { continue };
                 if reported.contains(&uid) {
                     continue;
@@ -62,7 +59,7 @@ pub async fn watch(
                 metrics.uninjected_pods.inc();
                 report(&recorder, &meta, &missing).await;
             }
-            Some(Ok(watcher::Event::Init | watcher::Event::InitDone)) => {}
+            Ok(watcher::Event::Init | watcher::Event::InitDone) => {}
         }
     }
 }

@@ -15,21 +15,18 @@ use crate::core::podreadiness::{condition_patch, needs_condition};
 /// Watches pods until `token` is cancelled, adding the missing `KruisePodReady` conditions.
 pub async fn run(client: kube::Client, token: CancellationToken) {
     let pods: Api<Pod> = Api::all(client.clone());
-    let stream = watcher::watcher(pods, watcher::Config::default()).default_backoff();
+    let stream = watcher::watcher(pods, watcher::Config::default())
+        .default_backoff()
+        .take_until(token.clone().cancelled_owned());
     tokio::pin!(stream);
-    loop {
-        let event = tokio::select! {
-            () = token.cancelled() => return,
-            event = stream.next() => event,
-        };
+    while let Some(event) = stream.next().await {
         let pod = match event {
-            None => return,
-            Some(Err(e)) => {
+            Err(e) => {
                 tracing::debug!(error = %e, "pod watch failed; retrying");
                 continue;
             }
-            Some(Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod))) => pod,
-            Some(Ok(_)) => continue,
+            Ok(watcher::Event::Apply(pod) | watcher::Event::InitApply(pod)) => pod,
+            Ok(_) => continue,
         };
         if !needs_condition(&pod) {
             continue;

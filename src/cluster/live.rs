@@ -125,20 +125,15 @@ impl LiveView {
         token: CancellationToken,
     ) {
         let labels = KindLabels { kind: kind.name().to_string() };
-        let stream = watcher::watcher(api, config).default_backoff();
+        let stream = watcher::watcher(api, config).default_backoff().take_until(token.clone().cancelled_owned());
         tokio::pin!(stream);
         let mut listing: Vec<Value> = Vec::new();
-        loop {
-            let event = tokio::select! {
-                () = token.cancelled() => return,
-                event = stream.next() => event,
-            };
+        while let Some(event) = stream.next().await {
             match event {
-                None => return,
-                Some(Err(e)) => tracing::warn!(kind = kind.name(), error = %e, "watch failed; retrying"),
-                Some(Ok(Event::Init)) => listing.clear(),
-                Some(Ok(Event::InitApply(o))) => listing.push(json_of(kind, o)),
-                Some(Ok(Event::InitDone)) => {
+                Err(e) => tracing::warn!(kind = kind.name(), error = %e, "watch failed; retrying"),
+                Ok(Event::Init) => listing.clear(),
+                Ok(Event::InitApply(o)) => listing.push(json_of(kind, o)),
+                Ok(Event::InitDone) => {
                     let objects = std::mem::take(&mut listing);
                     let mut failed = Vec::new();
                     self.write(|s| failed = s.replace_kind(kind, objects));
@@ -152,7 +147,7 @@ impl LiveView {
                         tracing::info!(kind = kind.name(), objects = count, "cluster view listed");
                     }
                 }
-                Some(Ok(Event::Apply(o))) => {
+                Ok(Event::Apply(o)) => {
                     let (namespace, name) =
                         (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default());
                     let mut result = Ok(true);
@@ -168,7 +163,7 @@ impl LiveView {
                     }
                     self.metrics.view_objects.get_or_create(&labels).set(self.count(kind) as i64);
                 }
-                Some(Ok(Event::Delete(o))) => {
+                Ok(Event::Delete(o)) => {
                     let (namespace, name) =
                         (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default());
                     self.write(|s| s.remove(kind, &namespace, &name));
