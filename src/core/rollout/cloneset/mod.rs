@@ -8,6 +8,8 @@
 pub mod diff;
 pub mod plan;
 pub mod pods;
+#[cfg(test)]
+mod props;
 pub mod ranking;
 pub mod revision;
 pub mod round;
