@@ -7,7 +7,7 @@ ADMIN_ADDR ?= 127.0.0.1:8000
 GO_WEBHOOK := target/bench/go-webhook
 BENCH_ARGS ?=
 
-.PHONY: help build run test unit lint fmt certs manifests verify bench bench-servers loadtest callgrind controlplane cluster fuzz clean
+.PHONY: help build run test unit lint fmt certs manifests verify bench bench-servers loadtest callgrind controlplane cluster fuzz soak clean
 
 help: ## List targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -68,6 +68,10 @@ FUZZ_SECONDS ?= 60
 fuzz: ## Every fuzz target for FUZZ_SECONDS each (cargo-fuzz on nightly, installed when missing); see fuzz/README.md
 	@command -v cargo-fuzz >/dev/null 2>&1 || $(CARGO) install --locked cargo-fuzz
 	FUZZ_SECONDS=$(FUZZ_SECONDS) fuzz/run.sh
+
+SOAK_SECONDS ?= 600
+soak: controlplane ## Admission soak: two replicas through their Service, cert renewal, CA rotation, restarts (SOAK_SECONDS, default 600)
+	SOAK_SECONDS=$(SOAK_SECONDS) $(CARGO) test --locked --test soak -- --ignored --nocapture
 
 clean:
 	$(CARGO) clean

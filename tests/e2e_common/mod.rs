@@ -83,6 +83,11 @@ impl Kruise {
 }
 
 impl Kruise {
+    /// The process id.
+    pub fn pid(&self) -> u32 {
+        self.child.id()
+    }
+
     /// Sends SIGTERM (what the kubelet does on pod deletion).
     pub fn terminate(&self) {
         let _ = Command::new("kill").args(["-TERM", &self.child.id().to_string()]).status();
