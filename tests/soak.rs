@@ -199,17 +199,18 @@ async fn admission_soak() {
         p.ready_rss_kib = rss_kib(k.pid());
     }
     let ns = c.namespace("soak").await.unwrap();
-    kruise_testenv::manifests::apply(
-        &admin,
-        json!({
-            "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
-            "metadata": {"name": "soak"},
-            "spec": {"selector": {"matchLabels": {"app": "soak"}},
-                     "containers": [{"name": "soak-sidecar", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}
-        }),
-    )
-    .await
-    .unwrap();
+    // The apiserver reads caBundle through an informer: the SidecarSet webhooks are called (and
+    // trusted) once it has caught up.
+    let set = json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+        "metadata": {"name": "soak"},
+        "spec": {"selector": {"matchLabels": {"app": "soak"}},
+                 "containers": [{"name": "soak-sidecar", "image": "busybox:1.36", "command": ["sleep", "3600"]}]}
+    });
+    wait_for("the apiserver to trust caBundle", Duration::from_secs(60), async || {
+        kruise_testenv::manifests::apply(&admin, set.clone()).await.is_ok()
+    })
+    .await;
     let pods: Api<Pod> = Api::namespaced(admin.clone(), ns.name());
     wait_for("the apiserver to trust caBundle and the set to inject", Duration::from_secs(60), async || {
         admit(&pods).await.is_ok()
@@ -260,7 +261,7 @@ async fn admission_soak() {
                 .await;
             publish(&running(&procs).iter().map(|&j| procs[j].kruise.as_ref().unwrap()).collect::<Vec<_>>()).await;
             let status = k.wait(Duration::from_secs(30));
-            procs[i].exit = format!("{status:?}");
+            procs[i].exit = status.map_or("no exit within 30 s".into(), |s| s.to_string());
             assert!(status.is_some_and(|s| s.success()), "{} exits 0 after its drain: {status:?}", procs[i].name);
             generation[which] += 1;
             let fresh = settings.start(&kubeconfig, identities[which]);

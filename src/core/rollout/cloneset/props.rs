@@ -24,10 +24,11 @@
 //!    fall under replicas − maxUnavailable" is not what kruise guarantees: a not-ready pod
 //!    specified for deletion counts as surplus, so a ready one may go with it (`surplus_row`);
 //! 6. partition: the update step moves a pod to the update revision only while more than
-//!    `partition` active pods stay at other revisions, and back (gate CloneSetPartitionRollback)
-//!    only while fewer than `partition` are at other revisions, never past it. Not "only while
-//!    more than replicas − partition stay updated": with fewer pods than replicas kruise fills
-//!    the smaller of the two deficits (`updateNum`, the same in Go; row
+//!    `partition` active pods stay at other revisions. With gate CloneSetPartitionRollback pods
+//!    also move back, and kruise's `updateNum` is the smaller of two corrections — old pods
+//!    towards `partition`, updated pods towards replicas − partition — so a move is bounded by
+//!    one of them: it never goes past the side it corrects, though it may leave the other side
+//!    short (with fewer or more pods than replicas, the same in Go; row
 //!    `rollback_fills_the_smaller_deficit`); a creation at the
 //!    update revision leaves at least `partition` pods at other revisions — while the current
 //!    revision differs from the update revision: once every pod (replicas of them) was at the
@@ -568,18 +569,25 @@ fn check_round(before: &World, plan: &Plan, after: &World) -> Result<(), String>
             back.insert(pods::name(p));
         }
     }
-    if !forward.is_empty() && old_active - (forward.len() as i32) < s.partition {
+    // A move fixes a surplus or a deficit of one side and never goes past that side's target:
+    // old pods `partition`, updated pods replicas − partition. Without the rollback gate pods
+    // only move forward and old pods never go under partition.
+    let new_active = act.iter().filter(steady).filter(|p| is_new(p)).count() as i32;
+    let target_new = s.replicas - s.partition;
+    let rollback = s.gates.partition_rollback;
+    let (kf, kb) = (forward.len() as i32, back.len() as i32);
+    if kf > 0 && !(old_active - kf >= s.partition || (rollback && new_active + kf <= target_new)) {
         return Err(format!(
-            "{} of {old_active} old pods moved to {update} ({forward:?}): fewer than partition {} stay\n{}",
-            forward.len(),
+            "{kf} of {old_active} old pods moved to {update} ({forward:?}): fewer than partition {} stay \
+             ({new_active} updated, replicas - partition {target_new})\n{}",
             s.partition,
             ctx()
         ));
     }
-    if !back.is_empty() && old_active + (back.len() as i32) > s.partition {
+    if kb > 0 && !(rollback && (old_active + kb <= s.partition || new_active - kb >= target_new)) {
         return Err(format!(
-            "{} updated pods moved back ({back:?}) to {old_active} old ones: more than partition {}\n{}",
-            back.len(),
+            "{kb} of {new_active} updated pods moved back ({back:?}) to {old_active} old ones: past partition {} \
+             and past replicas - partition {target_new} (rollback gate {rollback})\n{}",
             s.partition,
             ctx()
         ));
