@@ -143,7 +143,7 @@ fn pod_edit() -> impl Strategy<Value = PodEdit> {
         prop::sample::select(vec![0u8, 0, 1, 2, 2]),
         prop::sample::select(vec![0u8, 0, 0, 1, 2, 3]),
         prop::sample::select(vec![0u8, 0, 0, 0, 0, 0, 1, 2, 3]),
-        prop::option::weighted(0.3, 0..STATES.len()),
+        prop::option::weighted(0.4, prop::sample::select(vec![0, 1, 2, 3, 4, 5, 6, 6, 6])),
         prop::bool::weighted(0.5),
         prop::bool::weighted(0.1),
         prop::bool::weighted(0.1),
@@ -199,7 +199,7 @@ fn scenario() -> impl Strategy<Value = Scenario> {
         prop::bool::weighted(0.3),
         prop::bool::weighted(0.3),
         prop::collection::vec(pod_edit(), 8),
-        prop::collection::vec(between(), 1..5),
+        prop::collection::vec(between(), 1..7),
     );
     (spec, rest).prop_map(
         |(
@@ -721,7 +721,7 @@ fn plain(start: usize, replicas: i32) -> Scenario {
 
 proptest! {
     #![proptest_config(ProptestConfig {
-        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(256),
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(512),
         ..ProptestConfig::default()
     })]
 
