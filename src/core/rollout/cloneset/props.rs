@@ -494,7 +494,7 @@ fn check_round(before: &World, plan: &Plan, after: &World) -> Result<(), String>
             return Err(format!("two active pods with {INSTANCE_ID}={id}\n{}", ctx()));
         }
     }
-    let names: BTreeSet<&str> = after.pods.iter().map(|p| pods::name(p)).collect();
+    let names: BTreeSet<&str> = after.pods.iter().map(pods::name).collect();
     if names.len() != after.pods.len() {
         return Err(format!("two pods with one name\n{}", ctx()));
     }
@@ -817,8 +817,8 @@ fn surge_follows_a_creation() {
     let creations = |p: &Plan| -> Vec<String> {
         p.actions.iter().filter(|a| a.kind == ActionKind::Create).map(|a| a.revision.clone()).collect()
     };
-    assert_eq!(creations(&first), [first.update_revision.clone()], "{}", describe(&first));
-    assert_eq!(creations(&again), [again.current_revision.clone()], "{}", describe(&again));
+    assert_eq!(creations(&first), std::slice::from_ref(&first.update_revision), "{}", describe(&first));
+    assert_eq!(creations(&again), std::slice::from_ref(&again.current_revision), "{}", describe(&again));
     assert_eq!((first.diff.use_surge, again.diff.use_surge), (0, 1));
     check_idempotent(&first, &again, &w).unwrap();
 }
