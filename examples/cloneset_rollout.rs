@@ -8,6 +8,7 @@
 //! and the reconciles with their mean time. It asserts nothing about speed (machines are noisy).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+use std::collections::BTreeMap;
 use std::time::{Duration, Instant};
 
 use k8s_openapi::api::core::v1::Pod;
@@ -24,6 +25,20 @@ fn thread_cpu(tid: &str) -> Duration {
     Duration::from_nanos(text.split_whitespace().next().and_then(|n| n.parse().ok()).unwrap_or(0))
 }
 
+/// The process's peak and current resident set (`VmHWM`, `VmRSS` of /proc/self/status) in MiB:
+/// the controller's and this driver's together, so an upper bound for the controller.
+fn rss_mib() -> (f64, f64) {
+    let text = std::fs::read_to_string("/proc/self/status").unwrap_or_default();
+    let field = |name: &str| {
+        text.lines()
+            .find_map(|l| l.strip_prefix(name))
+            .and_then(|rest| rest.split_whitespace().next())
+            .and_then(|kb| kb.parse::<f64>().ok())
+            .map_or(0.0, |kb| kb / 1024.0)
+    };
+    (field("VmHWM:"), field("VmRSS:"))
+}
+
 /// A metric's value from the text exposition (`name{labels} value`).
 fn metric(text: &str, prefix: &str) -> f64 {
     text.lines()
@@ -33,9 +48,21 @@ fn metric(text: &str, prefix: &str) -> f64 {
         .unwrap_or(0.0)
 }
 
+/// The controller's writes by kind (`kruise_controller_api_writes_total{controller,write}`).
+fn writes(text: &str) -> BTreeMap<String, f64> {
+    let prefix = "kruise_controller_api_writes_total{controller=\"cloneset\",write=\"";
+    text.lines()
+        .filter_map(|l| l.strip_prefix(prefix))
+        .filter_map(|rest| {
+            let (kind, value) = rest.split_once("\"}")?;
+            Some((kind.to_string(), value.trim().parse().ok()?))
+        })
+        .collect()
+}
+
 struct Sample {
     cpu: Duration,
-    writes: f64,
+    writes: BTreeMap<String, f64>,
     reconciles: f64,
     reconcile_seconds: f64,
 }
@@ -44,7 +71,7 @@ fn sample(tid: &str, metrics: &Metrics) -> Sample {
     let text = metrics.encode();
     Sample {
         cpu: thread_cpu(tid),
-        writes: metric(&text, "kruise_controller_api_writes_total{controller=\"cloneset\"}"),
+        writes: writes(&text),
         reconciles: metric(&text, "controller_runtime_reconcile_time_seconds_count{controller=\"cloneset\"}"),
         reconcile_seconds: metric(&text, "controller_runtime_reconcile_time_seconds_sum{controller=\"cloneset\"}"),
     }
@@ -63,6 +90,12 @@ async fn wait_status(api: &Api<CloneSet>, what: &str, check: impl Fn(&kruise::ap
 
 #[tokio::main(flavor = "multi_thread", worker_threads = 2)]
 async fn main() {
+    if let Ok(filter) = std::env::var("RUST_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
     let sizes: Vec<i32> = std::env::args().skip(1).filter_map(|a| a.parse().ok()).collect();
     let sizes = if sizes.is_empty() { vec![100] } else { sizes };
     let cluster = TestCluster::shared().unwrap_or_else(|e| panic!("the test cluster did not start: {e}"));
@@ -120,16 +153,27 @@ async fn main() {
         let listed = pods.list(&ListParams::default()).await.unwrap().items.len();
         assert_eq!(listed, n as usize, "an in-place rollout keeps the pods");
         let per_pod = f64::from(n);
+        let kinds: BTreeMap<&str, f64> = after
+            .writes
+            .iter()
+            .map(|(k, v)| (k.as_str(), v - before.writes.get(k).copied().unwrap_or(0.0)))
+            .filter(|(_, v)| *v > 0.0)
+            .collect();
+        let total: f64 = kinds.values().sum();
         let reconciles = after.reconciles - before.reconciles;
         println!(
             "{n:>4}  {:>7.1}s  {:>6.1}s  {:>10.2}  {:>5.2}ms  {:>10}  {:>11.2}ms",
             scale_up.as_secs_f64(),
             rollout.as_secs_f64(),
-            (after.writes - before.writes) / per_pod,
+            total / per_pod,
             (after.cpu - before.cpu).as_secs_f64() * 1000.0 / per_pod,
             reconciles,
             (after.reconcile_seconds - before.reconcile_seconds) * 1000.0 / reconciles.max(1.0),
         );
+        let by_kind: Vec<String> = kinds.iter().map(|(k, v)| format!("{k} {:.2}", v / per_pod)).collect();
+        println!("      writes/pod by kind: {}", by_kind.join(", "));
+        let (peak, now) = rss_mib();
+        println!("      process RSS (controller + this driver): peak {peak:.1} MiB, now {now:.1} MiB");
         let _ = stop_tx.send(());
         thread.join().unwrap();
     }

@@ -65,6 +65,16 @@ pub struct ControllerLabels {
     pub controller: String,
 }
 
+/// Labels of a controller's API write: the controller and what was written (`create_pod`,
+/// `patch_pod_status`, `workload_status`, … — [`crate::core::rollout::actions::Write::kind`]).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerWriteLabels {
+    /// The controller (`cloneset`).
+    pub controller: String,
+    /// The kind of write.
+    pub write: String,
+}
+
 /// Every metric of the process.
 #[derive(Clone)]
 pub struct Metrics {
@@ -94,7 +104,7 @@ pub struct Metrics {
     /// Reconciles running now, by controller.
     pub reconciles_active: Family<ControllerLabels, Gauge>,
     /// API writes of the controllers' plans (creates, patches, deletes, status; not Events).
-    pub controller_writes: Family<ControllerLabels, Counter>,
+    pub controller_writes: Family<ControllerWriteLabels, Counter>,
 }
 
 /// Reconcile time buckets in seconds (controller-runtime's are 5 ms to 60 s).
@@ -165,7 +175,7 @@ impl Metrics {
         let reconcile_time: Family<ControllerLabels, Histogram> =
             Family::new_with_constructor(|| Histogram::new(RECONCILE_BUCKETS));
         let reconciles_active = Family::<ControllerLabels, Gauge>::default();
-        let controller_writes = Family::<ControllerLabels, Counter>::default();
+        let controller_writes = Family::<ControllerWriteLabels, Counter>::default();
         registry.register(
             "controller_runtime_reconcile",
             "Reconciles finished, by controller and result",
@@ -183,7 +193,7 @@ impl Metrics {
         );
         registry.register(
             "kruise_controller_api_writes",
-            "API writes of the controllers' plans (not Events), by controller",
+            "API writes of the controllers' plans (not Events), by controller and kind of write",
             controller_writes.clone(),
         );
         Metrics {

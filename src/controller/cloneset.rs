@@ -40,9 +40,9 @@ use super::apply::{Applier, Outcome, Wave, WriteError, waves};
 use super::index::{Index, namespace_of, owner_uids};
 use crate::apis::cloneset::{CloneSet, CloneSetStatus};
 use crate::core::expectations::{Expectations, ScaleAction, cache_lag, scale_name};
-use crate::core::rollout::actions::{Write, object_patch};
+use crate::core::rollout::actions::{Write, coalesce, object_patch};
 use crate::core::rollout::cloneset::plan::{Input, Plan, RevisionSource, plan};
-use crate::metrics::{ControllerLabels, Metrics, ReconcileLabels};
+use crate::metrics::{ControllerLabels, ControllerWriteLabels, Metrics, ReconcileLabels};
 
 /// The controller's name in metrics and Events.
 pub const CONTROLLER: &str = "cloneset";
@@ -367,7 +367,8 @@ async fn act(
     Ok(None)
 }
 
-/// One pod's actions, in order, on an applier of its own.
+/// One pod's actions, in order, on an applier of its own; writes that can be one are one
+/// ([`coalesce`]).
 async fn apply_group(
     ctx: &Context,
     key: &str,
@@ -375,11 +376,9 @@ async fn apply_group(
     group: Vec<&crate::core::rollout::actions::Action>,
 ) -> Result<(), ReconcileError> {
     let mut own = Applier::<CloneSet>::new(ctx.client.clone(), ns);
-    for action in group {
-        log_action(action);
-        for write in &action.writes {
-            apply_write(ctx, key, &mut own, write).await?;
-        }
+    group.iter().for_each(|action| log_action(action));
+    for write in coalesce(group.iter().flat_map(|action| &action.writes)) {
+        apply_write(ctx, key, &mut own, &write).await?;
     }
     Ok(())
 }
@@ -388,8 +387,9 @@ fn log_action(action: &crate::core::rollout::actions::Action) {
     tracing::debug!(action = ?action.kind, pod = action.pod.as_deref().unwrap_or(""), revision = %action.revision, "{}", action.reason);
 }
 
-fn count_write(ctx: &Context) {
-    ctx.metrics.controller_writes.get_or_create(&ControllerLabels { controller: CONTROLLER.into() }).inc();
+fn count_write(ctx: &Context, write: &str) {
+    let labels = ControllerWriteLabels { controller: CONTROLLER.into(), write: write.into() };
+    ctx.metrics.controller_writes.get_or_create(&labels).inc();
 }
 
 /// One write with its expectations: creations and deletions are expected before the call (and
@@ -411,7 +411,7 @@ async fn apply_write(
         lock(&ctx.expectations).expect_scale(key, *a, n);
     }
     let outcome = applier.apply(write).await;
-    count_write(ctx);
+    count_write(ctx, write.kind());
     let mut exp = lock(&ctx.expectations);
     match (&outcome, &scale) {
         // Nothing will show up (or go away) in the cache for a failed call, nor for a PVC that
@@ -445,7 +445,7 @@ async fn write_status(
     after.status = Some(status);
     let ops = object_patch(cs, &after).0.into_iter().filter(|op| op.path().as_str().starts_with("/status")).collect();
     let name = cs.name_any();
-    count_write(ctx);
+    count_write(ctx, "workload_status");
     let outcome = applier
         .patch_status(&name, cs.metadata.resource_version.as_deref().unwrap_or(""), json_patch::Patch(ops))
         .await?;
