@@ -75,6 +75,15 @@ pub struct ControllerWriteLabels {
     pub write: String,
 }
 
+/// Labels naming a workload.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WorkloadLabels {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
 /// Every metric of the process.
 #[derive(Clone)]
 pub struct Metrics {
@@ -105,6 +114,10 @@ pub struct Metrics {
     pub reconciles_active: Family<ControllerLabels, Gauge>,
     /// API writes of the controllers' plans (creates, patches, deletes, status; not Events).
     pub controller_writes: Family<ControllerWriteLabels, Counter>,
+    /// kruise's `cloneset_scale_expectation_leakage{namespace,name}`: reconciles that found a
+    /// CloneSet's scale expectations past the expectation timeout. A gauge that only grows, so
+    /// the exposed name is kruise's (a counter would gain `_total`).
+    pub scale_expectation_leakage: Family<WorkloadLabels, Gauge>,
 }
 
 /// Reconcile time buckets in seconds (controller-runtime's are 5 ms to 60 s).
@@ -196,6 +209,12 @@ impl Metrics {
             "API writes of the controllers' plans (not Events), by controller and kind of write",
             controller_writes.clone(),
         );
+        let scale_expectation_leakage = Family::<WorkloadLabels, Gauge>::default();
+        registry.register(
+            "cloneset_scale_expectation_leakage",
+            "CloneSet Scale Expectation Leakage Metrics",
+            scale_expectation_leakage.clone(),
+        );
         Metrics {
             registry: Arc::new(registry),
             requests,
@@ -211,6 +230,7 @@ impl Metrics {
             reconcile_time,
             reconciles_active,
             controller_writes,
+            scale_expectation_leakage,
         }
     }
 

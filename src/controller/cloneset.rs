@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
@@ -39,10 +39,13 @@ use super::Settings;
 use super::apply::{Applier, Outcome, Wave, WriteError, waves};
 use super::index::{Index, namespace_of, owner_uids};
 use crate::apis::cloneset::{CloneSet, CloneSetStatus};
-use crate::core::expectations::{Expectations, ScaleAction, cache_lag, scale_name};
+use crate::core::expectations::{
+    Expectations, FORCED_EXPECTATION_REQUEUE, OnLag, ScaleAction, cache_lag, on_lag, scale_name,
+};
+use crate::core::features::Gate;
 use crate::core::rollout::actions::{Write, coalesce, object_patch};
 use crate::core::rollout::cloneset::plan::{Input, Plan, RevisionSource, plan};
-use crate::metrics::{ControllerLabels, ControllerWriteLabels, Metrics, ReconcileLabels};
+use crate::metrics::{ControllerLabels, ControllerWriteLabels, Metrics, ReconcileLabels, WorkloadLabels};
 
 /// The controller's name in metrics and Events.
 pub const CONTROLLER: &str = "cloneset";
@@ -240,14 +243,33 @@ async fn reconcile_once(cs: &CloneSet, ctx: &Context, key: &str) -> Result<Actio
     };
     if let Some(lag) = lag {
         let waited = Duration::try_from(lag.waited).unwrap_or_default();
-        if waited > ctx.settings.expectation_timeout {
-            tracing::warn!(
+        let timeout = SignedDuration::try_from(ctx.settings.expectation_timeout).unwrap_or(SignedDuration::MAX);
+        let force = ctx.settings.gates.enabled(Gate::ForceDeleteTimeoutExpectationFeatureGate);
+        let decision = on_lag(&lag, timeout, force);
+        if decision != OnLag::Wait && lag.scale {
+            let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+            let labels = WorkloadLabels { namespace: namespace.into(), name: name.into() };
+            ctx.metrics.scale_expectation_leakage.get_or_create(&labels).inc();
+        }
+        match decision {
+            OnLag::Wait => tracing::debug!(?waited, "waiting for the cache to show {}", lag.waiting_for),
+            OnLag::Overdue => tracing::warn!(
                 ?waited,
                 "the cache has not shown {} for longer than the expectation timeout",
                 lag.waiting_for
-            );
-        } else {
-            tracing::debug!(?waited, "waiting for the cache to show {}", lag.waiting_for);
+            ),
+            OnLag::ForgetScale => {
+                tracing::warn!(
+                    ?waited,
+                    "the cache has not shown {} for longer than the expectation timeout: \
+                     ForceDeleteTimeoutExpectationGate drops the scale expectations",
+                    lag.waiting_for
+                );
+                lock(&ctx.expectations).delete_scale(key);
+                return Ok(Action::requeue(
+                    Duration::try_from(FORCED_EXPECTATION_REQUEUE).unwrap_or(EXPECTATION_RECHECK),
+                ));
+            }
         }
         return Ok(Action::requeue(EXPECTATION_RECHECK));
     }
