@@ -38,6 +38,7 @@ use serde::de::DeserializeOwned;
 use super::Settings;
 use super::apply::{Applier, Outcome, Wave, WriteError, waves};
 use super::index::{Index, namespace_of, owner_uids};
+use super::queue::{Queue, owners};
 use crate::apis::cloneset::{CloneSet, CloneSetStatus};
 use crate::core::expectations::{
     Expectations, FORCED_EXPECTATION_REQUEUE, OnLag, ScaleAction, cache_lag, on_lag, scale_name,
@@ -73,6 +74,8 @@ pub struct Context {
     failures: Mutex<HashMap<String, u32>>,
     recorder: Recorder,
     metrics: Metrics,
+    /// The work-queue metrics.
+    queue: Queue,
 }
 
 /// Why a reconcile failed.
@@ -140,16 +143,29 @@ pub async fn run(
         expectations: Mutex::new(Expectations::default()),
         failures: Mutex::new(HashMap::new()),
         last_plan: Mutex::new(HashMap::new()),
+        queue: Queue::new(CONTROLLER, metrics.clone()),
         metrics,
         settings,
         client: client.clone(),
     });
     tracing::info!(controller = CONTROLLER, namespace = ns.as_deref().unwrap_or("(all)"), "starting");
     let cleanup = Arc::clone(&ctx);
-    Controller::new(scoped::<CloneSet>(client.clone(), ns.as_deref()), watcher::Config::default())
-        .owns_stream(indexed(scoped::<Pod>(client.clone(), ns.as_deref()), pods))
-        .owns_stream(indexed(scoped::<PersistentVolumeClaim>(client.clone(), ns.as_deref()), pvcs))
-        .owns_stream(indexed(scoped::<ControllerRevision>(client.clone(), ns.as_deref()), revisions))
+    let (reader, writer) = reflector::store::<CloneSet>();
+    let queue = ctx.queue.clone();
+    let clonesets =
+        reflector::reflector(writer, watcher(scoped::<CloneSet>(client.clone(), ns.as_deref()), Default::default()))
+            .default_backoff()
+            .applied_objects()
+            .inspect_ok(move |cs| queue.add(key_of(cs)));
+    let (q1, q2, q3) = (ctx.queue.clone(), ctx.queue.clone(), ctx.queue.clone());
+    Controller::for_stream(clonesets, reader)
+        .watches_stream(indexed(scoped::<Pod>(client.clone(), ns.as_deref()), pods), move |p| owned_by(&p, &q1))
+        .watches_stream(indexed(scoped::<PersistentVolumeClaim>(client.clone(), ns.as_deref()), pvcs), move |p| {
+            owned_by(&p, &q2)
+        })
+        .watches_stream(indexed(scoped::<ControllerRevision>(client.clone(), ns.as_deref()), revisions), move |r| {
+            owned_by(&r, &q3)
+        })
         .watches_stream(node_stream, |_| std::iter::empty::<ObjectRef<CloneSet>>())
         .with_config(controller::Config::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown)
@@ -173,6 +189,11 @@ pub async fn run(
     tracing::info!(controller = CONTROLLER, "stopped");
 }
 
+/// The CloneSets owning `obj` (any version of `apps.kruise.io`), each counted as a queue add.
+fn owned_by<O: Resource>(obj: &O, queue: &Queue) -> Vec<ObjectRef<CloneSet>> {
+    owners(obj, "apps.kruise.io", "CloneSet", queue)
+}
+
 fn key_of(cs: &CloneSet) -> String {
     format!("{}/{}", cs.metadata.namespace.as_deref().unwrap_or(""), cs.metadata.name.as_deref().unwrap_or(""))
 }
@@ -183,6 +204,7 @@ async fn reconcile(cs: Arc<CloneSet>, ctx: Arc<Context>) -> Result<Action, Recon
     active.inc();
     let started = Instant::now();
     let key = key_of(&cs);
+    ctx.queue.started(&key);
     let span = tracing::info_span!("reconcile", controller = CONTROLLER, cloneset = %key);
     let result = tracing::Instrument::instrument(reconcile_once(&cs, &ctx, &key), span).await;
     active.dec();
