@@ -307,7 +307,13 @@ pub fn quantity(data: &[u8]) {
         let text = q.canonical();
         let again =
             Quantity::parse(&text).unwrap_or_else(|e| panic!("canonical {text:?} of {s:?} does not parse: {e}"));
-        assert_eq!(again.canonical(), text, "the canonical form of {s:?} is not stable");
+        // Stable after at most two rounds, as in Go (see the normalising round trip below:
+        // `62.5Ki` prints `64000`, which prints `64k`).
+        let second = again.canonical();
+        let third = Quantity::parse(&second)
+            .unwrap_or_else(|e| panic!("canonical {second:?} of {s:?} does not parse: {e}"))
+            .canonical();
+        assert_eq!(third, second, "the canonical form of {s:?} has no fixed point");
         let _ = (q.milli_value(), q.value(), q.is_zero(), q.sign(), q.to_string());
         let mut r = q.clone();
         r.round_up_milli();
