@@ -59,7 +59,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         let metrics = Arc::new(PathMetrics::new(path));
         router = router.route(
             path,
-            post(move |s: State<Arc<AppState>>, h: HeaderMap, b: Body| serve(s, Arc::clone(&metrics), h, b)),
+            post(move |s: State<Arc<AppState>>, r: axum::extract::Request| serve(s, Arc::clone(&metrics), r)),
         );
     }
     router
@@ -142,18 +142,15 @@ impl PathMetrics {
     }
 }
 
-async fn serve(
-    State(state): State<Arc<AppState>>,
-    metrics: Arc<PathMetrics>,
-    headers: HeaderMap,
-    body: Body,
-) -> Response {
+/// Takes the request whole: a `HeaderMap` extractor would clone the headers of every review.
+async fn serve(State(state): State<Arc<AppState>>, metrics: Arc<PathMetrics>, request: axum::extract::Request) -> Response {
     let started = Instant::now();
     let gauge = metrics.in_flight(&state.metrics);
     gauge.inc();
     let _in_flight = InFlight(gauge);
 
-    let (response, allowed) = answer(&state, metrics.path, &headers, body).await;
+    let (parts, body) = request.into_parts();
+    let (response, allowed) = answer(&state, metrics.path, &parts.headers, body).await;
     metrics.observe(&state.metrics, response.status(), allowed, started.elapsed().as_secs_f64());
     response
 }
