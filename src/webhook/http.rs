@@ -143,7 +143,11 @@ impl PathMetrics {
 }
 
 /// Takes the request whole: a `HeaderMap` extractor would clone the headers of every review.
-async fn serve(State(state): State<Arc<AppState>>, metrics: Arc<PathMetrics>, request: axum::extract::Request) -> Response {
+async fn serve(
+    State(state): State<Arc<AppState>>,
+    metrics: Arc<PathMetrics>,
+    request: axum::extract::Request,
+) -> Response {
     let started = Instant::now();
     let gauge = metrics.in_flight(&state.metrics);
     gauge.inc();
