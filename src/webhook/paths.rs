@@ -102,6 +102,9 @@ pub const MUTATE_SIDECARSET: &str = "/mutate-apps-kruise-io-sidecarset";
 /// SidecarSet validating path.
 pub const VALIDATE_SIDECARSET: &str = "/validate-apps-kruise-io-sidecarset";
 
+/// The CRD conversion webhook (every kruise CRD with more than one version).
+pub const CONVERT: &str = "/convert";
+
 /// The webhooks of spec §8.2.
 pub const WEBHOOKS: &[Webhook] = &[
     Webhook {
