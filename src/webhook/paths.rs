@@ -144,7 +144,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-cloneset"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["clonesets"],
             operations: CREATE_UPDATE,
         }],
@@ -159,7 +159,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/validate-apps-kruise-io-v1alpha1-cloneset"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["clonesets"],
             operations: CREATE_UPDATE_DELETE,
         }],
@@ -204,7 +204,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-sidecarset"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["sidecarsets"],
             operations: CREATE_UPDATE,
         }],
@@ -219,7 +219,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/validate-apps-kruise-io-v1alpha1-sidecarset"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["sidecarsets"],
             operations: CREATE_UPDATE,
         }],
@@ -264,7 +264,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-imagepulljob"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["imagepulljobs"],
             operations: CREATE_UPDATE,
         }],
@@ -279,7 +279,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/validate-apps-kruise-io-v1alpha1-imagepulljob"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["imagepulljobs"],
             operations: CREATE_UPDATE,
         }],

@@ -155,9 +155,8 @@ pub struct CloneSetScaleStrategy {
     /// Limit on unavailable pods while scaling up.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub max_unavailable: Option<IntOrString>,
-    /// Reuse the PVCs of deleted pods (default false; the CRD declares the default).
+    /// Reuse the PVCs of deleted pods (default false, the zero value).
     #[serde(default, rename = "enablePVCReuse", skip_serializing_if = "is_default")]
-    #[schemars(extend("default" = false))]
     pub enable_pvc_reuse: bool,
     /// Count pods in PreparingDelete out of the scale arithmetic (a label in v1alpha1).
     #[serde(default, skip_serializing_if = "is_default")]
