@@ -40,7 +40,7 @@ async fn converts_each_kind_both_ways() {
     let beta = out["response"]["convertedObjects"].clone();
     assert_eq!(beta[0]["spec"]["updateStrategy"],
         json!({"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "partition": 1}}));
-    assert_eq!(beta[0]["spec"]["scaleStrategy"], json!({}));
+    assert!(beta[0]["spec"].get("scaleStrategy").is_none(), "disablePVCReuse: true is v1beta1's default");
     assert_eq!(beta[1]["spec"]["namespaceSelector"], json!({"matchLabels": {"kubernetes.io/metadata.name": "team"}}));
     assert_eq!(beta[2]["spec"], v1alpha1[2]["spec"]);
     assert_eq!(beta[3]["spec"], v1alpha1[3]["spec"]);

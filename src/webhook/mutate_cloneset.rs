@@ -5,11 +5,12 @@
 //! the template changed; no patch when nothing changed.
 
 use kube::core::admission::Operation;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::review::{Review, Verdict};
 use super::{CLONESET, Context, decode_on_v1alpha1, spec_in_version, writes_object};
 use crate::apis::CloneSet;
+use crate::apis::cloneset::v1beta1::{ON_DELETE, ROLLING_UPDATE};
 use crate::compat::patch::Overlay;
 use crate::core::defaults::cloneset::{default_cloneset, default_cloneset_v1beta1};
 use crate::core::defaults::pod::should_inject_template_defaults;
@@ -53,6 +54,14 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
         return Verdict::patched(Overlay::new(raw, &json!({ "spec": spec })).patch());
     }
     let mutated = Overlay::new(&model, &json!({ "spec": spec })).into_target();
-    let spec = spec_in_version(mutated, version, CLONESET);
+    let mut spec = spec_in_version(mutated, version, CLONESET);
+    // SetDefaultsCloneSetV1beta1 leaves an unknown `type` and its strategy alone (the model
+    // cannot carry it: it reads as RollingUpdate), for validation to name it.
+    let sent = raw.pointer("/spec/updateStrategy");
+    if !matches!(sent.and_then(|s| s.get("type")).and_then(Value::as_str), None | Some("" | ROLLING_UPDATE | ON_DELETE))
+        && let (Some(sent), Some(spec)) = (sent, spec.as_object_mut())
+    {
+        spec.insert("updateStrategy".into(), sent.clone());
+    }
     Verdict::patched(Overlay::new(raw, &json!({ "spec": spec })).patch())
 }

@@ -80,6 +80,10 @@ pub fn to_v1beta1(obj: &mut Map<String, Value>) {
             scale.insert("excludePreparingDelete".into(), Value::Bool(true));
         }
     }
+    // `disablePVCReuse: true` alone becomes nothing (v1beta1's default).
+    if spec.get("scaleStrategy").and_then(Value::as_object).is_some_and(Map::is_empty) {
+        spec.remove("scaleStrategy");
+    }
     let mut strategy = take_object(spec, "updateStrategy");
     let kind = strategy.remove("type");
     let mut rolling = Map::new();
