@@ -96,8 +96,8 @@ fn served(
     v1beta1: CustomResourceDefinition,
     storage: &str,
 ) -> Result<CustomResourceDefinition, ManifestError> {
-    let mut crd =
-        kube::core::crd::merge_crds(vec![v1alpha1, v1beta1], storage).map_err(|e| ManifestError::Merge(e.to_string()))?;
+    let mut crd = kube::core::crd::merge_crds(vec![v1alpha1, v1beta1], storage)
+        .map_err(|e| ManifestError::Merge(e.to_string()))?;
     crd.spec.conversion = Some(CustomResourceConversion {
         strategy: "Webhook".into(),
         webhook: Some(WebhookConversion {

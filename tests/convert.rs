@@ -31,15 +31,19 @@ async fn converts_each_kind_both_ways() {
         {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "StatefulSet", "metadata": {"name": "s", "namespace": "ns"},
          "spec": {"replicas": 1, "serviceName": "svc"}},
     ]);
-    let r = app.post_as("/convert", Some("application/json"), review("uid-7", "apps.kruise.io/v1beta1", v1alpha1.clone())).await;
+    let r = app
+        .post_as("/convert", Some("application/json"), review("uid-7", "apps.kruise.io/v1beta1", v1alpha1.clone()))
+        .await;
     assert_eq!(r.status, 200, "{}", String::from_utf8_lossy(&r.body));
     let out = r.json();
     assert_eq!(out["kind"], "ConversionReview");
     assert_eq!(out["response"]["uid"], "uid-7");
     assert_eq!(out["response"]["result"]["status"], "Success");
     let beta = out["response"]["convertedObjects"].clone();
-    assert_eq!(beta[0]["spec"]["updateStrategy"],
-        json!({"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "partition": 1}}));
+    assert_eq!(
+        beta[0]["spec"]["updateStrategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible", "partition": 1}})
+    );
     assert!(beta[0]["spec"].get("scaleStrategy").is_none(), "disablePVCReuse: true is v1beta1's default");
     assert_eq!(beta[1]["spec"]["namespaceSelector"], json!({"matchLabels": {"kubernetes.io/metadata.name": "team"}}));
     assert_eq!(beta[2]["spec"], v1alpha1[2]["spec"]);
@@ -55,7 +59,11 @@ async fn converts_each_kind_both_ways() {
 #[tokio::test]
 async fn failures_and_malformed_bodies() {
     let app = App::new();
-    let unknown = review("u", "apps.kruise.io/v1beta1", json!([{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment"}]));
+    let unknown = review(
+        "u",
+        "apps.kruise.io/v1beta1",
+        json!([{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment"}]),
+    );
     let r = app.post_as("/convert", Some("application/json"), unknown).await;
     assert_eq!(r.status, 200);
     let out = r.json();
@@ -66,8 +74,18 @@ async fn failures_and_malformed_bodies() {
     let cases: [(Option<&str>, Vec<u8>, u16, &str); 5] = [
         (Some("text/plain"), b"{}".to_vec(), 415, "Content-Type must be application/json"),
         (Some("application/json"), b"{\"apiVersion\":".to_vec(), 400, "not valid JSON"),
-        (Some("application/json"), br#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}"#.to_vec(), 400, "no request"),
-        (Some("application/json"), br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}}"#.to_vec(), 400, "not a ConversionReview"),
+        (
+            Some("application/json"),
+            br#"{"apiVersion":"apiextensions.k8s.io/v1","kind":"ConversionReview"}"#.to_vec(),
+            400,
+            "no request",
+        ),
+        (
+            Some("application/json"),
+            br#"{"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","request":{}}"#.to_vec(),
+            400,
+            "not a ConversionReview",
+        ),
         (Some("application/json"), vec![b' '; 7 * 1024 * 1024 + 1], 413, "larger than"),
     ];
     for (content_type, body, code, message) in cases {

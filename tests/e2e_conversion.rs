@@ -95,13 +95,18 @@ async fn v1beta1_api_through_the_conversion_webhook() {
     let ns = ns.name().to_string();
 
     // The SidecarSet stored as v1alpha1 reads in both versions: v1beta1 through /convert.
-    let legacy_beta = e2e_common::eventually("the SidecarSet to read as v1beta1", std::time::Duration::from_secs(30), || async {
-        let (ok, out, _) = kubectl.run(&["get", "sidecarsets.v1beta1.apps.kruise.io", "legacy", "-o", "json"]).await;
-        ok.then(|| serde_json::from_str::<Value>(&out).unwrap())
-    })
-    .await;
+    let legacy_beta =
+        e2e_common::eventually("the SidecarSet to read as v1beta1", std::time::Duration::from_secs(30), || async {
+            let (ok, out, _) =
+                kubectl.run(&["get", "sidecarsets.v1beta1.apps.kruise.io", "legacy", "-o", "json"]).await;
+            ok.then(|| serde_json::from_str::<Value>(&out).unwrap())
+        })
+        .await;
     assert_eq!(legacy_beta["apiVersion"], "apps.kruise.io/v1beta1");
-    assert_eq!(legacy_beta["spec"]["namespaceSelector"], json!({"matchLabels": {"kubernetes.io/metadata.name": "team"}}));
+    assert_eq!(
+        legacy_beta["spec"]["namespaceSelector"],
+        json!({"matchLabels": {"kubernetes.io/metadata.name": "team"}})
+    );
     assert_eq!(legacy_beta["spec"]["customVersion"], "v7");
     assert!(legacy_beta["spec"].get("namespace").is_none());
     let legacy_alpha = get(&kubectl, &ns, "sidecarsets.v1alpha1.apps.kruise.io", "legacy").await;
@@ -140,13 +145,17 @@ async fn v1beta1_api_through_the_conversion_webhook() {
     assert_eq!(meaning(&convert(0, &beta, V1ALPHA1).unwrap()), meaning(&alpha));
 
     // A v1beta1 CloneSet our validation refuses, with v1beta1 field names.
-    let bad = manifest.replace("name: sample\n", "name: bad\n").replace("maxUnavailable: 1", "maxUnavailable: 1\n      maxSurge: 1").replace("InPlaceIfPossible", "InPlaceOnly");
+    let bad = manifest
+        .replace("name: sample\n", "name: bad\n")
+        .replace("maxUnavailable: 1", "maxUnavailable: 1\n      maxSurge: 1")
+        .replace("InPlaceIfPossible", "InPlaceOnly");
     let (ok, _, err) = apply(&kubectl, "bad.yaml", &bad, &[]).await;
     assert!(!ok && err.contains("admission webhook \"vcloneset.kb.io\" denied the request"), "{err}");
     assert!(err.contains("spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: \"1\": can not use maxSurge with podUpdatePolicy InPlaceOnly"), "{err}");
 
     // The InPlaceOnly guard denies the same edit in both versions, and allows an image change.
-    let manifest = CLONESET.replace("NS", &ns).replace("name: sample\n", "name: guarded\n").replace("POLICY", "InPlaceOnly");
+    let manifest =
+        CLONESET.replace("NS", &ns).replace("name: sample\n", "name: guarded\n").replace("POLICY", "InPlaceOnly");
     let (ok, out, err) = apply(&kubectl, "guarded.yaml", &manifest, &[]).await;
     assert!(ok, "{out}{err}");
     for (resource, field) in [
@@ -183,8 +192,9 @@ async fn v1beta1_api_through_the_conversion_webhook() {
     assert!(ok, "{out}{err}");
     for resource in ["statefulsets.v1beta1.apps.kruise.io", "statefulsets.v1alpha1.apps.kruise.io"] {
         let edit = r#"[{"op": "replace", "path": "/spec/updateStrategy/rollingUpdate/maxUnavailable", "value": 3}, {"op": "replace", "path": "/spec/podManagementPolicy", "value": "OrderedReady"}]"#;
-        let (ok, _, err) =
-            kubectl.run(&["-n", &ns, "patch", resource, "ordered", "--type", "json", "-p", edit, "--dry-run=server"]).await;
+        let (ok, _, err) = kubectl
+            .run(&["-n", &ns, "patch", resource, "ordered", "--type", "json", "-p", edit, "--dry-run=server"])
+            .await;
         assert!(!ok && err.contains("can only work with Parallel PodManagementPolicyType"), "{resource}: {err}");
     }
     drop(kruise);

@@ -107,10 +107,12 @@ async fn store_undecodable_sidecarset(admin: &kube::Client) {
     let name = "sidecarsets.apps.kruise.io";
     // Both versions stay (v1beta1, the storage version, is in `status.storedVersions`); the object
     // is written in the storage version, so no conversion is needed to store it.
-    let loose_version = |name: &str, storage: bool| json!({
-        "name": name, "served": true, "storage": storage, "subresources": {"status": {}},
-        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
-    });
+    let loose_version = |name: &str, storage: bool| {
+        json!({
+            "name": name, "served": true, "storage": storage, "subresources": {"status": {}},
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+        })
+    };
     let loose = json!({"spec": {"versions": [loose_version("v1alpha1", false), loose_version("v1beta1", true)]}});
     crds.patch(name, &PatchParams::default(), &Patch::Merge(&loose)).await.unwrap();
     let sets: Api<kube::api::DynamicObject> = Api::all_with(

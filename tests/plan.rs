@@ -192,5 +192,9 @@ fn a_v1beta1_cloneset_plans_as_its_v1alpha1_form() {
 }
 
 fn to_beta(v: Value) -> Value {
-    if v["kind"] == "CloneSet" { kruise::core::conversion::convert(0, &v, "apps.kruise.io/v1beta1").unwrap() } else { v }
+    if v["kind"] == "CloneSet" {
+        kruise::core::conversion::convert(0, &v, "apps.kruise.io/v1beta1").unwrap()
+    } else {
+        v
+    }
 }

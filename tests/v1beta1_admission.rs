@@ -87,16 +87,30 @@ fn on_delete_keeps_no_rolling_parameters() {
 fn v1beta1_errors_name_v1beta1_fields() {
     let ctx = context(&[], "");
     let rows = [
-        (json!({"type": "InPlaceOnly"}), "spec.updateStrategy.type: Invalid value: \"InPlaceOnly\": must be 'RollingUpdate' or 'OnDelete'"),
-        (json!({"rollingUpdate": {"podUpdatePolicy": "InPlace"}}),
-         "spec.updateStrategy.rollingUpdate.podUpdatePolicy: Invalid value: \"InPlace\": must be 'ReCreate', 'InPlaceIfPossible' or 'InPlaceOnly'"),
-        (json!({"rollingUpdate": {"podUpdatePolicy": "InPlaceOnly", "maxSurge": 1}}),
-         "spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: \"1\": can not use maxSurge with podUpdatePolicy InPlaceOnly"),
-        (json!({"rollingUpdate": {"maxUnavailable": 0, "maxSurge": 0}}),
-         "spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: 0: maxUnavailable and maxSurge should not both be less than 1"),
-        (json!({"rollingUpdate": {"partition": "x"}}), "spec.updateStrategy.rollingUpdate.partition: Invalid value: \"x\""),
-        (json!({"rollingUpdate": {"inPlaceUpdateStrategy": {"imagePreDownloadParallelism": "10%"}}}),
-         "imagePreDownloadParallelism: Invalid value: \"10%\": imagePreDownloadParallelism does not support percentage value"),
+        (
+            json!({"type": "InPlaceOnly"}),
+            "spec.updateStrategy.type: Invalid value: \"InPlaceOnly\": must be 'RollingUpdate' or 'OnDelete'",
+        ),
+        (
+            json!({"rollingUpdate": {"podUpdatePolicy": "InPlace"}}),
+            "spec.updateStrategy.rollingUpdate.podUpdatePolicy: Invalid value: \"InPlace\": must be 'ReCreate', 'InPlaceIfPossible' or 'InPlaceOnly'",
+        ),
+        (
+            json!({"rollingUpdate": {"podUpdatePolicy": "InPlaceOnly", "maxSurge": 1}}),
+            "spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: \"1\": can not use maxSurge with podUpdatePolicy InPlaceOnly",
+        ),
+        (
+            json!({"rollingUpdate": {"maxUnavailable": 0, "maxSurge": 0}}),
+            "spec.updateStrategy.rollingUpdate.maxUnavailable: Invalid value: 0: maxUnavailable and maxSurge should not both be less than 1",
+        ),
+        (
+            json!({"rollingUpdate": {"partition": "x"}}),
+            "spec.updateStrategy.rollingUpdate.partition: Invalid value: \"x\"",
+        ),
+        (
+            json!({"rollingUpdate": {"inPlaceUpdateStrategy": {"imagePreDownloadParallelism": "10%"}}}),
+            "imagePreDownloadParallelism: Invalid value: \"10%\": imagePreDownloadParallelism does not support percentage value",
+        ),
     ];
     for (strategy, want) in rows {
         let object = mutate(&ctx, "CloneSet", "v1beta1", &docs_cloneset(strategy.clone()), None);
@@ -110,7 +124,13 @@ fn v1beta1_errors_name_v1beta1_fields() {
 #[test]
 fn in_place_only_guard_denies_the_same_edit_in_both_versions() {
     let ctx = context(&[], "");
-    let beta = mutate(&ctx, "CloneSet", "v1beta1", &docs_cloneset(json!({"rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}})), None);
+    let beta = mutate(
+        &ctx,
+        "CloneSet",
+        "v1beta1",
+        &docs_cloneset(json!({"rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}})),
+        None,
+    );
     let alpha = convert(0, &beta, V1ALPHA1).unwrap();
     let edits: [(&str, Value, bool); 3] = [
         ("image", json!("nginx:1.27"), true),

@@ -75,7 +75,8 @@ fn group(manifests: &[Manifest]) -> Result<Objects, PlanError> {
             // v1alpha1 model the controller reads, as the apiserver converts it.
             ("apps.kruise.io/v1beta1", "CloneSet") => {
                 let mut m = m.clone();
-                if let Ok(v1alpha1) = crate::core::conversion::convert(0, &m.object, crate::core::conversion::V1ALPHA1) {
+                if let Ok(v1alpha1) = crate::core::conversion::convert(0, &m.object, crate::core::conversion::V1ALPHA1)
+                {
                     m.object = v1alpha1;
                 }
                 o.clonesets.push(decode(&m)?)

@@ -36,9 +36,7 @@ pub async fn serve(headers: HeaderMap, body: Body) -> Response {
         );
     }
     match serde_json::to_vec(&review) {
-        Ok(body) => {
-            ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response()
-        }
+        Ok(body) => ([(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))], body).into_response(),
         Err(e) => error(StatusCode::INTERNAL_SERVER_ERROR, "InternalError", &format!("cannot encode review: {e}")),
     }
 }

@@ -22,11 +22,11 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
         return Verdict::allow();
     }
     let version = req.resource.version.as_str();
-    let (mut cloneset, model) = match decode_on_v1alpha1::<CloneSet>(review.object.as_ref(), "CloneSet", version, CLONESET)
-    {
-        Ok(pair) => pair,
-        Err(v) => return v,
-    };
+    let (mut cloneset, model) =
+        match decode_on_v1alpha1::<CloneSet>(review.object.as_ref(), "CloneSet", version, CLONESET) {
+            Ok(pair) => pair,
+            Err(v) => return v,
+        };
     let template_equal = if req.operation == Operation::Update {
         match decode_on_v1alpha1::<CloneSet>(review.old_object.as_ref(), "old CloneSet", version, CLONESET) {
             Ok((old, _)) => Some(old.spec.template == cloneset.spec.template),

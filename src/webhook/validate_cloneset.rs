@@ -40,7 +40,10 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
             Verdict::validated(&errs)
         }
         Operation::Update => {
-            let (new, old) = match (decode(review.object.as_ref(), "CloneSet"), decode(review.old_object.as_ref(), "old CloneSet")) {
+            let (new, old) = match (
+                decode(review.object.as_ref(), "CloneSet"),
+                decode(review.old_object.as_ref(), "old CloneSet"),
+            ) {
                 (Ok(n), Ok(o)) => (n, o),
                 (Err(v), _) | (_, Err(v)) => return v,
             };

@@ -160,7 +160,8 @@ pub async fn trust_conversion(ca_pem: &[u8]) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::api::{Api, Patch, PatchParams};
     let crds: Api<CustomResourceDefinition> = Api::all(cluster().client().await.unwrap());
-    let bundle: String = serde_json::to_value(k8s_openapi::ByteString(ca_pem.to_vec())).unwrap().as_str().unwrap().into();
+    let bundle: String =
+        serde_json::to_value(k8s_openapi::ByteString(ca_pem.to_vec())).unwrap().as_str().unwrap().into();
     for name in ["clonesets", "statefulsets", "sidecarsets", "imagepulljobs"] {
         let patch = serde_json::json!({"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": bundle}}}}});
         crds.patch(&format!("{name}.apps.kruise.io"), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();

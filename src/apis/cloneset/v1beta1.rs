@@ -23,86 +23,85 @@ pub const ON_DELETE: &str = "OnDelete";
 
 /// Desired state of a v1beta1 CloneSet.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
-    #[kube(
-        group = "apps.kruise.io",
-        version = "v1beta1",
-        kind = "CloneSet",
-        namespaced,
-        status = "crate::apis::cloneset::CloneSetStatus",
-        derive = "PartialEq",
-        derive = "Default",
-        shortname = "clone",
-        doc = "CloneSet is the Schema for the clonesets API",
-        scale(
-            spec_replicas_path = ".spec.replicas",
-            status_replicas_path = ".status.replicas",
-            label_selector_path = ".status.labelSelector"
-        ),
-        printcolumn(
-            name = "DESIRED",
-            type_ = "integer",
-            json_path = ".spec.replicas",
-            description = "The desired number of pods."
-        ),
-        printcolumn(
-            name = "UPDATED",
-            type_ = "integer",
-            json_path = ".status.updatedReplicas",
-            description = "The number of pods updated."
-        ),
-        printcolumn(
-            name = "UPDATED_READY",
-            type_ = "integer",
-            json_path = ".status.updatedReadyReplicas",
-            description = "The number of pods updated and ready."
-        ),
-        printcolumn(
-            name = "UPDATED_AVAILABLE",
-            type_ = "integer",
-            json_path = ".status.updatedAvailableReplicas",
-            description = "The number of pods updated and available."
-        ),
-        printcolumn(
-            name = "READY",
-            type_ = "integer",
-            json_path = ".status.readyReplicas",
-            description = "The number of pods ready."
-        ),
-        printcolumn(
-            name = "TOTAL",
-            type_ = "integer",
-            json_path = ".status.replicas",
-            description = "The number of currently all pods."
-        ),
-        printcolumn(
-            name = "AGE",
-            type_ = "date",
-            json_path = ".metadata.creationTimestamp",
-            description = "CreationTimestamp is a timestamp representing the server time when this object was created."
-        ),
-        printcolumn(
-            name = "CONTAINERS",
-            type_ = "string",
-            json_path = ".spec.template.spec.containers[*].name",
-            description = "The containers of currently cloneset.",
-            priority = "1"
-        ),
-        printcolumn(
-            name = "IMAGES",
-            type_ = "string",
-            json_path = ".spec.template.spec.containers[*].image",
-            description = "The images of currently cloneset.",
-            priority = "1"
-        ),
-        printcolumn(
-            name = "SELECTOR",
-            type_ = "string",
-            json_path = ".status.labelSelector",
-            description = "The selector of currently cloneset.",
-            priority = "1"
-        )
-    )]
-
+#[kube(
+    group = "apps.kruise.io",
+    version = "v1beta1",
+    kind = "CloneSet",
+    namespaced,
+    status = "crate::apis::cloneset::CloneSetStatus",
+    derive = "PartialEq",
+    derive = "Default",
+    shortname = "clone",
+    doc = "CloneSet is the Schema for the clonesets API",
+    scale(
+        spec_replicas_path = ".spec.replicas",
+        status_replicas_path = ".status.replicas",
+        label_selector_path = ".status.labelSelector"
+    ),
+    printcolumn(
+        name = "DESIRED",
+        type_ = "integer",
+        json_path = ".spec.replicas",
+        description = "The desired number of pods."
+    ),
+    printcolumn(
+        name = "UPDATED",
+        type_ = "integer",
+        json_path = ".status.updatedReplicas",
+        description = "The number of pods updated."
+    ),
+    printcolumn(
+        name = "UPDATED_READY",
+        type_ = "integer",
+        json_path = ".status.updatedReadyReplicas",
+        description = "The number of pods updated and ready."
+    ),
+    printcolumn(
+        name = "UPDATED_AVAILABLE",
+        type_ = "integer",
+        json_path = ".status.updatedAvailableReplicas",
+        description = "The number of pods updated and available."
+    ),
+    printcolumn(
+        name = "READY",
+        type_ = "integer",
+        json_path = ".status.readyReplicas",
+        description = "The number of pods ready."
+    ),
+    printcolumn(
+        name = "TOTAL",
+        type_ = "integer",
+        json_path = ".status.replicas",
+        description = "The number of currently all pods."
+    ),
+    printcolumn(
+        name = "AGE",
+        type_ = "date",
+        json_path = ".metadata.creationTimestamp",
+        description = "CreationTimestamp is a timestamp representing the server time when this object was created."
+    ),
+    printcolumn(
+        name = "CONTAINERS",
+        type_ = "string",
+        json_path = ".spec.template.spec.containers[*].name",
+        description = "The containers of currently cloneset.",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "IMAGES",
+        type_ = "string",
+        json_path = ".spec.template.spec.containers[*].image",
+        description = "The images of currently cloneset.",
+        priority = "1"
+    ),
+    printcolumn(
+        name = "SELECTOR",
+        type_ = "string",
+        json_path = ".status.labelSelector",
+        description = "The selector of currently cloneset.",
+        priority = "1"
+    )
+)]
 #[serde(rename_all = "camelCase")]
 #[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s, &["selector", "template"]))]
 pub struct CloneSetSpec {

@@ -55,7 +55,6 @@ use serde::{Deserialize, Serialize};
         description = "Summary of status when job is failed"
     )
 )]
-
 pub struct ImagePullJobSpec {
     /// Every field of the v1alpha1 spec, at the same place.
     #[serde(flatten)]

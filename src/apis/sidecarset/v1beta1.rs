@@ -50,7 +50,6 @@ use crate::apis::sidecarset::{
         description = "CreationTimestamp is a timestamp representing the server time when this object was created."
     )
 )]
-
 #[serde(rename_all = "camelCase")]
 pub struct SidecarSetSpec {
     /// Pod label selector; required and non-empty.

@@ -21,16 +21,23 @@
 use serde_json::{Map, Value};
 
 use super::{child, meta_map, meta_value};
-use crate::apis::cloneset::v1beta1::{ON_DELETE, ROLLING_UPDATE};
 use crate::apis::cloneset::RECREATE;
+use crate::apis::cloneset::v1beta1::{ON_DELETE, ROLLING_UPDATE};
 use crate::apis::keys::{
     IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS, IMAGE_PREDOWNLOAD_PARALLELISM, IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS,
     SCALING_EXCLUDE_PREPARING_DELETE,
 };
 
 /// The v1alpha1 `updateStrategy` fields that live under v1beta1's `rollingUpdate`.
-const ROLLING: [&str; 7] =
-    ["partition", "maxUnavailable", "maxSurge", "paused", "priorityStrategy", "scatterStrategy", "inPlaceUpdateStrategy"];
+const ROLLING: [&str; 7] = [
+    "partition",
+    "maxUnavailable",
+    "maxSurge",
+    "paused",
+    "priorityStrategy",
+    "scatterStrategy",
+    "inPlaceUpdateStrategy",
+];
 
 /// The image pre-download annotations and the `inPlaceUpdateStrategy` field each one becomes,
 /// with whether it is an int-or-string (parallelism) or an int32.

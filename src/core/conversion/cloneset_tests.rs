@@ -5,9 +5,9 @@
 use proptest::prelude::*;
 use serde_json::{Value, json};
 
+use crate::apis::CloneSet;
 use crate::apis::cloneset::v1beta1;
 use crate::apis::common::InPlaceUpdateStrategy;
-use crate::apis::CloneSet;
 use crate::core::conversion::{V1ALPHA1, V1BETA1, convert};
 
 fn template(image: &str) -> Value {
@@ -32,7 +32,8 @@ fn beta(metadata: Value, spec: Value) -> Value {
 
 /// `spec` with replicas, the `app: test` selector and the nginx template, plus `extra`.
 fn spec(replicas: i32, image: &str, extra: Value) -> Value {
-    let mut s = json!({"replicas": replicas, "selector": {"matchLabels": {"app": "test"}}, "template": template(image)});
+    let mut s =
+        json!({"replicas": replicas, "selector": {"matchLabels": {"app": "test"}}, "template": template(image)});
     if let (Some(s), Value::Object(extra)) = (s.as_object_mut(), extra) {
         s.extend(extra);
     }
@@ -73,20 +74,28 @@ fn kruise_convert_to_rows() {
             object(
                 V1ALPHA1,
                 json!({"name": "test-cs", "namespace": "default", "labels": {"app": "test"}}),
-                spec(5, "", json!({"template": full_template(), "volumeClaimTemplates": claims(),
+                spec(
+                    5,
+                    "",
+                    json!({"template": full_template(), "volumeClaimTemplates": claims(),
                     "scaleStrategy": {"podsToDelete": ["pod-1"], "maxUnavailable": 1},
                     "updateStrategy": {"type": "InPlaceIfPossible", "partition": 2, "maxUnavailable": "20%", "maxSurge": 1},
-                    "revisionHistoryLimit": 10, "minReadySeconds": 30})),
+                    "revisionHistoryLimit": 10, "minReadySeconds": 30}),
+                ),
                 status(),
             ),
             object(
                 V1BETA1,
                 json!({"name": "test-cs", "namespace": "default", "labels": {"app": "test"}}),
-                spec(5, "", json!({"template": full_template(), "volumeClaimTemplates": claims(),
+                spec(
+                    5,
+                    "",
+                    json!({"template": full_template(), "volumeClaimTemplates": claims(),
                     "scaleStrategy": {"podsToDelete": ["pod-1"], "maxUnavailable": 1, "enablePVCReuse": true},
                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible",
                         "partition": 2, "maxUnavailable": "20%", "maxSurge": 1}},
-                    "revisionHistoryLimit": 10, "minReadySeconds": 30})),
+                    "revisionHistoryLimit": 10, "minReadySeconds": 30}),
+                ),
                 status(),
             ),
         ),
@@ -100,8 +109,12 @@ fn kruise_convert_to_rows() {
             beta(
                 json!({"name": "test-cs-label", "namespace": "default",
                        "labels": {"app": "test", "apps.kruise.io/cloneset-scaling-exclude-preparing-delete": "true"}}),
-                spec(3, "nginx:latest", json!({"scaleStrategy": {"excludePreparingDelete": true},
-                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "ReCreate"}}})),
+                spec(
+                    3,
+                    "nginx:latest",
+                    json!({"scaleStrategy": {"excludePreparingDelete": true},
+                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "ReCreate"}}}),
+                ),
             ),
         ),
         (
@@ -109,8 +122,12 @@ fn kruise_convert_to_rows() {
             alpha(meta("minimal-cs"), spec(1, "nginx:latest", json!({}))),
             beta(
                 meta("minimal-cs"),
-                spec(1, "nginx:latest", json!({"scaleStrategy": {"enablePVCReuse": true},
-                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "ReCreate"}}})),
+                spec(
+                    1,
+                    "nginx:latest",
+                    json!({"scaleStrategy": {"enablePVCReuse": true},
+                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "ReCreate"}}}),
+                ),
             ),
         ),
         (
@@ -118,17 +135,28 @@ fn kruise_convert_to_rows() {
             alpha(meta("test-cs-recreate"), spec(3, "nginx:latest", json!({"updateStrategy": {"type": "ReCreate"}}))),
             beta(
                 meta("test-cs-recreate"),
-                spec(3, "nginx:latest", json!({"scaleStrategy": {"enablePVCReuse": true},
-                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "ReCreate"}}})),
+                spec(
+                    3,
+                    "nginx:latest",
+                    json!({"scaleStrategy": {"enablePVCReuse": true},
+                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "ReCreate"}}}),
+                ),
             ),
         ),
         (
             "convert with InPlaceOnly update strategy",
-            alpha(meta("test-cs-inplaceonly"), spec(3, "nginx:latest", json!({"updateStrategy": {"type": "InPlaceOnly"}}))),
+            alpha(
+                meta("test-cs-inplaceonly"),
+                spec(3, "nginx:latest", json!({"updateStrategy": {"type": "InPlaceOnly"}})),
+            ),
             beta(
                 meta("test-cs-inplaceonly"),
-                spec(3, "nginx:latest", json!({"scaleStrategy": {"enablePVCReuse": true},
-                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}}})),
+                spec(
+                    3,
+                    "nginx:latest",
+                    json!({"scaleStrategy": {"enablePVCReuse": true},
+                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}}}),
+                ),
             ),
         ),
         (
@@ -145,10 +173,14 @@ fn kruise_convert_to_rows() {
                     "apps.kruise.io/image-predownload-parallelism": "2",
                     "apps.kruise.io/image-predownload-timeout-seconds": "300",
                     "apps.kruise.io/image-predownload-min-updated-ready-pods": "5"}}),
-                spec(3, "nginx:latest", json!({"scaleStrategy": {"enablePVCReuse": true},
+                spec(
+                    3,
+                    "nginx:latest",
+                    json!({"scaleStrategy": {"enablePVCReuse": true},
                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible",
                         "inPlaceUpdateStrategy": {"imagePreDownloadParallelism": 2, "imagePreDownloadTimeoutSeconds": 300,
-                            "imagePreDownloadMinUpdatedReadyPods": 5}}}})),
+                            "imagePreDownloadMinUpdatedReadyPods": 5}}}}),
+                ),
             ),
         ),
     ];
@@ -165,11 +197,15 @@ fn kruise_convert_from_rows() {
             object(
                 V1BETA1,
                 json!({"name": "test-cs", "namespace": "default", "labels": {"app": "test"}}),
-                spec(5, "", json!({"template": full_template(), "volumeClaimTemplates": claims(),
+                spec(
+                    5,
+                    "",
+                    json!({"template": full_template(), "volumeClaimTemplates": claims(),
                     "scaleStrategy": {"podsToDelete": ["pod-1"], "maxUnavailable": 1, "excludePreparingDelete": true},
                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible",
                         "partition": 2, "maxUnavailable": "20%", "maxSurge": 1}},
-                    "revisionHistoryLimit": 10, "minReadySeconds": 30})),
+                    "revisionHistoryLimit": 10, "minReadySeconds": 30}),
+                ),
                 status(),
             ),
             object(
@@ -177,10 +213,14 @@ fn kruise_convert_from_rows() {
                 // Difference: kruise drops excludePreparingDelete here; we keep it as the label.
                 json!({"name": "test-cs", "namespace": "default",
                        "labels": {"app": "test", "apps.kruise.io/cloneset-scaling-exclude-preparing-delete": "true"}}),
-                spec(5, "", json!({"template": full_template(), "volumeClaimTemplates": claims(),
+                spec(
+                    5,
+                    "",
+                    json!({"template": full_template(), "volumeClaimTemplates": claims(),
                     "scaleStrategy": {"podsToDelete": ["pod-1"], "maxUnavailable": 1, "disablePVCReuse": true},
                     "updateStrategy": {"type": "InPlaceIfPossible", "partition": 2, "maxUnavailable": "20%", "maxSurge": 1},
-                    "revisionHistoryLimit": 10, "minReadySeconds": 30})),
+                    "revisionHistoryLimit": 10, "minReadySeconds": 30}),
+                ),
                 status(),
             ),
         ),
@@ -191,8 +231,12 @@ fn kruise_convert_from_rows() {
             alpha(
                 json!({"name": "cs", "namespace": "default",
                        "labels": {"apps.kruise.io/cloneset-scaling-exclude-preparing-delete": "true"}}),
-                spec(3, "nginx:latest", json!({"scaleStrategy": {"disablePVCReuse": true},
-                    "updateStrategy": {"type": "ReCreate"}})),
+                spec(
+                    3,
+                    "nginx:latest",
+                    json!({"scaleStrategy": {"disablePVCReuse": true},
+                    "updateStrategy": {"type": "ReCreate"}}),
+                ),
             ),
         ),
         (
@@ -200,56 +244,87 @@ fn kruise_convert_from_rows() {
             beta(meta("cs"), spec(1, "nginx:latest", json!({}))),
             alpha(
                 meta("cs"),
-                spec(1, "nginx:latest", json!({"scaleStrategy": {"disablePVCReuse": true},
-                    "updateStrategy": {"type": "ReCreate"}})),
+                spec(
+                    1,
+                    "nginx:latest",
+                    json!({"scaleStrategy": {"disablePVCReuse": true},
+                    "updateStrategy": {"type": "ReCreate"}}),
+                ),
             ),
         ),
         (
             "convert from v1beta1 with disablePVCReuse false",
             beta(meta("cs"), spec(1, "nginx:latest", json!({"scaleStrategy": {"enablePVCReuse": true}}))),
-            alpha(meta("cs"), spec(1, "nginx:latest", json!({"scaleStrategy": {}, "updateStrategy": {"type": "ReCreate"}}))),
+            alpha(
+                meta("cs"),
+                spec(1, "nginx:latest", json!({"scaleStrategy": {}, "updateStrategy": {"type": "ReCreate"}})),
+            ),
         ),
         (
             "convert from v1beta1 with ReCreate update strategy",
             beta(
                 meta("cs"),
-                spec(3, "nginx:latest", json!({"updateStrategy": {"type": "RollingUpdate",
-                    "rollingUpdate": {"podUpdatePolicy": "ReCreate"}}})),
+                spec(
+                    3,
+                    "nginx:latest",
+                    json!({"updateStrategy": {"type": "RollingUpdate",
+                    "rollingUpdate": {"podUpdatePolicy": "ReCreate"}}}),
+                ),
             ),
             alpha(
                 meta("cs"),
-                spec(3, "nginx:latest", json!({"scaleStrategy": {"disablePVCReuse": true},
-                    "updateStrategy": {"type": "ReCreate"}})),
+                spec(
+                    3,
+                    "nginx:latest",
+                    json!({"scaleStrategy": {"disablePVCReuse": true},
+                    "updateStrategy": {"type": "ReCreate"}}),
+                ),
             ),
         ),
         (
             "convert from v1beta1 with InPlaceOnly update strategy",
             beta(
                 meta("cs"),
-                spec(3, "nginx:latest", json!({"updateStrategy": {"type": "RollingUpdate",
-                    "rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}}})),
+                spec(
+                    3,
+                    "nginx:latest",
+                    json!({"updateStrategy": {"type": "RollingUpdate",
+                    "rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}}}),
+                ),
             ),
             alpha(
                 meta("cs"),
-                spec(3, "nginx:latest", json!({"scaleStrategy": {"disablePVCReuse": true},
-                    "updateStrategy": {"type": "InPlaceOnly"}})),
+                spec(
+                    3,
+                    "nginx:latest",
+                    json!({"scaleStrategy": {"disablePVCReuse": true},
+                    "updateStrategy": {"type": "InPlaceOnly"}}),
+                ),
             ),
         ),
         (
             "convert from v1beta1 with image pre-download spec fields to annotations",
             beta(
                 meta("cs"),
-                spec(3, "nginx:latest", json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+                spec(
+                    3,
+                    "nginx:latest",
+                    json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
                     "podUpdatePolicy": "InPlaceIfPossible", "inPlaceUpdateStrategy": {"imagePreDownloadParallelism": 3,
-                    "imagePreDownloadTimeoutSeconds": 450, "imagePreDownloadMinUpdatedReadyPods": 10}}}})),
+                    "imagePreDownloadTimeoutSeconds": 450, "imagePreDownloadMinUpdatedReadyPods": 10}}}}),
+                ),
             ),
             alpha(
                 json!({"name": "cs", "namespace": "default", "annotations": {
                     "apps.kruise.io/image-predownload-parallelism": "3",
                     "apps.kruise.io/image-predownload-timeout-seconds": "450",
                     "apps.kruise.io/image-predownload-min-updated-ready-pods": "10"}}),
-                spec(3, "nginx:latest", json!({"scaleStrategy": {"disablePVCReuse": true},
-                    "updateStrategy": {"type": "InPlaceIfPossible", "inPlaceUpdateStrategy": {}}})),
+                spec(
+                    3,
+                    "nginx:latest",
+                    json!({"scaleStrategy": {"disablePVCReuse": true},
+                    "updateStrategy": {"type": "InPlaceIfPossible", "inPlaceUpdateStrategy": {}}}),
+                ),
             ),
         ),
     ];
@@ -262,9 +337,15 @@ fn kruise_convert_from_rows() {
 #[test]
 fn differences_keep_data() {
     // OnDelete keeps its rolling parameters both ways.
-    let a = alpha(meta("cs"), spec(2, "i", json!({"updateStrategy": {"type": "OnDelete", "partition": 1, "paused": true}})));
+    let a = alpha(
+        meta("cs"),
+        spec(2, "i", json!({"updateStrategy": {"type": "OnDelete", "partition": 1, "paused": true}})),
+    );
     let b = to_beta(&a);
-    assert_eq!(b["spec"]["updateStrategy"], json!({"type": "OnDelete", "rollingUpdate": {"partition": 1, "paused": true}}));
+    assert_eq!(
+        b["spec"]["updateStrategy"],
+        json!({"type": "OnDelete", "rollingUpdate": {"partition": 1, "paused": true}})
+    );
     assert_eq!(to_alpha(&b)["spec"]["updateStrategy"], a["spec"]["updateStrategy"]);
     // Unknown values reach validation unchanged.
     let a = alpha(meta("cs"), spec(2, "i", json!({"updateStrategy": {"type": "Bogus"}})));
@@ -274,7 +355,11 @@ fn differences_keep_data() {
     let a = alpha(
         json!({"name": "cs", "annotations": {"apps.kruise.io/image-predownload-timeout-seconds": "0300",
                "apps.kruise.io/image-predownload-min-updated-ready-pods": "many"}}),
-        spec(1, "i", json!({"updateStrategy": {"type": "InPlaceIfPossible", "inPlaceUpdateStrategy": {"gracePeriodSeconds": 5}}})),
+        spec(
+            1,
+            "i",
+            json!({"updateStrategy": {"type": "InPlaceIfPossible", "inPlaceUpdateStrategy": {"gracePeriodSeconds": 5}}}),
+        ),
     );
     let b = to_beta(&a);
     assert_eq!(

@@ -32,7 +32,9 @@ pub enum ConversionError {
         index: usize,
     },
     /// A kind this webhook does not convert.
-    #[error("object {index}: kind {kind:?} of {api_version:?} has no conversion (served: CloneSet, StatefulSet, SidecarSet, ImagePullJob of apps.kruise.io)")]
+    #[error(
+        "object {index}: kind {kind:?} of {api_version:?} has no conversion (served: CloneSet, StatefulSet, SidecarSet, ImagePullJob of apps.kruise.io)"
+    )]
     UnknownKind {
         /// Position in the review.
         index: usize,

@@ -104,12 +104,21 @@ mod tests {
     #[test]
     fn unknown_kinds_and_versions_fail_with_a_message() {
         let rows = [
-            ("apps.kruise.io/v1beta1", json!([{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "BroadcastJob"}]),
-             "object 0: kind \"BroadcastJob\" of \"apps.kruise.io/v1alpha1\" has no conversion"),
-            ("apps.kruise.io/v2", json!([cs("apps.kruise.io/v1alpha1", "a")]),
-             "object 0: cannot convert CloneSet from \"apps.kruise.io/v1alpha1\" to \"apps.kruise.io/v2\""),
-            ("apps.kruise.io/v1beta1", json!([cs("apps.kruise.io/v1alpha1", "a"), cs("apps/v1", "b")]),
-             "object 1: cannot convert CloneSet from \"apps/v1\""),
+            (
+                "apps.kruise.io/v1beta1",
+                json!([{"apiVersion": "apps.kruise.io/v1alpha1", "kind": "BroadcastJob"}]),
+                "object 0: kind \"BroadcastJob\" of \"apps.kruise.io/v1alpha1\" has no conversion",
+            ),
+            (
+                "apps.kruise.io/v2",
+                json!([cs("apps.kruise.io/v1alpha1", "a")]),
+                "object 0: cannot convert CloneSet from \"apps.kruise.io/v1alpha1\" to \"apps.kruise.io/v2\"",
+            ),
+            (
+                "apps.kruise.io/v1beta1",
+                json!([cs("apps.kruise.io/v1alpha1", "a"), cs("apps/v1", "b")]),
+                "object 1: cannot convert CloneSet from \"apps/v1\"",
+            ),
             ("apps.kruise.io/v1beta1", json!([42]), "object 0 is not a JSON object"),
         ];
         for (desired, objects, message) in rows {

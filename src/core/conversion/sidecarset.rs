@@ -109,12 +109,24 @@ mod tests {
         let rows = [
             (
                 "convert with all fields populated - Namespace takes priority",
-                obj(V1ALPHA1, json!({"name": "test-sidecarset", "labels": {"app": "test", SIDECARSET_CUSTOM_VERSION: "v1.0"}}),
-                    with(containers(), json!({"selector": sel, "namespace": "test-namespace",
-                        "namespaceSelector": {"matchLabels": {"env": "prod"}}}))),
-                obj(V1BETA1, json!({"name": "test-sidecarset", "labels": {"app": "test"}}),
-                    with(containers(), json!({"selector": sel, "customVersion": "v1.0",
-                        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "test-namespace"}}}))),
+                obj(
+                    V1ALPHA1,
+                    json!({"name": "test-sidecarset", "labels": {"app": "test", SIDECARSET_CUSTOM_VERSION: "v1.0"}}),
+                    with(
+                        containers(),
+                        json!({"selector": sel, "namespace": "test-namespace",
+                        "namespaceSelector": {"matchLabels": {"env": "prod"}}}),
+                    ),
+                ),
+                obj(
+                    V1BETA1,
+                    json!({"name": "test-sidecarset", "labels": {"app": "test"}}),
+                    with(
+                        containers(),
+                        json!({"selector": sel, "customVersion": "v1.0",
+                        "namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "test-namespace"}}}),
+                    ),
+                ),
             ),
             (
                 "convert with minimal fields",
@@ -124,7 +136,11 @@ mod tests {
             (
                 "convert with namespace only",
                 obj(V1ALPHA1, json!({"name": "s"}), json!({"namespace": "test-ns"})),
-                obj(V1BETA1, json!({"name": "s"}), json!({"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "test-ns"}}})),
+                obj(
+                    V1BETA1,
+                    json!({"name": "s"}),
+                    json!({"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "test-ns"}}}),
+                ),
             ),
             (
                 "convert with namespaceSelector only",
@@ -144,11 +160,20 @@ mod tests {
         let rows = [
             (
                 "convert from v1beta1 with all fields populated",
-                obj(V1BETA1, json!({"name": "test-sidecarset", "labels": {"app": "test"}}),
-                    with(containers(), json!({"selector": sel, "customVersion": "v1.0",
-                        "namespaceSelector": {"matchLabels": {"env": "prod"}}}))),
-                obj(V1ALPHA1, json!({"name": "test-sidecarset", "labels": {"app": "test", SIDECARSET_CUSTOM_VERSION: "v1.0"}}),
-                    with(containers(), json!({"selector": sel, "namespaceSelector": {"matchLabels": {"env": "prod"}}}))),
+                obj(
+                    V1BETA1,
+                    json!({"name": "test-sidecarset", "labels": {"app": "test"}}),
+                    with(
+                        containers(),
+                        json!({"selector": sel, "customVersion": "v1.0",
+                        "namespaceSelector": {"matchLabels": {"env": "prod"}}}),
+                    ),
+                ),
+                obj(
+                    V1ALPHA1,
+                    json!({"name": "test-sidecarset", "labels": {"app": "test", SIDECARSET_CUSTOM_VERSION: "v1.0"}}),
+                    with(containers(), json!({"selector": sel, "namespaceSelector": {"matchLabels": {"env": "prod"}}})),
+                ),
             ),
             (
                 "convert from v1beta1 with minimal fields",
@@ -173,13 +198,20 @@ mod tests {
 
     #[test]
     fn namespace_round_trips_both_ways() {
-        let a = obj(V1ALPHA1, json!({"name": "s", "labels": {SIDECARSET_CUSTOM_VERSION: "v2"}}), json!({"namespace": "ns1"}));
+        let a = obj(
+            V1ALPHA1,
+            json!({"name": "s", "labels": {SIDECARSET_CUSTOM_VERSION: "v2"}}),
+            json!({"namespace": "ns1"}),
+        );
         let b = convert(0, &a, V1BETA1).unwrap();
         assert_eq!(b["metadata"], json!({"name": "s"}));
         assert_eq!(convert(0, &b, V1ALPHA1).unwrap(), a);
         // A selector with more than the name label stays a selector.
-        let b = obj(V1BETA1, json!({"name": "s"}),
-            json!({"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "ns1", "env": "x"}}}));
+        let b = obj(
+            V1BETA1,
+            json!({"name": "s"}),
+            json!({"namespaceSelector": {"matchLabels": {NAMESPACE_NAME_LABEL: "ns1", "env": "x"}}}),
+        );
         let a = convert(0, &b, V1ALPHA1).unwrap();
         assert!(a["spec"].get("namespace").is_none());
         assert_eq!(convert(0, &a, V1BETA1).unwrap(), b);

@@ -39,7 +39,11 @@ pub fn validate_v1beta1_fields(cs: &CloneSet) -> Vec<FieldError> {
     let parallelism = path("imagePreDownloadParallelism");
     match &in_place.image_pre_download_parallelism {
         Some(IntOrString::String(s)) if s.ends_with('%') => {
-            errs.push(FieldError::invalid(&parallelism, s.as_str(), "imagePreDownloadParallelism does not support percentage value"));
+            errs.push(FieldError::invalid(
+                &parallelism,
+                s.as_str(),
+                "imagePreDownloadParallelism does not support percentage value",
+            ));
         }
         Some(IntOrString::String(s)) => match s.parse::<i32>() {
             Err(e) => errs.push(FieldError::invalid(
@@ -48,7 +52,11 @@ pub fn validate_v1beta1_fields(cs: &CloneSet) -> Vec<FieldError> {
                 format!("imagePreDownloadParallelism must be a valid integer: {}", go_parse_int_error(s, &e)),
             )),
             Ok(n) if n < 0 => {
-                errs.push(FieldError::invalid(&parallelism, s.as_str(), "imagePreDownloadParallelism must be non-negative"));
+                errs.push(FieldError::invalid(
+                    &parallelism,
+                    s.as_str(),
+                    "imagePreDownloadParallelism must be non-negative",
+                ));
             }
             Ok(_) => {}
         },
@@ -95,19 +103,34 @@ mod tests {
             (json!({}), ""),
             (json!({"type": "OnDelete"}), ""),
             (json!({"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}}), ""),
-            (json!({"type": "ReCreate"}), "spec.updateStrategy.type: Invalid value: \"ReCreate\": must be 'RollingUpdate' or 'OnDelete'"),
-            (json!({"rollingUpdate": {"podUpdatePolicy": "Rolling"}}),
-             "spec.updateStrategy.rollingUpdate.podUpdatePolicy: Invalid value: \"Rolling\": must be 'ReCreate', 'InPlaceIfPossible' or 'InPlaceOnly'"),
-            (json!({"rollingUpdate": {"inPlaceUpdateStrategy": {"imagePreDownloadParallelism": "50%"}}}),
-             "spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism: Invalid value: \"50%\": imagePreDownloadParallelism does not support percentage value"),
-            (json!({"rollingUpdate": {"inPlaceUpdateStrategy": {"imagePreDownloadParallelism": "abc"}}}),
-             "spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism: Invalid value: \"abc\": imagePreDownloadParallelism must be a valid integer: strconv.ParseInt: parsing \"abc\": invalid syntax"),
-            (json!({"rollingUpdate": {"inPlaceUpdateStrategy": {"imagePreDownloadParallelism": "-2"}}}),
-             "spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism: Invalid value: \"-2\": imagePreDownloadParallelism must be non-negative"),
-            (json!({"rollingUpdate": {"inPlaceUpdateStrategy": {"imagePreDownloadParallelism": -1}}}),
-             "spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism: Invalid value: -1: imagePreDownloadParallelism must be non-negative"),
-            (json!({"rollingUpdate": {"inPlaceUpdateStrategy": {"imagePreDownloadParallelism": 3, "imagePreDownloadTimeoutSeconds": -5, "imagePreDownloadMinUpdatedReadyPods": -1}}}),
-             "[spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadTimeoutSeconds: Invalid value: -5: must be greater than or equal to 0, spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadMinUpdatedReadyPods: Invalid value: -1: must be greater than or equal to 0]"),
+            (
+                json!({"type": "ReCreate"}),
+                "spec.updateStrategy.type: Invalid value: \"ReCreate\": must be 'RollingUpdate' or 'OnDelete'",
+            ),
+            (
+                json!({"rollingUpdate": {"podUpdatePolicy": "Rolling"}}),
+                "spec.updateStrategy.rollingUpdate.podUpdatePolicy: Invalid value: \"Rolling\": must be 'ReCreate', 'InPlaceIfPossible' or 'InPlaceOnly'",
+            ),
+            (
+                json!({"rollingUpdate": {"inPlaceUpdateStrategy": {"imagePreDownloadParallelism": "50%"}}}),
+                "spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism: Invalid value: \"50%\": imagePreDownloadParallelism does not support percentage value",
+            ),
+            (
+                json!({"rollingUpdate": {"inPlaceUpdateStrategy": {"imagePreDownloadParallelism": "abc"}}}),
+                "spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism: Invalid value: \"abc\": imagePreDownloadParallelism must be a valid integer: strconv.ParseInt: parsing \"abc\": invalid syntax",
+            ),
+            (
+                json!({"rollingUpdate": {"inPlaceUpdateStrategy": {"imagePreDownloadParallelism": "-2"}}}),
+                "spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism: Invalid value: \"-2\": imagePreDownloadParallelism must be non-negative",
+            ),
+            (
+                json!({"rollingUpdate": {"inPlaceUpdateStrategy": {"imagePreDownloadParallelism": -1}}}),
+                "spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism: Invalid value: -1: imagePreDownloadParallelism must be non-negative",
+            ),
+            (
+                json!({"rollingUpdate": {"inPlaceUpdateStrategy": {"imagePreDownloadParallelism": 3, "imagePreDownloadTimeoutSeconds": -5, "imagePreDownloadMinUpdatedReadyPods": -1}}}),
+                "[spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadTimeoutSeconds: Invalid value: -5: must be greater than or equal to 0, spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadMinUpdatedReadyPods: Invalid value: -1: must be greater than or equal to 0]",
+            ),
         ];
         for (strategy, want) in rows {
             assert_eq!(errors(strategy.clone()), want, "{strategy}");
