@@ -5,7 +5,9 @@
 //! does not decode is skipped, logged and counted (`kruise_cluster_view_decode_failures`), and the
 //! watch goes on. A relist replaces a kind's objects at once, so readers never see it half-listed.
 //! Pods are not watched: the one handler that reads pods (`podsToDelete` of a CloneSet) fetches
-//! them on demand through [`PodSource`].
+//! them on demand through [`PodSource`]. SidecarSets are watched at their storage version,
+//! v1beta1, and converted to the v1alpha1 model in-process (issue 15): readiness waits for this
+//! view, so it must not depend on our own `/convert`.
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
@@ -22,7 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::snapshot::{Snapshot, ViewKind};
 use super::{ClusterView, PodSource, PodsFuture};
-use crate::apis::SidecarSet;
+use crate::apis::{SidecarSet, sidecarset};
 use crate::metrics::{KindLabels, Metrics};
 
 /// Name of kruise's configuration ConfigMap in the manager namespace.
@@ -103,9 +105,13 @@ impl LiveView {
             ViewKind::Namespace => {
                 (Api::all_with(client, &ApiResource::erase::<Namespace>(&())), watcher::Config::default())
             }
-            ViewKind::SidecarSet => {
-                (Api::all_with(client, &ApiResource::erase::<SidecarSet>(&())), watcher::Config::default())
-            }
+            // At the storage version (v1beta1), converted in-process by the snapshot: a list at
+            // v1alpha1 would go through our own /convert, which the apiserver reaches only on
+            // ready endpoints, and readiness waits for this list (a deadlock on a fresh start).
+            ViewKind::SidecarSet => (
+                Api::all_with(client, &ApiResource::erase::<sidecarset::v1beta1::SidecarSet>(&())),
+                watcher::Config::default(),
+            ),
             ViewKind::ControllerRevision => (
                 Api::namespaced_with(client, ns, &ApiResource::erase::<ControllerRevision>(&())),
                 watcher::Config::default(),
@@ -184,7 +190,7 @@ fn json_of(kind: ViewKind, object: DynamicObject) -> Value {
     let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut value {
         let api_version = match kind {
-            ViewKind::SidecarSet => "apps.kruise.io/v1alpha1",
+            ViewKind::SidecarSet => "apps.kruise.io/v1beta1",
             ViewKind::ControllerRevision => "apps/v1",
             ViewKind::Namespace | ViewKind::ConfigMap | ViewKind::Pod => "v1",
         };
