@@ -383,6 +383,15 @@ async fn live_view_readiness_injection_and_leader_election() {
         .collect();
     assert_eq!(owned.len(), 2);
     assert!(owned.iter().all(|p| container_names(p).contains(&"logger".to_string())), "the set injects CloneSet pods");
+    // The leader's controller metrics: each pod created once, the work queue fed by the watches.
+    let labels = "{controller=\"cloneset\",name=\"cloneset\"}";
+    assert_eq!(
+        metric(&b, "kruise_controller_api_writes_total{controller=\"cloneset\",write=\"create_pod\"}").await,
+        Some(2.0)
+    );
+    assert!(metric(&b, &format!("workqueue_adds_total{labels}")).await.is_some_and(|v| v >= 1.0));
+    assert!(metric(&b, &format!("workqueue_depth{labels}")).await.is_some(), "workqueue_depth is exposed");
+    assert!(metric(&b, &format!("workqueue_queue_duration_seconds_count{labels}")).await.is_some_and(|v| v >= 1.0));
     drop(b);
     drop(ns);
 }
