@@ -13,8 +13,8 @@ use serde_json::Value;
 
 use super::ClusterView;
 use crate::apis::SidecarSet;
-use crate::core::conversion::{V1ALPHA1, V1BETA1};
 use crate::compat::decode::{Error as DecodeError, from_value};
+use crate::core::conversion::{V1ALPHA1, V1BETA1};
 
 /// The kinds a view holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
