@@ -176,9 +176,10 @@ pub struct ServeArgs {
     /// Where the serving certificate comes from in a cluster: `managed` (kruise creates, renews and
     /// rotates Secret --webhook-secret and publishes caBundle), `external` (cert-manager writes the
     /// Secret and injects caBundle; kruise only reads it), or `files` (--cert-dir, re-read when it
-    /// changes; caBundle is yours to set). `--standalone` always uses files.
-    #[arg(long, env = "KRUISE_CERT_MODE", value_enum, default_value_t = CertMode::Managed)]
-    pub cert_mode: CertMode,
+    /// changes; caBundle is yours to set). `--standalone` always uses files. Default: managed, or
+    /// external with kruise's `EnableExternalCerts` feature gate on.
+    #[arg(long, env = "KRUISE_CERT_MODE", value_enum)]
+    pub cert_mode: Option<CertMode>,
     /// The certificate Secret in the manager namespace.
     #[arg(long, default_value = crate::certs::SECRET_NAME)]
     pub webhook_secret: String,
@@ -232,6 +233,22 @@ pub enum CertMode {
     External,
     /// Files of --cert-dir.
     Files,
+}
+
+impl CertMode {
+    /// The mode `kruise serve` uses: the one asked for, else `external` with kruise's
+    /// `EnableExternalCerts` gate on (kruise then only reads the Secret and checks caBundle), else
+    /// `managed`. Asking for `managed` with the gate on is a contradiction, refused.
+    pub fn effective(asked: Option<CertMode>, external_certs_gate: bool) -> Result<CertMode, String> {
+        match (asked, external_certs_gate) {
+            (Some(CertMode::Managed), true) => Err("--cert-mode=managed contradicts the feature gate \
+                 EnableExternalCerts=true (kruise then never writes the certificate): drop one of them"
+                .to_string()),
+            (Some(mode), _) => Ok(mode),
+            (None, true) => Ok(CertMode::External),
+            (None, false) => Ok(CertMode::Managed),
+        }
+    }
 }
 
 /// `kruise certs`.
@@ -302,6 +319,24 @@ mod tests {
         assert!(parse_duration("abc").is_err());
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("1d").is_err());
+    }
+
+    #[test]
+    fn cert_mode_follows_the_external_certs_gate() {
+        use CertMode::{External, Files, Managed};
+        for (asked, gate, want) in [
+            (None, false, Ok(Managed)),
+            (None, true, Ok(External)),
+            (Some(Managed), false, Ok(Managed)),
+            (Some(External), false, Ok(External)),
+            (Some(External), true, Ok(External)),
+            (Some(Files), false, Ok(Files)),
+            (Some(Files), true, Ok(Files)),
+        ] {
+            assert_eq!(CertMode::effective(asked, gate), want, "{asked:?} gate {gate}");
+        }
+        let err = CertMode::effective(Some(Managed), true).unwrap_err();
+        assert!(err.contains("EnableExternalCerts=true"), "{err}");
     }
 
     #[test]

@@ -1,5 +1,7 @@
-//! Prometheus metrics with bounded labels (webhook path, HTTP code, allowed; never object names),
-//! named as controller-runtime names them so kruise dashboards keep working (ADMISSION.md).
+//! Prometheus metrics with bounded labels (webhook path, HTTP code, allowed; never object names —
+//! except kruise's own `cloneset_scale_expectation_leakage{namespace,name}`, which only a CloneSet
+//! stuck past its expectation timeout gets), named as controller-runtime and kruise name them so
+//! kruise dashboards keep working (ADMISSION.md).
 
 use std::sync::Arc;
 
@@ -65,6 +67,34 @@ pub struct ControllerLabels {
     pub controller: String,
 }
 
+/// Labels of a controller's API write: the controller and what was written (`create_pod`,
+/// `patch_pod_status`, `workload_status`, … — [`crate::core::rollout::actions::Write::kind`]).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct ControllerWriteLabels {
+    /// The controller (`cloneset`).
+    pub controller: String,
+    /// The kind of write.
+    pub write: String,
+}
+
+/// Labels of a controller's work queue (controller-runtime's `workqueue_*`).
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct QueueLabels {
+    /// The controller (`cloneset`).
+    pub controller: String,
+    /// The queue's name (the controller's).
+    pub name: String,
+}
+
+/// Labels naming a workload.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct WorkloadLabels {
+    /// Its namespace.
+    pub namespace: String,
+    /// Its name.
+    pub name: String,
+}
+
 /// Every metric of the process.
 #[derive(Clone)]
 pub struct Metrics {
@@ -94,7 +124,17 @@ pub struct Metrics {
     /// Reconciles running now, by controller.
     pub reconciles_active: Family<ControllerLabels, Gauge>,
     /// API writes of the controllers' plans (creates, patches, deletes, status; not Events).
-    pub controller_writes: Family<ControllerLabels, Counter>,
+    pub controller_writes: Family<ControllerWriteLabels, Counter>,
+    /// kruise's `cloneset_scale_expectation_leakage{namespace,name}`: reconciles that found a
+    /// CloneSet's scale expectations past the expectation timeout. A gauge that only grows, so
+    /// the exposed name is kruise's (a counter would gain `_total`).
+    pub scale_expectation_leakage: Family<WorkloadLabels, Gauge>,
+    /// Workloads waiting for a reconcile, by controller (`workqueue_depth`).
+    pub queue_depth: Family<QueueLabels, Gauge>,
+    /// Triggers of a reconcile, by controller (`workqueue_adds_total`).
+    pub queue_adds: Family<QueueLabels, Counter>,
+    /// Seconds from a workload's first trigger to its reconcile (`workqueue_queue_duration_seconds`).
+    pub queue_wait: Family<QueueLabels, Histogram>,
 }
 
 /// Reconcile time buckets in seconds (controller-runtime's are 5 ms to 60 s).
@@ -165,7 +205,7 @@ impl Metrics {
         let reconcile_time: Family<ControllerLabels, Histogram> =
             Family::new_with_constructor(|| Histogram::new(RECONCILE_BUCKETS));
         let reconciles_active = Family::<ControllerLabels, Gauge>::default();
-        let controller_writes = Family::<ControllerLabels, Counter>::default();
+        let controller_writes = Family::<ControllerWriteLabels, Counter>::default();
         registry.register(
             "controller_runtime_reconcile",
             "Reconciles finished, by controller and result",
@@ -183,8 +223,25 @@ impl Metrics {
         );
         registry.register(
             "kruise_controller_api_writes",
-            "API writes of the controllers' plans (not Events), by controller",
+            "API writes of the controllers' plans (not Events), by controller and kind of write",
             controller_writes.clone(),
+        );
+        let scale_expectation_leakage = Family::<WorkloadLabels, Gauge>::default();
+        registry.register(
+            "cloneset_scale_expectation_leakage",
+            "CloneSet Scale Expectation Leakage Metrics",
+            scale_expectation_leakage.clone(),
+        );
+        let queue_depth = Family::<QueueLabels, Gauge>::default();
+        let queue_adds = Family::<QueueLabels, Counter>::default();
+        let queue_wait: Family<QueueLabels, Histogram> =
+            Family::new_with_constructor(|| Histogram::new(RECONCILE_BUCKETS));
+        registry.register("workqueue_depth", "Current depth of workqueue", queue_depth.clone());
+        registry.register("workqueue_adds", "Total number of adds handled by workqueue", queue_adds.clone());
+        registry.register(
+            "workqueue_queue_duration_seconds",
+            "How long in seconds an item stays in workqueue before being requested",
+            queue_wait.clone(),
         );
         Metrics {
             registry: Arc::new(registry),
@@ -201,6 +258,10 @@ impl Metrics {
             reconcile_time,
             reconciles_active,
             controller_writes,
+            scale_expectation_leakage,
+            queue_depth,
+            queue_adds,
+            queue_wait,
         }
     }
 

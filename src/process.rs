@@ -14,6 +14,7 @@ use tokio_util::sync::CancellationToken;
 use crate::cli::{CertMode, ServeArgs};
 use crate::cluster::{self, ClusterView};
 use crate::config::{Clock, Config};
+use crate::core::features::Gate;
 use crate::core::leader::Timing;
 use crate::metrics::{Metrics, NameLabels};
 use crate::server::{self, Readiness, tls::CertStore};
@@ -42,6 +43,9 @@ pub enum RunError {
     /// No cluster configuration.
     #[error("cannot configure the Kubernetes client: {0}")]
     Client(String),
+    /// Flags that contradict each other.
+    #[error("{0}")]
+    Flags(String),
 }
 
 /// The settings every task shares, from the command line.
@@ -88,8 +92,10 @@ async fn standalone(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
 async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunError> {
     let metrics = Metrics::new();
     let config = Arc::new(config(&args));
+    let cert_mode = CertMode::effective(args.cert_mode, config.gates.enabled(Gate::EnableExternalCerts))
+        .map_err(RunError::Flags)?;
     let client = client(&args).await?;
-    let readiness = match args.cert_mode {
+    let readiness = match cert_mode {
         CertMode::Files => Readiness::new(&[CACHES, CERTIFICATE]),
         CertMode::Managed | CertMode::External => {
             Readiness::new(&[CACHES, CERTIFICATE, crate::certs::follow::SELF_CHECK])
@@ -102,7 +108,7 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
     tasks.push(tokio::spawn(follow_sync(Arc::clone(&view), Arc::clone(&readiness), stop.clone())));
 
     let identity = args.leader_identity.clone().unwrap_or_else(leader::default_identity);
-    let (certs, managed) = match args.cert_mode {
+    let (certs, managed) = match cert_mode {
         CertMode::Files => {
             let certs = Arc::new(CertStore::load(&args.cert_dir).map_err(server::ServeError::from)?);
             readiness.set(CERTIFICATE, Ok(()));
@@ -112,7 +118,7 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
         }
         CertMode::Managed | CertMode::External => {
             let certs = Arc::new(CertStore::empty());
-            let settings = Arc::new(cert_settings(&args, &config, &identity));
+            let settings = Arc::new(cert_settings(&args, &config, &identity, cert_mode));
             let follow = crate::certs::follow(
                 client.clone(),
                 Arc::clone(&settings),
@@ -205,12 +211,12 @@ impl LeaderTasks {
 }
 
 /// Certificate management settings from the command line.
-fn cert_settings(args: &ServeArgs, config: &Config, identity: &str) -> crate::certs::Settings {
+fn cert_settings(args: &ServeArgs, config: &Config, identity: &str, mode: CertMode) -> crate::certs::Settings {
     let mut settings = crate::certs::Settings::new(&config.namespace, identity, args.addr);
     settings.secret = args.webhook_secret.clone();
     settings.service = args.webhook_service.clone();
     settings.hosts = args.webhook_hosts.clone();
-    settings.mode = match args.cert_mode {
+    settings.mode = match mode {
         CertMode::External => crate::certs::Mode::External,
         CertMode::Managed | CertMode::Files => crate::certs::Mode::SelfManaged,
     };

@@ -240,6 +240,9 @@ async fn in_place_update_respects_partition_and_max_unavailable() {
         assert_eq!(p.metadata.uid, before[&name].metadata.uid, "{name} kept its uid");
         assert_eq!(restarts(&p), restarts(&before[&name]) + 1, "{name}");
         assert_eq!(condition(&p, "InPlaceUpdateReady").as_deref(), Some("True"));
+        // Sent in the same pods/status write as the condition (actions::coalesce): the status
+        // endpoint must have kept the label.
+        assert_eq!(label(&p, "lifecycle.apps.kruise.io/state"), "Normal", "{name}: lifecycle state after the update");
     }
     t.history.assert_at_most_unready(1).await;
     t.history.assert_image_patched_only_when_not_ready();

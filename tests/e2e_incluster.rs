@@ -105,15 +105,22 @@ async fn store_undecodable_sidecarset(admin: &kube::Client) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
     let name = "sidecarsets.apps.kruise.io";
-    let loose = json!({"spec": {"versions": [{
-        "name": "v1alpha1", "served": true, "storage": true, "subresources": {"status": {}},
-        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
-    }]}});
+    // Both versions stay (v1beta1, the storage version, is in `status.storedVersions`); the object
+    // is written in the storage version, so no conversion is needed to store it.
+    let loose_version = |name: &str, storage: bool| {
+        json!({
+            "name": name, "served": true, "storage": storage, "subresources": {"status": {}},
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+        })
+    };
+    let loose = json!({"spec": {"versions": [loose_version("v1alpha1", false), loose_version("v1beta1", true)]}});
     crds.patch(name, &PatchParams::default(), &Patch::Merge(&loose)).await.unwrap();
-    let sets: Api<kube::api::DynamicObject> =
-        Api::all_with(admin.clone(), &kube::api::ApiResource::erase::<kruise::apis::SidecarSet>(&()));
+    let sets: Api<kube::api::DynamicObject> = Api::all_with(
+        admin.clone(),
+        &kube::api::ApiResource::erase::<kruise::apis::sidecarset::v1beta1::SidecarSet>(&()),
+    );
     let broken: kube::api::DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
         "metadata": {"name": "broken"},
         "spec": {"selector": {"matchLabels": {"app": "api"}}, "containers": "oops"}
     }))
@@ -376,6 +383,15 @@ async fn live_view_readiness_injection_and_leader_election() {
         .collect();
     assert_eq!(owned.len(), 2);
     assert!(owned.iter().all(|p| container_names(p).contains(&"logger".to_string())), "the set injects CloneSet pods");
+    // The leader's controller metrics: each pod created once, the work queue fed by the watches.
+    let labels = "{controller=\"cloneset\",name=\"cloneset\"}";
+    assert_eq!(
+        metric(&b, "kruise_controller_api_writes_total{controller=\"cloneset\",write=\"create_pod\"}").await,
+        Some(2.0)
+    );
+    assert!(metric(&b, &format!("workqueue_adds_total{labels}")).await.is_some_and(|v| v >= 1.0));
+    assert!(metric(&b, &format!("workqueue_depth{labels}")).await.is_some(), "workqueue_depth is exposed");
+    assert!(metric(&b, &format!("workqueue_queue_duration_seconds_count{labels}")).await.is_some_and(|v| v >= 1.0));
     drop(b);
     drop(ns);
 }

@@ -289,3 +289,20 @@ fn without_standalone_and_without_a_cluster_serve_says_so() {
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(log.contains("cannot configure the Kubernetes client"), "{log}");
 }
+
+#[test]
+fn managed_certificates_with_the_external_certs_gate_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kruise"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--cert-mode", "managed"])
+        .args(["--feature-gates", "EnableExternalCerts=true"])
+        .env("KUBECONFIG", dir.path().join("missing-kubeconfig"))
+        .env("HOME", dir.path())
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(1));
+    let log = String::from_utf8_lossy(&out.stderr);
+    assert!(log.contains("contradicts the feature gate EnableExternalCerts=true"), "{log}");
+    assert!(!log.contains("cannot configure the Kubernetes client"), "refused before the client: {log}");
+}

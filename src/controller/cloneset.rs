@@ -26,7 +26,7 @@ use std::time::{Duration, Instant};
 use futures::{Stream, StreamExt, TryStreamExt};
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
-use k8s_openapi::jiff::Timestamp;
+use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kube::api::Api;
 use kube::runtime::controller::{self, Action, Controller};
 use kube::runtime::events::{Event as KubeEvent, EventType, Recorder, Reporter};
@@ -38,11 +38,15 @@ use serde::de::DeserializeOwned;
 use super::Settings;
 use super::apply::{Applier, Outcome, Wave, WriteError, waves};
 use super::index::{Index, namespace_of, owner_uids};
+use super::queue::{Queue, owners};
 use crate::apis::cloneset::{CloneSet, CloneSetStatus};
-use crate::core::expectations::{Expectations, ScaleAction, cache_lag, scale_name};
-use crate::core::rollout::actions::{Write, object_patch};
+use crate::core::expectations::{
+    Expectations, FORCED_EXPECTATION_REQUEUE, OnLag, ScaleAction, cache_lag, on_lag, scale_name,
+};
+use crate::core::features::Gate;
+use crate::core::rollout::actions::{Write, coalesce, object_patch};
 use crate::core::rollout::cloneset::plan::{Input, Plan, RevisionSource, plan};
-use crate::metrics::{ControllerLabels, Metrics, ReconcileLabels};
+use crate::metrics::{ControllerLabels, ControllerWriteLabels, Metrics, ReconcileLabels, WorkloadLabels};
 
 /// The controller's name in metrics and Events.
 pub const CONTROLLER: &str = "cloneset";
@@ -70,6 +74,8 @@ pub struct Context {
     failures: Mutex<HashMap<String, u32>>,
     recorder: Recorder,
     metrics: Metrics,
+    /// The work-queue metrics.
+    queue: Queue,
 }
 
 /// Why a reconcile failed.
@@ -137,16 +143,29 @@ pub async fn run(
         expectations: Mutex::new(Expectations::default()),
         failures: Mutex::new(HashMap::new()),
         last_plan: Mutex::new(HashMap::new()),
+        queue: Queue::new(CONTROLLER, metrics.clone()),
         metrics,
         settings,
         client: client.clone(),
     });
     tracing::info!(controller = CONTROLLER, namespace = ns.as_deref().unwrap_or("(all)"), "starting");
     let cleanup = Arc::clone(&ctx);
-    Controller::new(scoped::<CloneSet>(client.clone(), ns.as_deref()), watcher::Config::default())
-        .owns_stream(indexed(scoped::<Pod>(client.clone(), ns.as_deref()), pods))
-        .owns_stream(indexed(scoped::<PersistentVolumeClaim>(client.clone(), ns.as_deref()), pvcs))
-        .owns_stream(indexed(scoped::<ControllerRevision>(client.clone(), ns.as_deref()), revisions))
+    let (reader, writer) = reflector::store::<CloneSet>();
+    let queue = ctx.queue.clone();
+    let clonesets =
+        reflector::reflector(writer, watcher(scoped::<CloneSet>(client.clone(), ns.as_deref()), Default::default()))
+            .default_backoff()
+            .applied_objects()
+            .inspect_ok(move |cs| queue.add(key_of(cs)));
+    let (q1, q2, q3) = (ctx.queue.clone(), ctx.queue.clone(), ctx.queue.clone());
+    Controller::for_stream(clonesets, reader)
+        .watches_stream(indexed(scoped::<Pod>(client.clone(), ns.as_deref()), pods), move |p| owned_by(&p, &q1))
+        .watches_stream(indexed(scoped::<PersistentVolumeClaim>(client.clone(), ns.as_deref()), pvcs), move |p| {
+            owned_by(&p, &q2)
+        })
+        .watches_stream(indexed(scoped::<ControllerRevision>(client.clone(), ns.as_deref()), revisions), move |r| {
+            owned_by(&r, &q3)
+        })
         .watches_stream(node_stream, |_| std::iter::empty::<ObjectRef<CloneSet>>())
         .with_config(controller::Config::default().concurrency(concurrency))
         .graceful_shutdown_on(shutdown)
@@ -170,6 +189,11 @@ pub async fn run(
     tracing::info!(controller = CONTROLLER, "stopped");
 }
 
+/// The CloneSets owning `obj` (any version of `apps.kruise.io`), each counted as a queue add.
+fn owned_by<O: Resource>(obj: &O, queue: &Queue) -> Vec<ObjectRef<CloneSet>> {
+    owners(obj, "apps.kruise.io", "CloneSet", queue)
+}
+
 fn key_of(cs: &CloneSet) -> String {
     format!("{}/{}", cs.metadata.namespace.as_deref().unwrap_or(""), cs.metadata.name.as_deref().unwrap_or(""))
 }
@@ -180,6 +204,7 @@ async fn reconcile(cs: Arc<CloneSet>, ctx: Arc<Context>) -> Result<Action, Recon
     active.inc();
     let started = Instant::now();
     let key = key_of(&cs);
+    ctx.queue.started(&key);
     let span = tracing::info_span!("reconcile", controller = CONTROLLER, cloneset = %key);
     let result = tracing::Instrument::instrument(reconcile_once(&cs, &ctx, &key), span).await;
     active.dec();
@@ -240,14 +265,33 @@ async fn reconcile_once(cs: &CloneSet, ctx: &Context, key: &str) -> Result<Actio
     };
     if let Some(lag) = lag {
         let waited = Duration::try_from(lag.waited).unwrap_or_default();
-        if waited > ctx.settings.expectation_timeout {
-            tracing::warn!(
+        let timeout = SignedDuration::try_from(ctx.settings.expectation_timeout).unwrap_or(SignedDuration::MAX);
+        let force = ctx.settings.gates.enabled(Gate::ForceDeleteTimeoutExpectationFeatureGate);
+        let decision = on_lag(&lag, timeout, force);
+        if decision != OnLag::Wait && lag.scale {
+            let (namespace, name) = key.split_once('/').unwrap_or(("", key));
+            let labels = WorkloadLabels { namespace: namespace.into(), name: name.into() };
+            ctx.metrics.scale_expectation_leakage.get_or_create(&labels).inc();
+        }
+        match decision {
+            OnLag::Wait => tracing::debug!(?waited, "waiting for the cache to show {}", lag.waiting_for),
+            OnLag::Overdue => tracing::warn!(
                 ?waited,
                 "the cache has not shown {} for longer than the expectation timeout",
                 lag.waiting_for
-            );
-        } else {
-            tracing::debug!(?waited, "waiting for the cache to show {}", lag.waiting_for);
+            ),
+            OnLag::ForgetScale => {
+                tracing::warn!(
+                    ?waited,
+                    "the cache has not shown {} for longer than the expectation timeout: \
+                     ForceDeleteTimeoutExpectationGate drops the scale expectations",
+                    lag.waiting_for
+                );
+                lock(&ctx.expectations).delete_scale(key);
+                return Ok(Action::requeue(
+                    Duration::try_from(FORCED_EXPECTATION_REQUEUE).unwrap_or(EXPECTATION_RECHECK),
+                ));
+            }
         }
         return Ok(Action::requeue(EXPECTATION_RECHECK));
     }
@@ -367,7 +411,8 @@ async fn act(
     Ok(None)
 }
 
-/// One pod's actions, in order, on an applier of its own.
+/// One pod's actions, in order, on an applier of its own; writes that can be one are one
+/// ([`coalesce`]).
 async fn apply_group(
     ctx: &Context,
     key: &str,
@@ -375,11 +420,9 @@ async fn apply_group(
     group: Vec<&crate::core::rollout::actions::Action>,
 ) -> Result<(), ReconcileError> {
     let mut own = Applier::<CloneSet>::new(ctx.client.clone(), ns);
-    for action in group {
-        log_action(action);
-        for write in &action.writes {
-            apply_write(ctx, key, &mut own, write).await?;
-        }
+    group.iter().for_each(|action| log_action(action));
+    for write in coalesce(group.iter().flat_map(|action| &action.writes)) {
+        apply_write(ctx, key, &mut own, &write).await?;
     }
     Ok(())
 }
@@ -388,8 +431,9 @@ fn log_action(action: &crate::core::rollout::actions::Action) {
     tracing::debug!(action = ?action.kind, pod = action.pod.as_deref().unwrap_or(""), revision = %action.revision, "{}", action.reason);
 }
 
-fn count_write(ctx: &Context) {
-    ctx.metrics.controller_writes.get_or_create(&ControllerLabels { controller: CONTROLLER.into() }).inc();
+fn count_write(ctx: &Context, write: &str) {
+    let labels = ControllerWriteLabels { controller: CONTROLLER.into(), write: write.into() };
+    ctx.metrics.controller_writes.get_or_create(&labels).inc();
 }
 
 /// One write with its expectations: creations and deletions are expected before the call (and
@@ -411,7 +455,7 @@ async fn apply_write(
         lock(&ctx.expectations).expect_scale(key, *a, n);
     }
     let outcome = applier.apply(write).await;
-    count_write(ctx);
+    count_write(ctx, write.kind());
     let mut exp = lock(&ctx.expectations);
     match (&outcome, &scale) {
         // Nothing will show up (or go away) in the cache for a failed call, nor for a PVC that
@@ -445,7 +489,7 @@ async fn write_status(
     after.status = Some(status);
     let ops = object_patch(cs, &after).0.into_iter().filter(|op| op.path().as_str().starts_with("/status")).collect();
     let name = cs.name_any();
-    count_write(ctx);
+    count_write(ctx, "workload_status");
     let outcome = applier
         .patch_status(&name, cs.metadata.resource_version.as_deref().unwrap_or(""), json_patch::Patch(ops))
         .await?;

@@ -7,6 +7,7 @@
 pub mod apply;
 pub mod cloneset;
 pub mod index;
+pub mod queue;
 
 use std::time::Duration;
 

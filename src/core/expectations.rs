@@ -163,6 +163,36 @@ pub struct Lag {
     pub waiting_for: String,
     /// How long the workload has waited.
     pub waited: SignedDuration,
+    /// Whether it waits for creations or deletions (scale expectations) rather than versions.
+    pub scale: bool,
+}
+
+/// What a round does about a [`Lag`] (kruise's CloneSet `Reconcile`).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum OnLag {
+    /// Wait: look again shortly (the watch event that settles it usually comes first).
+    Wait,
+    /// Waited past the expectation timeout: keep waiting, and say so (kruise waits too: a
+    /// creation the cache never shows is safer waited for than made twice).
+    Overdue,
+    /// `ForceDeleteTimeoutExpectationGate` on and scale expectations past the timeout: forget the
+    /// workload's scale expectations and look again after [`FORCED_EXPECTATION_REQUEUE`] (kruise
+    /// requeues after 10 s; an event lost after a pod was created and quickly deleted cannot
+    /// then stop the workload for good).
+    ForgetScale,
+}
+
+/// How soon a workload whose timed-out scale expectations were dropped is looked at again.
+pub const FORCED_EXPECTATION_REQUEUE: SignedDuration = SignedDuration::from_secs(10);
+
+/// The decision for a lag, after kruise: only scale expectations are ever dropped, only past
+/// `timeout` (kruise's `unsatisfiedDuration >= ExpectationTimeout`), only with the gate.
+pub fn on_lag(lag: &Lag, timeout: SignedDuration, force_delete_timeout_expectation: bool) -> OnLag {
+    match (lag.waited >= timeout, lag.scale && force_delete_timeout_expectation) {
+        (false, _) => OnLag::Wait,
+        (true, true) => OnLag::ForgetScale,
+        (true, false) => OnLag::Overdue,
+    }
 }
 
 /// The name a pod's or PVC's scale expectation is kept under (pods and PVCs share one set per
@@ -206,16 +236,16 @@ pub fn cache_lag(
             .iter()
             .map(|(a, n)| format!("{} of {n}", if *a == ScaleAction::Create { "creation" } else { "deletion" }))
             .collect();
-        return Some(Lag { waiting_for: list.join(", "), waited });
+        return Some(Lag { waiting_for: list.join(", "), waited, scale: true });
     }
     if let Satisfied::No { waited, .. } = exp.version_satisfied(uid, resource_version, now) {
-        return Some(Lag { waiting_for: "the workload's last write".into(), waited });
+        return Some(Lag { waiting_for: "the workload's last write".into(), waited, scale: false });
     }
     for p in pods {
         let (Some(uid), Some(rv)) = (&p.metadata.uid, &p.metadata.resource_version) else { continue };
         if let Satisfied::No { waited, .. } = exp.version_satisfied(uid, rv, now) {
             let name = p.metadata.name.as_deref().unwrap_or("");
-            return Some(Lag { waiting_for: format!("pod {name} as last written"), waited });
+            return Some(Lag { waiting_for: format!("pod {name} as last written"), waited, scale: false });
         }
     }
     None
@@ -381,5 +411,38 @@ mod tests {
         assert_eq!(lag.waiting_for, "pod web-c as last written");
         let c_new = pod("web-c", "u-c", "13", false);
         assert_eq!(cache_lag(&mut e, k, "cs", "6", &[&c_new], &[], at(11)), None, "a newer version also satisfies");
+    }
+
+    /// kruise's CloneSet `Reconcile` on unsatisfied expectations, with and without the gate.
+    #[test]
+    fn lag_decisions() {
+        let timeout = EXPECTATION_TIMEOUT;
+        let lag =
+            |secs: i64, scale: bool| Lag { waiting_for: String::new(), waited: SignedDuration::from_secs(secs), scale };
+        let rows = [
+            // (waited, scale, gate) -> decision
+            (0, true, false, OnLag::Wait),
+            (299, true, true, OnLag::Wait),
+            (300, true, false, OnLag::Overdue),
+            (300, true, true, OnLag::ForgetScale),
+            (900, true, true, OnLag::ForgetScale),
+            (300, false, true, OnLag::Overdue),
+            (900, false, false, OnLag::Overdue),
+        ];
+        for (waited, scale, gate, want) in rows {
+            assert_eq!(on_lag(&lag(waited, scale), timeout, gate), want, "waited {waited}s scale {scale} gate {gate}");
+        }
+    }
+
+    #[test]
+    fn dropped_scale_expectations_let_the_workload_plan() {
+        let mut e = Expectations::default();
+        e.expect_scale("ns/cs", ScaleAction::Create, &scale_name("pod", "cs-lost"));
+        let lag = cache_lag(&mut e, "ns/cs", "uid", "1", &[], &[], at(0)).expect("the creation is awaited");
+        assert!(lag.scale, "{lag:?}");
+        let later = cache_lag(&mut e, "ns/cs", "uid", "1", &[], &[], at(301)).expect("still awaited");
+        assert_eq!(on_lag(&later, EXPECTATION_TIMEOUT, true), OnLag::ForgetScale);
+        e.delete_scale("ns/cs");
+        assert_eq!(cache_lag(&mut e, "ns/cs", "uid", "1", &[], &[], at(302)), None);
     }
 }

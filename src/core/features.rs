@@ -156,6 +156,8 @@ pub enum Gate {
     PreparingUpdateAsUpdate,
     /// A scale expectation that timed out is dropped instead of waited for.
     ForceDeleteTimeoutExpectationFeatureGate,
+    /// The webhook certificate is someone else's (cert-manager): read and checked, never written.
+    EnableExternalCerts,
 }
 
 impl Gate {
@@ -182,6 +184,7 @@ impl Gate {
             Gate::CloneSetPartitionRollback => "CloneSetPartitionRollback",
             Gate::PreparingUpdateAsUpdate => "PreparingUpdateAsUpdate",
             Gate::ForceDeleteTimeoutExpectationFeatureGate => "ForceDeleteTimeoutExpectationGate",
+            Gate::EnableExternalCerts => "EnableExternalCerts",
         }
     }
 }
@@ -358,6 +361,7 @@ mod tests {
             Gate::CloneSetPartitionRollback,
             Gate::PreparingUpdateAsUpdate,
             Gate::ForceDeleteTimeoutExpectationFeatureGate,
+            Gate::EnableExternalCerts,
         ] {
             assert!(registered(gate.name()).is_some(), "{} is registered", gate.name());
         }

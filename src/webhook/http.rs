@@ -63,6 +63,7 @@ pub fn router(state: Arc<AppState>) -> Router {
         );
     }
     router
+        .route(paths::CONVERT, post(super::convert::serve))
         .route("/healthz", axum::routing::get(|| async { "ok" }))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "NotFound", "no webhook is served on this path") })
         .with_state(Arc::clone(&state))
@@ -159,11 +160,12 @@ async fn serve(
     response
 }
 
-/// The response and, when a verdict was reached, whether it allowed.
-async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body: Body) -> (Response, Option<bool>) {
+/// The body of a webhook request under the transport rules: JSON only (415), at most
+/// [`MAX_BODY_BYTES`] (413), read whole (400 when it stops arriving). Shared with `/convert`.
+pub(crate) async fn read_body(path: &str, headers: &HeaderMap, body: Body) -> Result<Bytes, Response> {
     if !is_json(headers) {
         let msg = "Content-Type must be application/json";
-        return (error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", msg), None);
+        return Err(error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", msg));
     }
     let too_large = headers
         .get(header::CONTENT_LENGTH)
@@ -172,20 +174,28 @@ async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body:
         .is_some_and(|len| len > MAX_BODY_BYTES);
     let too_large_response = || {
         let msg = format!("request body is larger than {MAX_BODY_BYTES} bytes");
-        (error(StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge", &msg), None)
+        error(StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge", &msg)
     };
     if too_large {
-        return too_large_response();
+        return Err(too_large_response());
     }
-    let bytes: Bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-        Ok(b) => b,
-        Err(e) if is_length_limit(&e) => return too_large_response(),
+    match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => Ok(b),
+        Err(e) if is_length_limit(&e) => Err(too_large_response()),
         // The body stopped arriving (the request-read timeout, a reset): not a size problem.
         Err(e) => {
             tracing::debug!(webhook = path, error = %e, "request body could not be read");
             let msg = format!("the request body could not be read: {e}");
-            return (error(StatusCode::BAD_REQUEST, "BadRequest", &msg), None);
+            Err(error(StatusCode::BAD_REQUEST, "BadRequest", &msg))
         }
+    }
+}
+
+/// The response and, when a verdict was reached, whether it allowed.
+async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body: Body) -> (Response, Option<bool>) {
+    let bytes = match read_body(path, headers, body).await {
+        Ok(b) => b,
+        Err(response) => return (response, None),
     };
     let review = match review::decode(&bytes) {
         Ok(r) => r,

@@ -65,6 +65,24 @@ pub enum Write {
 }
 
 impl Write {
+    /// The kind of write, for metrics (`kruise_controller_api_writes_total{write}`).
+    pub fn kind(&self) -> &'static str {
+        match self {
+            Write::CreatePvc { .. } => "create_pvc",
+            Write::CreatePod { .. } => "create_pod",
+            Write::DeletePod { .. } => "delete_pod",
+            Write::DeletePvc { .. } => "delete_pvc",
+            Write::PatchPod { .. } => "patch_pod",
+            Write::PatchPodStatus { .. } => "patch_pod_status",
+            Write::PatchPodResize { .. } => "patch_pod_resize",
+            Write::PatchPvc { .. } => "patch_pvc",
+            Write::CreateRevision { .. } => "create_revision",
+            Write::PatchRevision { .. } => "patch_revision",
+            Write::DeleteRevision { .. } => "delete_revision",
+            Write::PatchWorkload { .. } => "patch_workload",
+        }
+    }
+
     fn status(name: String, pin: Pin, patch: Patch) -> Write {
         Write::PatchPodStatus { name, pin, patch }
     }
@@ -216,6 +234,41 @@ fn writes_between(from: &Pod, to: &Pod, first: Pin) -> Vec<Write> {
     out
 }
 
+/// Whether a JSON-patch path names one kruise-owned label or annotation (a key in `kruise.io/`
+/// or a subdomain of it, such as `lifecycle.apps.kruise.io/state`).
+fn is_kruise_metadata(path: &str) -> bool {
+    let key = path.strip_prefix("/metadata/labels/").or_else(|| path.strip_prefix("/metadata/annotations/"));
+    key.and_then(|k| k.split_once("~1")).is_some_and(|(domain, name)| {
+        !name.is_empty() && !name.contains('/') && (domain == "kruise.io" || domain.ends_with(".kruise.io"))
+    })
+}
+
+/// One pod's writes of a round, in order, with every patch of kruise-owned labels and annotations
+/// only that directly follows a `status` patch of the same pod folded into that status patch:
+/// one write instead of two, and no window in which a kubelet status update between them turns
+/// the second into a 409. The apiserver's pods/status endpoint keeps metadata changes (it resets
+/// only spec, deletionTimestamp and ownerReferences: `podStatusStrategy.PrepareForUpdate`). Kruise
+/// sends them apart (`InPlaceUpdateReady=True`, then the lifecycle state `Normal`), so it makes 4
+/// writes per pod updated in place where this makes 3. Only kruise's own keys are folded: a write
+/// of someone else's label through `pods/status` would pass by webhooks registered for `pods`.
+pub fn coalesce<'a>(writes: impl IntoIterator<Item = &'a Write>) -> Vec<Write> {
+    let mut out: Vec<Write> = Vec::new();
+    for w in writes {
+        if let (
+            Some(Write::PatchPodStatus { name, patch, .. }),
+            Write::PatchPod { name: next, pin: Pin::Latest, patch: metadata },
+        ) = (out.last_mut(), w)
+            && name == next
+            && metadata.0.iter().all(|op| is_kruise_metadata(op.path().as_str()))
+        {
+            patch.0.extend(metadata.0.iter().cloned());
+            continue;
+        }
+        out.push(w.clone());
+    }
+    out
+}
+
 /// Several changes to the same pods in one round: each change is diffed against the pod as the
 /// previous change left it, and only a pod's first write is pinned to the observed version (the
 /// rest follow the round's own writes), so changes compose instead of overwriting each other.
@@ -304,5 +357,83 @@ mod tests {
             json_patch::patch(&mut doc, &w.request_patch("3").unwrap()).unwrap();
         }
         assert_eq!(doc, to_value(&second), "the second change keeps the first");
+    }
+
+    #[test]
+    fn kruise_metadata_paths() {
+        for (path, kruise) in [
+            ("/metadata/labels/lifecycle.apps.kruise.io~1state", true),
+            ("/metadata/annotations/apps.kruise.io~1inplace-update-state", true),
+            ("/metadata/labels/kruise.io~1x", true),
+            ("/metadata/labels/notkruise.io~1x", false),
+            ("/metadata/labels/app", false),
+            ("/metadata/labels", false),
+            ("/metadata/labels/apps.kruise.io~1", false),
+            ("/metadata/labels/apps.kruise.io~1a/b", false),
+            ("/metadata/ownerReferences/0", false),
+            ("/spec/containers/0/image", false),
+        ] {
+            assert_eq!(is_kruise_metadata(path), kruise, "{path}");
+        }
+    }
+
+    #[test]
+    fn kruise_labels_after_a_status_write_fold_into_it() {
+        let mut before = pod("web-a", &[("lifecycle.apps.kruise.io/state", "Updating")]);
+        before.metadata.resource_version = Some("5".into());
+        let mut changes = PodChanges::default();
+        // markInPlaceUpdateReady, then the lifecycle move Updating -> Normal, as the planner sends them.
+        let mut ready = before.clone();
+        ready.status.as_mut().unwrap().phase = Some("Running".into());
+        let w1 = changes.change(&before, ready);
+        let mut normal = changes.current(&before).clone();
+        normal.metadata.labels.as_mut().unwrap().insert("lifecycle.apps.kruise.io/state".into(), "Normal".into());
+        let w2 = changes.change(&before, normal.clone());
+        let folded = coalesce(w1.iter().chain(&w2));
+        assert_eq!(folded.len(), 1, "{folded:?}");
+        assert!(matches!(&folded[0], Write::PatchPodStatus { pin: Pin::Observed(rv), .. } if rv == "5"));
+        let mut doc = to_value(&before);
+        json_patch::patch(&mut doc, &folded[0].request_patch("5").unwrap()).unwrap();
+        assert_eq!(doc, to_value(&normal), "one write gives what the two gave");
+    }
+
+    #[test]
+    fn other_writes_stay_apart() {
+        let mut before = pod("web-a", &[("app", "web")]);
+        before.metadata.resource_version = Some("5".into());
+        let status = |p: &mut Pod| p.status.as_mut().unwrap().phase = Some("Running".into());
+        type Edit = fn(&mut Pod);
+        let cases: [(&str, Edit); 3] = [
+            ("a foreign label", |p| {
+                p.metadata.labels.as_mut().unwrap().insert("app".into(), "api".into());
+            }),
+            ("a spec change", |p| p.spec.as_mut().unwrap().active_deadline_seconds = Some(5)),
+            ("a kruise label beside a spec change", |p| {
+                p.metadata.labels.as_mut().unwrap().insert("apps.kruise.io/x".into(), "y".into());
+                p.spec.as_mut().unwrap().active_deadline_seconds = Some(5);
+            }),
+        ];
+        for (what, edit) in cases {
+            let mut changes = PodChanges::default();
+            let mut first = before.clone();
+            status(&mut first);
+            let w1 = changes.change(&before, first);
+            let mut second = changes.current(&before).clone();
+            edit(&mut second);
+            let w2 = changes.change(&before, second);
+            let all: Vec<Write> = w1.iter().chain(&w2).cloned().collect();
+            assert_eq!(coalesce(&all), all, "{what}");
+        }
+        // A kruise label first, then status: the order is kept (nothing to fold into).
+        let mut labelled = before.clone();
+        labelled.metadata.labels.as_mut().unwrap().insert("apps.kruise.io/x".into(), "y".into());
+        let w = pod_writes(&before, &labelled);
+        let mut changes = PodChanges::default();
+        let mut w_all = changes.change(&before, labelled);
+        let mut then = changes.current(&before).clone();
+        status(&mut then);
+        w_all.extend(changes.change(&before, then));
+        assert_eq!(w.len(), 1);
+        assert_eq!(coalesce(&w_all), w_all);
     }
 }
