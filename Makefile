@@ -53,16 +53,17 @@ bench: ## Criterion benchmarks, then kruise, the Go baseline and the Rust floor 
 	$(MAKE) loadtest
 
 bench-servers: ## Build the three servers of the load test and the load test itself (release)
-	$(CARGO) build --locked --release --bin kruise --example floor --example loadtest
+	$(CARGO) build --locked --release --bin kruise --example floor --example loadtest --example loadtest_review_cost
 	cd benches/go-webhook && go build -trimpath -o ../../$(GO_WEBHOOK) .
 
 loadtest: bench-servers ## Side-by-side load test on /mutate-pod (h2load if installed); BENCH_ARGS passes options
 	target/release/examples/loadtest --kruise target/release/kruise --go $(GO_WEBHOOK) \
 		--floor target/release/examples/floor $(BENCH_ARGS)
 
-callgrind: bench-servers ## Server instructions per /mutate-pod request under valgrind (repeatable on a busy machine)
+callgrind: bench-servers ## Instructions per /mutate-pod request (servers) and per review in-process, under valgrind
 	target/release/examples/loadtest --kruise target/release/kruise --go $(GO_WEBHOOK) \
 		--floor target/release/examples/floor --callgrind 2000 $(BENCH_ARGS)
+	target/release/examples/loadtest_review_cost --callgrind
 
 FUZZ_SECONDS ?= 60
 fuzz: ## Every fuzz target for FUZZ_SECONDS each (cargo-fuzz on nightly, installed when missing); see fuzz/README.md

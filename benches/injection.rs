@@ -18,34 +18,12 @@ use k8s_openapi::api::core::v1::{Namespace, Pod};
 use kruise::apis::SidecarSet;
 use kruise::cluster::ClusterView;
 use kruise::cluster::files::Snapshot;
-use kruise::webhook::request::ReviewRequest;
-use kruise::webhook::review::Review;
 use kruise::webhook::{Context, Handler, handle};
-use kube::core::admission::Operation;
-use objects::{ContainerExt, PodBuilder, SidecarSetBuilder, container};
 use serde_json::json;
 
-/// The typed object builders of the integration tests.
-#[allow(dead_code)]
-#[path = "../tests/common/objects.rs"]
-mod objects;
-
-fn snapshot(n: usize) -> Snapshot {
-    let mut snap = Snapshot::default();
-    let proxy = container("proxy", "envoy:1.30");
-    let matching = SidecarSetBuilder::new("match").namespace("default").selector(&[("app", "web")]);
-    snap.insert(matching.container(proxy).share_volumes().transfer_env("web", "LOG_LEVEL").json()).unwrap();
-    for i in 1..n {
-        let set = SidecarSetBuilder::new(&format!("set-{i}"));
-        let set = if i % 20 == 0 {
-            set.selector(&[("tier", "other")])
-        } else {
-            set.namespace(&format!("ns-{i}")).selector(&[("app", "web")])
-        };
-        snap.insert(set.container(container(&format!("side-{i}"), "busybox:1.36")).json()).unwrap();
-    }
-    snap
-}
+/// The views of n SidecarSets and the pod review (shared with examples/loadtest_review_cost.rs).
+mod views;
+use views::{review, snapshot};
 
 /// The same objects without the namespace index: the trait's default lookup.
 struct FullScan(Snapshot);
@@ -63,12 +41,6 @@ impl ClusterView for FullScan {
     fn controller_revisions(&self, namespace: &str) -> Vec<Arc<ControllerRevision>> {
         self.0.controller_revisions(namespace)
     }
-}
-
-fn review() -> Review {
-    let web = container("web", "nginx:1.27").env("LOG_LEVEL", "info").mount("data", "/data");
-    let pod = PodBuilder::new("web-0").label("app", "web").container(web).empty_dir("data").json();
-    ReviewRequest::for_object(Operation::Create, &pod).username("bench").decode().unwrap()
 }
 
 fn injection(c: &mut Criterion) {

@@ -9,12 +9,15 @@ use k8s_openapi::api::admissionregistration::v1::{
     MutatingWebhook, MutatingWebhookConfiguration, RuleWithOperations, ServiceReference, ValidatingWebhook,
     ValidatingWebhookConfiguration, WebhookClientConfig,
 };
-use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
+    CustomResourceConversion, CustomResourceDefinition, ServiceReference as CrdServiceReference,
+    WebhookClientConfig as CrdClientConfig, WebhookConversion,
+};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
 use kube::CustomResourceExt;
 use serde::Serialize;
 
-use crate::apis::{CloneSet, ImagePullJob, SidecarSet, statefulset};
+use crate::apis::{CloneSet, ImagePullJob, SidecarSet, cloneset, imagepulljob, sidecarset, statefulset};
 use crate::webhook::paths::{Kind, WEBHOOKS, Webhook};
 
 /// Name of the MutatingWebhookConfiguration (as kruise's chart).
@@ -50,16 +53,20 @@ pub enum ManifestError {
 
 /// Every generated file: path relative to the repository root, and content.
 pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
-    let sts = kube::core::crd::merge_crds(
-        vec![statefulset::v1alpha1::StatefulSet::crd(), statefulset::v1beta1::StatefulSet::crd()],
-        "v1beta1",
-    )
-    .map_err(|e| ManifestError::Merge(e.to_string()))?;
     let crds: Vec<(&str, CustomResourceDefinition)> = vec![
-        ("apps.kruise.io_clonesets.yaml", CloneSet::crd()),
-        ("apps.kruise.io_statefulsets.yaml", sts),
-        ("apps.kruise.io_sidecarsets.yaml", SidecarSet::crd()),
-        ("apps.kruise.io_imagepulljobs.yaml", ImagePullJob::crd()),
+        ("apps.kruise.io_clonesets.yaml", served(CloneSet::crd(), cloneset::v1beta1::CloneSet::crd(), "v1alpha1")?),
+        (
+            "apps.kruise.io_statefulsets.yaml",
+            served(statefulset::v1alpha1::StatefulSet::crd(), statefulset::v1beta1::StatefulSet::crd(), "v1beta1")?,
+        ),
+        (
+            "apps.kruise.io_sidecarsets.yaml",
+            served(SidecarSet::crd(), sidecarset::v1beta1::SidecarSet::crd(), "v1beta1")?,
+        ),
+        (
+            "apps.kruise.io_imagepulljobs.yaml",
+            served(ImagePullJob::crd(), imagepulljob::v1beta1::ImagePullJob::crd(), "v1beta1")?,
+        ),
     ];
     let mut files = Vec::new();
     for (name, crd) in crds {
@@ -77,6 +84,36 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
         yaml("validating", &validating())?,
     ));
     Ok(files)
+}
+
+/// Storage versions, as kruise v1.9: CloneSet stays v1alpha1 (HEAD moved it to v1beta1 after
+/// v1.9), Advanced StatefulSet, SidecarSet and ImagePullJob are stored as v1beta1.
+///
+/// One CRD serving both versions, `storage` stored, converted by our `/convert` webhook through
+/// the webhook Service (its `caBundle` is written by the certificate manager, spec §8.4).
+fn served(
+    v1alpha1: CustomResourceDefinition,
+    v1beta1: CustomResourceDefinition,
+    storage: &str,
+) -> Result<CustomResourceDefinition, ManifestError> {
+    let mut crd = kube::core::crd::merge_crds(vec![v1alpha1, v1beta1], storage)
+        .map_err(|e| ManifestError::Merge(e.to_string()))?;
+    crd.spec.conversion = Some(CustomResourceConversion {
+        strategy: "Webhook".into(),
+        webhook: Some(WebhookConversion {
+            client_config: Some(CrdClientConfig {
+                service: Some(CrdServiceReference {
+                    name: SERVICE.0.to_string(),
+                    namespace: SERVICE.1.to_string(),
+                    path: Some(crate::webhook::paths::CONVERT.to_string()),
+                    port: Some(443),
+                }),
+                ..Default::default()
+            }),
+            conversion_review_versions: vec!["v1".into()],
+        }),
+    });
+    Ok(crd)
 }
 
 /// Removes `default` from every schema: the derived schemas carry serde's defaults (`{}`, `0`),

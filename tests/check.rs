@@ -254,3 +254,28 @@ fn pod_is_previewed_with_a_sidecarset_of_the_same_input() {
         serde_json::from_str(pod["metadata"]["annotations"]["kruise.io/sidecarset-hash"].as_str().unwrap()).unwrap();
     assert_eq!(pod_hashes["logging"]["hash"], set_hash);
 }
+
+/// v1beta1 objects as OpenKruise's v1.9 manuals write them are checked (issue 15), not skipped:
+/// CloneSets and SidecarSets admitted, an ImagePullJob unchecked as at v1alpha1 (no webhook of
+/// this build serves ImagePullJobs), and a bad v1beta1 CloneSet denied with v1beta1 field names.
+#[test]
+fn v1beta1_documentation_objects_are_checked() {
+    let out = kruise(&["check", "-f", fixtures().join("v1beta1-docs").to_str().unwrap()], None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    for name in ["default/sample ", "default/sample-data ", "default/sample-inplace ", "default/sample-ondelete "] {
+        assert!(text.contains(&format!("CloneSet {name}(CREATE): mutated")), "{name}: {text}");
+    }
+    assert!(text.contains("SidecarSet test-sidecarset (CREATE): mutated"), "{text}");
+    assert!(text.contains("SidecarSet scoped-sidecarset (CREATE): mutated"), "{text}");
+    assert!(text.contains("7 objects: 6 admitted (6 mutated), 0 denied, 0 skipped, 0 errors, 1 UNCHECKED"), "{text}");
+
+    let out = kruise(&["check", "-f", fixtures().join("v1beta1-denied").to_str().unwrap()], None);
+    let text = stdout(&out);
+    assert_eq!(out.status.code(), Some(1), "{text}");
+    assert!(
+        text.contains("spec.updateStrategy.rollingUpdate.maxSurge: Invalid value: \"1\": can not use maxSurge with podUpdatePolicy InPlaceOnly"),
+        "{text}"
+    );
+    assert!(text.contains("imagePreDownloadParallelism does not support percentage value"), "{text}");
+}

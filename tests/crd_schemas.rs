@@ -1,6 +1,9 @@
-//! The generated CRDs say what kruise's say (issue 14 item 1). kruise v1.8.4's controller-gen CRDs
-//! are kept in `tests/fixtures/crds/kruise-v1.8.4/` (copied from `config/crd/bases` at tag v1.8.4,
-//! commit a081ad61); every schema node of ours is compared with kruise's at the same path, on
+//! The generated CRDs say what kruise's say (issue 14 item 1, issue 15). kruise's controller-gen
+//! CRDs are kept in `tests/fixtures/crds/`, copied from `config/crd/bases`: `kruise-v1.8.4/` (tag
+//! v1.8.4, commit a081ad61), `kruise-v1.9.0/` (tag v1.9.0, commit b1e001a9: SidecarSet and
+//! ImagePullJob v1beta1, and the storage versions) and `kruise-head/` (commit 07169cfa: CloneSet
+//! v1beta1, which v1.9 does not serve). Each version of ours is compared with the oldest of
+//! those that serves it; every schema node of ours is compared with kruise's at the same path, on
 //! what changes how the apiserver treats an object: `type`, `format`, `nullable` (a non-nullable
 //! field's `null` is pruned), `x-kubernetes-map-type` (atomic selectors), `x-kubernetes-int-or-string`,
 //! `x-kubernetes-preserve-unknown-fields` and `required`. Fields only one side has, and the one
@@ -29,10 +32,14 @@ const OURS_ONLY: &[(&str, &str)] = &[
 /// webhook decodes and validates these fields.
 const KRUISE_ONLY: &[&str] = &[
     ".spec.containers[].podInjectPolicy",
+    ".spec.containers[].resourcesPolicy",
+    ".spec.containers[].shareVolumeDevicePolicy",
     ".spec.containers[].shareVolumePolicy",
     ".spec.containers[].transferEnv",
     ".spec.containers[].upgradeStrategy",
     ".spec.initContainers[].podInjectPolicy",
+    ".spec.initContainers[].resourcesPolicy",
+    ".spec.initContainers[].shareVolumeDevicePolicy",
     ".spec.initContainers[].shareVolumePolicy",
     ".spec.initContainers[].transferEnv",
     ".spec.initContainers[].upgradeStrategy",
@@ -107,9 +114,30 @@ fn tops(set: &[String]) -> Vec<&String> {
         .collect()
 }
 
+/// kruise's schema of `version` in `file`, from the oldest fixture release that serves it.
+fn kruise_version(file: &str, version: &str) -> (String, BTreeMap<String, Value>) {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds");
+    for release in ["kruise-v1.8.4", "kruise-v1.9.0", "kruise-head"] {
+        let Ok(text) = std::fs::read_to_string(root.join(release).join(file)) else { continue };
+        if let Some(nodes) = versions(&crd(&text)).remove(version) {
+            return (release.to_string(), nodes);
+        }
+    }
+    panic!("{file}: no kruise release serves {version}");
+}
+
+/// The storage version of each CRD, as kruise v1.9.0 stores it.
+fn storage(crd: &Value) -> String {
+    let versions = crd["spec"]["versions"].as_array().unwrap();
+    let stored: Vec<&str> =
+        versions.iter().filter(|v| v["storage"] == true).map(|v| v["name"].as_str().unwrap()).collect();
+    assert_eq!(stored.len(), 1);
+    stored[0].to_string()
+}
+
 #[test]
-fn generated_crds_match_kruise_v1_8_field_by_field() {
-    let fixtures = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds/kruise-v1.8.4");
+fn generated_crds_match_kruise_field_by_field() {
+    let v1_9 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds/kruise-v1.9.0");
     let ours: BTreeMap<String, String> = kruise::manifests::render()
         .unwrap()
         .into_iter()
@@ -120,11 +148,13 @@ fn generated_crds_match_kruise_v1_8_field_by_field() {
     let mut problems = Vec::new();
     let mut compared = 0;
     for (file, text) in &ours {
-        let theirs = crd(&std::fs::read_to_string(fixtures.join(file)).unwrap());
-        let (ours, theirs) = (versions(&crd(text)), versions(&theirs));
-        assert_eq!(ours.keys().collect::<Vec<_>>(), theirs.keys().collect::<Vec<_>>(), "{file}: served versions");
+        let theirs_v1_9 = crd(&std::fs::read_to_string(v1_9.join(file)).unwrap());
+        assert_eq!(storage(&crd(text)), storage(&theirs_v1_9), "{file}: storage version is kruise v1.9's");
+        let ours = versions(&crd(text));
+        assert_eq!(ours.keys().collect::<Vec<_>>(), ["v1alpha1", "v1beta1"], "{file}: served versions");
         for (version, our_nodes) in &ours {
-            let their_nodes = &theirs[version];
+            let (release, their_nodes) = kruise_version(file, version);
+            let their_nodes = &their_nodes;
             for (path, node) in our_nodes {
                 if let Some(their) = their_nodes.get(path) {
                     compared += 1;
@@ -133,7 +163,7 @@ fn generated_crds_match_kruise_v1_8_field_by_field() {
                         their.as_object_mut().unwrap().remove("required");
                     }
                     if *node != their {
-                        problems.push(format!("{file} {version} {path}: ours {node}, kruise {their}"));
+                        problems.push(format!("{file} {version} {path}: ours {node}, {release} {their}"));
                     }
                 }
             }
@@ -142,17 +172,17 @@ fn generated_crds_match_kruise_v1_8_field_by_field() {
             };
             for p in tops(&only(our_nodes, their_nodes)) {
                 if !OURS_ONLY.iter().any(|(known, _)| known == p) {
-                    problems.push(format!("{file} {version} {p}: only in ours"));
+                    problems.push(format!("{file} {version} {p}: only in ours ({release})"));
                 }
             }
             for p in tops(&only(their_nodes, our_nodes)) {
                 if !KRUISE_ONLY.contains(&p.as_str()) {
-                    problems.push(format!("{file} {version} {p}: only in kruise's"));
+                    problems.push(format!("{file} {version} {p}: only in {release}'s"));
                 }
             }
         }
     }
-    assert!(compared > 350, "compared {compared} nodes");
+    assert!(compared > 600, "compared {compared} nodes");
     assert!(problems.is_empty(), "{} differences:\n{}", problems.len(), problems.join("\n"));
 }
 

@@ -290,7 +290,7 @@ fn volume_claim_templates_get_pending_phase_and_normalised_quantities() {
 fn bad_requests_are_refused_with_400() {
     let cases = [
         review("clonesets", "v1alpha1", "CloneSet", Operation::Create, &cloneset(json!({"replicas": "3"})), None),
-        review("clonesets", "v1beta1", "CloneSet", Operation::Create, &cloneset(json!({})), None),
+        review("clonesets", "v2", "CloneSet", Operation::Create, &cloneset(json!({})), None),
         review("clonesets", "v1alpha1", "CloneSet", Operation::Create, &Value::Null, None),
         review(
             "clonesets",
@@ -305,7 +305,7 @@ fn bad_requests_are_refused_with_400() {
     ];
     let wants = [
         "cannot decode CloneSet",
-        "unsupported version: v1beta1",
+        "unsupported version: v2",
         "there is no content to decode",
         "spec.template.spec.containers[0].resources.limits.cpu: quantities must match",
     ];

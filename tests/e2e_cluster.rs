@@ -48,7 +48,7 @@ async fn kubectl_apply_goes_through_kruise_webhooks() {
     assert!(ok, "{stdout}{stderr}");
     assert!(stdout.contains("cloneset.apps.kruise.io/sample created"), "{stdout}");
     let (ok, stdout, stderr) =
-        kubectl.run(&[&n[..], &["get", "clonesets.apps.kruise.io", "sample", "-o", "json"]].concat()).await;
+        kubectl.run(&[&n[..], &["get", "clonesets.v1alpha1.apps.kruise.io", "sample", "-o", "json"]].concat()).await;
     assert!(ok, "{stderr}");
     let stored: Value = serde_json::from_str(&stdout).unwrap();
     let spec = &stored["spec"];

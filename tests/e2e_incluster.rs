@@ -105,15 +105,22 @@ async fn store_undecodable_sidecarset(admin: &kube::Client) {
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     let crds: Api<CustomResourceDefinition> = Api::all(admin.clone());
     let name = "sidecarsets.apps.kruise.io";
-    let loose = json!({"spec": {"versions": [{
-        "name": "v1alpha1", "served": true, "storage": true, "subresources": {"status": {}},
-        "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
-    }]}});
+    // Both versions stay (v1beta1, the storage version, is in `status.storedVersions`); the object
+    // is written in the storage version, so no conversion is needed to store it.
+    let loose_version = |name: &str, storage: bool| {
+        json!({
+            "name": name, "served": true, "storage": storage, "subresources": {"status": {}},
+            "schema": {"openAPIV3Schema": {"type": "object", "x-kubernetes-preserve-unknown-fields": true}}
+        })
+    };
+    let loose = json!({"spec": {"versions": [loose_version("v1alpha1", false), loose_version("v1beta1", true)]}});
     crds.patch(name, &PatchParams::default(), &Patch::Merge(&loose)).await.unwrap();
-    let sets: Api<kube::api::DynamicObject> =
-        Api::all_with(admin.clone(), &kube::api::ApiResource::erase::<kruise::apis::SidecarSet>(&()));
+    let sets: Api<kube::api::DynamicObject> = Api::all_with(
+        admin.clone(),
+        &kube::api::ApiResource::erase::<kruise::apis::sidecarset::v1beta1::SidecarSet>(&()),
+    );
     let broken: kube::api::DynamicObject = serde_json::from_value(json!({
-        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet",
         "metadata": {"name": "broken"},
         "spec": {"selector": {"matchLabels": {"app": "api"}}, "containers": "oops"}
     }))

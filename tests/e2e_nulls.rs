@@ -56,7 +56,7 @@ spec:
     assert!(stdout.contains("cloneset.apps.kruise.io/nulls created"), "{stdout}");
 
     let (ok, stdout, stderr) =
-        kubectl.run(&["-n", ns.name(), "get", "clonesets.apps.kruise.io", "nulls", "-o", "json"]).await;
+        kubectl.run(&["-n", ns.name(), "get", "clonesets.v1alpha1.apps.kruise.io", "nulls", "-o", "json"]).await;
     assert!(ok, "{stderr}");
     let stored: Value = serde_json::from_str(&stdout).unwrap();
     let spec = stored["spec"].as_object().unwrap();

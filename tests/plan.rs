@@ -164,3 +164,37 @@ fn bad_input_gets_a_clear_error() {
     let o = kruise(&["plan"]);
     assert_eq!(o.status.code(), Some(2));
 }
+
+/// A snapshot whose CloneSet is v1beta1 (what `kubectl get cloneset` prints now that v1beta1 is
+/// served, issue 15) plans exactly as the same snapshot in v1alpha1.
+#[test]
+fn a_v1beta1_cloneset_plans_as_its_v1alpha1_form() {
+    let text = std::fs::read_to_string(data("computed.yaml")).unwrap();
+    let mut docs = Vec::new();
+    for doc in kruise::compat::yaml::documents(&text) {
+        let mut v = doc.unwrap().value;
+        if v["kind"] == "List" {
+            let items: Vec<Value> = v["items"].as_array().unwrap().clone();
+            v["items"] = items.into_iter().map(to_beta).collect();
+        } else {
+            v = to_beta(v);
+        }
+        docs.push(serde_json::to_string(&v).unwrap());
+    }
+    assert!(docs.iter().any(|d| d.contains("apps.kruise.io/v1beta1")), "the snapshot has a CloneSet");
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("v1beta1.yaml");
+    std::fs::write(&path, docs.join("\n---\n")).unwrap();
+    let alpha = kruise(&["plan", "-f", &data("computed.yaml"), "--now", NOW, "-o", "json"]);
+    let beta = kruise(&["plan", "-f", path.to_str().unwrap(), "--now", NOW, "-o", "json"]);
+    assert!(beta.status.success(), "{}", stderr(&beta));
+    assert_eq!(stdout(&beta), stdout(&alpha));
+}
+
+fn to_beta(v: Value) -> Value {
+    if v["kind"] == "CloneSet" {
+        kruise::core::conversion::convert(0, &v, "apps.kruise.io/v1beta1").unwrap()
+    } else {
+        v
+    }
+}

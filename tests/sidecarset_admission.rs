@@ -80,7 +80,7 @@ fn mutation_defaults_and_hashes() {
         out["metadata"]["annotations"]["kruise.io/sidecarset-hash-without-image"]
     );
     // Other versions and bad quantities are refused with 400; DELETE is allowed untouched.
-    let mut body = ReviewRequest::new(Operation::Create, "apps.kruise.io", "v1beta1", "SidecarSet", "sidecarsets")
+    let mut body = ReviewRequest::new(Operation::Create, "apps.kruise.io", "v2", "SidecarSet", "sidecarsets")
         .object(fixture.clone());
     assert_eq!(run(&ctx, Handler::MutateSidecarSet, &body).code, 400);
     body = review(

@@ -170,8 +170,8 @@ async fn cloneset_reviews() {
     assert!(message.starts_with("cannot decode CloneSet"), "{message}");
     let (code, message) = denied(&app.send(VALIDATE_CLONESET, &update(&valid, &Value::Null)).await);
     assert_eq!((code, message.as_str()), (400, "there is no content to decode"));
-    let v1beta1 = review("CloneSet", "v1beta1", Operation::Create, Some(&valid), None);
-    assert_eq!(denied(&app.send(VALIDATE_CLONESET, &v1beta1).await), (400, "unsupported version: v1beta1".into()));
+    let v2 = review("CloneSet", "v2", Operation::Create, Some(&valid), None);
+    assert_eq!(denied(&app.send(VALIDATE_CLONESET, &v2).await), (400, "unsupported version: v2".into()));
 }
 
 #[tokio::test]

@@ -1,6 +1,8 @@
 //! CloneSet `apps.kruise.io/v1alpha1` (spec §1.1): an enhanced Deployment with in-place update,
 //! partitions, `maxSurge`/`maxUnavailable` and selective deletion.
 
+pub mod v1beta1;
+
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;

@@ -1,6 +1,8 @@
 //! ImagePullJob `apps.kruise.io/v1alpha1` (spec §1.4): pulls an image on selected nodes; used by
 //! image pre-download before in-place updates.
 
+pub mod v1beta1;
+
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kube::CustomResource;

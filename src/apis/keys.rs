@@ -30,3 +30,13 @@ pub const SIDECARSET_INJECTED_LIST: &str = "kruise.io/sidecarset-injected-list";
 pub const DELETION_PROTECTION_FINALIZER: &str = "apps.kruise.io/deletion-protection";
 /// Namespace label Kubernetes sets on every namespace.
 pub const NAMESPACE_NAME_LABEL: &str = "kubernetes.io/metadata.name";
+/// CloneSet v1alpha1 annotation: image pre-download parallelism (a field in v1beta1).
+pub const IMAGE_PREDOWNLOAD_PARALLELISM: &str = "apps.kruise.io/image-predownload-parallelism";
+/// CloneSet v1alpha1 annotation: image pre-download timeout (a field in v1beta1).
+pub const IMAGE_PREDOWNLOAD_TIMEOUT_SECONDS: &str = "apps.kruise.io/image-predownload-timeout-seconds";
+/// CloneSet v1alpha1 annotation: updated ready pods before pre-download (a field in v1beta1).
+pub const IMAGE_PREDOWNLOAD_MIN_UPDATED_READY_PODS: &str = "apps.kruise.io/image-predownload-min-updated-ready-pods";
+/// CloneSet v1alpha1 label: scale arithmetic excludes PreparingDelete pods (a field in v1beta1).
+pub const SCALING_EXCLUDE_PREPARING_DELETE: &str = "apps.kruise.io/cloneset-scaling-exclude-preparing-delete";
+/// SidecarSet v1alpha1 label: custom version (`spec.customVersion` in v1beta1).
+pub const SIDECARSET_CUSTOM_VERSION: &str = "apps.kruise.io/sidecarset-custom-version";

@@ -1,6 +1,8 @@
 //! SidecarSet `apps.kruise.io/v1alpha1` (spec §1.3): cluster-scoped sidecar definitions injected
 //! into matching pods at creation.
 
+pub mod v1beta1;
+
 use k8s_openapi::api::core::v1::{Container, LocalObjectReference, ObjectFieldSelector, Volume};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;

@@ -136,7 +136,9 @@ impl Leader {
         let mut targets = publish::observe_configurations(&self.client, &self.settings)
             .await
             .map_err(api_err("read the webhook configurations"))?;
-        let fresh = self.crds.as_ref().is_some_and(|(at, _)| at.elapsed() < CRD_REFRESH);
+        // No kruise CRD yet (the manager started first, as on a fresh install): look again every
+        // round, or their conversion webhooks would distrust us for up to CRD_REFRESH.
+        let fresh = self.crds.as_ref().is_some_and(|(at, crds)| !crds.is_empty() && at.elapsed() < CRD_REFRESH);
         if !fresh {
             let crds = publish::observe_crds(&self.client, &self.settings).await.map_err(api_err("list CRDs"))?;
             self.crds = Some((Instant::now(), crds));

@@ -5,7 +5,13 @@
 //! does not decode is skipped, logged and counted (`kruise_cluster_view_decode_failures`), and the
 //! watch goes on. A relist replaces a kind's objects at once, so readers never see it half-listed.
 //! Pods are not watched: the one handler that reads pods (`podsToDelete` of a CloneSet) fetches
-//! them on demand through [`PodSource`].
+//! them on demand through [`PodSource`]. SidecarSets are watched at their storage version,
+//! v1beta1, and converted to the v1alpha1 model in-process (issue 15): readiness waits for this
+//! view, so it must not depend on our own `/convert`. Objects written before the storage version
+//! changed (every SidecarSet of kruise ≤ 1.8) are still stored as v1alpha1, and a v1beta1 list
+//! of them needs `/convert`: when a list fails, the next one asks for the other version, so a
+//! cluster whose SidecarSets are all stored as either version lists without us. (A cluster with
+//! both still needs a ready replica to serve `/convert`.)
 
 use std::collections::BTreeSet;
 use std::sync::{Arc, Mutex, RwLock, RwLockReadGuard};
@@ -22,7 +28,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::snapshot::{Snapshot, ViewKind};
 use super::{ClusterView, PodSource, PodsFuture};
-use crate::apis::SidecarSet;
+use crate::apis::{SidecarSet, sidecarset};
 use crate::metrics::{KindLabels, Metrics};
 
 /// Name of kruise's configuration ConfigMap in the manager namespace.
@@ -65,13 +71,7 @@ impl LiveView {
 
     /// Starts one watch per kind; they stop when `token` is cancelled.
     pub fn start(self: &Arc<Self>, token: &CancellationToken) -> Vec<tokio::task::JoinHandle<()>> {
-        WATCHED
-            .into_iter()
-            .map(|kind| {
-                let (api, config) = self.watch_target(kind);
-                tokio::spawn(Arc::clone(self).watch(kind, api, config, token.clone()))
-            })
-            .collect()
+        WATCHED.into_iter().map(|kind| tokio::spawn(Arc::clone(self).watch_versions(kind, token.clone()))).collect()
     }
 
     /// `Ok` once every kind has been listed; otherwise which kinds have not.
@@ -96,16 +96,43 @@ impl LiveView {
         f(&mut store);
     }
 
-    fn watch_target(&self, kind: ViewKind) -> (Api<DynamicObject>, watcher::Config) {
+    /// Watches `kind`, at the next of its [`api_versions`] each time a list fails, until `token`
+    /// is cancelled.
+    async fn watch_versions(self: Arc<Self>, kind: ViewKind, token: CancellationToken) {
+        let versions = api_versions(kind);
+        for attempt in 0usize.. {
+            let api_version = versions[attempt % versions.len()];
+            let (api, config) = self.watch_target(kind, api_version);
+            let list_failed = Arc::clone(&self).watch(kind, api, config, api_version, versions.len() > 1, &token).await;
+            if !list_failed || token.is_cancelled() {
+                return;
+            }
+            let next = versions[(attempt + 1) % versions.len()];
+            tracing::warn!(kind = kind.name(), failed = api_version, next, "list failed; listing the other version");
+            tokio::select! {
+                () = token.cancelled() => return,
+                () = tokio::time::sleep(VERSION_RETRY) => {}
+            }
+        }
+    }
+
+    fn watch_target(&self, kind: ViewKind, api_version: &str) -> (Api<DynamicObject>, watcher::Config) {
         let client = self.client.clone();
         let ns = self.namespace.as_str();
         match kind {
             ViewKind::Namespace => {
                 (Api::all_with(client, &ApiResource::erase::<Namespace>(&())), watcher::Config::default())
             }
-            ViewKind::SidecarSet => {
+            // At the storage version (v1beta1) first, converted in-process by the snapshot: a list
+            // at v1alpha1 would go through our own /convert, which the apiserver reaches only on
+            // ready endpoints, and readiness waits for this list (a deadlock on a fresh start).
+            ViewKind::SidecarSet if api_version == SIDECARSET_V1ALPHA1 => {
                 (Api::all_with(client, &ApiResource::erase::<SidecarSet>(&())), watcher::Config::default())
             }
+            ViewKind::SidecarSet => (
+                Api::all_with(client, &ApiResource::erase::<sidecarset::v1beta1::SidecarSet>(&())),
+                watcher::Config::default(),
+            ),
             ViewKind::ControllerRevision => (
                 Api::namespaced_with(client, ns, &ApiResource::erase::<ControllerRevision>(&())),
                 watcher::Config::default(),
@@ -117,22 +144,30 @@ impl LiveView {
         }
     }
 
+    /// Follows one watch of `kind` at `api_version`; `true` when it ended because a list failed
+    /// and `switch_on_list_failure` asks to try another version.
     async fn watch(
         self: Arc<Self>,
         kind: ViewKind,
         api: Api<DynamicObject>,
         config: watcher::Config,
-        token: CancellationToken,
-    ) {
+        api_version: &str,
+        switch_on_list_failure: bool,
+        token: &CancellationToken,
+    ) -> bool {
         let labels = KindLabels { kind: kind.name().to_string() };
         let stream = watcher::watcher(api, config).default_backoff().take_until(token.clone().cancelled_owned());
         tokio::pin!(stream);
         let mut listing: Vec<Value> = Vec::new();
         while let Some(event) = stream.next().await {
             match event {
+                Err(watcher::Error::InitialListFailed(e)) if switch_on_list_failure => {
+                    tracing::warn!(kind = kind.name(), api_version, error = %e, "list failed");
+                    return true;
+                }
                 Err(e) => tracing::warn!(kind = kind.name(), error = %e, "watch failed; retrying"),
                 Ok(Event::Init) => listing.clear(),
-                Ok(Event::InitApply(o)) => listing.push(json_of(kind, o)),
+                Ok(Event::InitApply(o)) => listing.push(json_of(kind, api_version, o)),
                 Ok(Event::InitDone) => {
                     let objects = std::mem::take(&mut listing);
                     let mut failed = Vec::new();
@@ -152,7 +187,7 @@ impl LiveView {
                         (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default());
                     let mut result = Ok(true);
                     self.write(|s| {
-                        result = s.insert(json_of(kind, o));
+                        result = s.insert(json_of(kind, api_version, o));
                         if result.is_err() {
                             // What we can no longer read must not be acted on in its old form.
                             s.remove(kind, &namespace, &name);
@@ -171,6 +206,7 @@ impl LiveView {
                 }
             }
         }
+        false
     }
 
     fn decode_failed(&self, kind: ViewKind, labels: &KindLabels, name: &str, e: &crate::compat::decode::Error) {
@@ -179,15 +215,26 @@ impl LiveView {
     }
 }
 
+/// The SidecarSet versions the view lists, in the order it tries them.
+const SIDECARSET_V1BETA1: &str = "apps.kruise.io/v1beta1";
+const SIDECARSET_V1ALPHA1: &str = "apps.kruise.io/v1alpha1";
+
+/// How long after a failed list the other version is listed.
+const VERSION_RETRY: Duration = Duration::from_secs(1);
+
+/// The `apiVersion`s a kind is listed at, the first one first and the next after a failed list.
+fn api_versions(kind: ViewKind) -> &'static [&'static str] {
+    match kind {
+        ViewKind::SidecarSet => &[SIDECARSET_V1BETA1, SIDECARSET_V1ALPHA1],
+        ViewKind::ControllerRevision => &["apps/v1"],
+        ViewKind::Namespace | ViewKind::ConfigMap | ViewKind::Pod => &["v1"],
+    }
+}
+
 /// The JSON of a watched object with its `apiVersion` and `kind` (list items carry neither).
-fn json_of(kind: ViewKind, object: DynamicObject) -> Value {
+fn json_of(kind: ViewKind, api_version: &str, object: DynamicObject) -> Value {
     let mut value = serde_json::to_value(&object).unwrap_or(Value::Null);
     if let Value::Object(map) = &mut value {
-        let api_version = match kind {
-            ViewKind::SidecarSet => "apps.kruise.io/v1alpha1",
-            ViewKind::ControllerRevision => "apps/v1",
-            ViewKind::Namespace | ViewKind::ConfigMap | ViewKind::Pod => "v1",
-        };
         map.insert("apiVersion".into(), api_version.into());
         map.insert("kind".into(), kind.name().into());
     }

@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::ClusterView;
 use crate::apis::SidecarSet;
 use crate::compat::decode::{Error as DecodeError, from_value};
+use crate::core::conversion::{V1ALPHA1, V1BETA1};
 
 /// The kinds a view holds.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, PartialOrd, Ord)]
@@ -36,7 +37,7 @@ impl ViewKind {
         Some(match (api_version, kind) {
             ("v1", "Namespace") => ViewKind::Namespace,
             ("v1", "Pod") => ViewKind::Pod,
-            ("apps.kruise.io/v1alpha1", "SidecarSet") => ViewKind::SidecarSet,
+            ("apps.kruise.io/v1alpha1" | "apps.kruise.io/v1beta1", "SidecarSet") => ViewKind::SidecarSet,
             ("v1", "ConfigMap") => ViewKind::ConfigMap,
             ("apps/v1", "ControllerRevision") => ViewKind::ControllerRevision,
             _ => return None,
@@ -98,7 +99,18 @@ impl Snapshot {
                 self.pods.insert(key(&pod.metadata), Arc::new(pod));
             }
             ViewKind::SidecarSet => {
-                let set: SidecarSet = from_value(&object)?;
+                // Held on the v1alpha1 model the decisions use; a v1beta1 object (the storage
+                // version, as the live view reads it) is converted here, not by the apiserver.
+                let set: SidecarSet = if object.get("apiVersion").and_then(Value::as_str) == Some(V1BETA1) {
+                    let mut object = object;
+                    if let Value::Object(map) = &mut object {
+                        crate::core::conversion::sidecarset::to_v1alpha1(map);
+                        map.insert("apiVersion".into(), Value::from(V1ALPHA1));
+                    }
+                    from_value(&object)?
+                } else {
+                    from_value(&object)?
+                };
                 self.insert_sidecarset(set, index);
             }
             ViewKind::ConfigMap => {
@@ -305,4 +317,31 @@ fn required_label(set: &SidecarSet) -> Option<(String, String)> {
     crate::compat::selector::Selector::from_validated(Some(selector)).ok()?;
     let (k, v) = selector.match_labels.as_ref()?.iter().next()?;
     Some((k.clone(), v.clone()))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::json;
+
+    /// A v1beta1 SidecarSet (as the live view reads it, at the storage version) is held on the
+    /// v1alpha1 model: its namespace selector on the name label scopes it to that namespace.
+    #[test]
+    fn v1beta1_sidecarsets_are_held_as_v1alpha1() {
+        let mut snap = Snapshot::default();
+        let set = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet", "metadata": {"name": "s"},
+            "spec": {"selector": {"matchLabels": {"app": "a"}}, "customVersion": "v3",
+                     "namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": "team"}},
+                     "containers": [{"name": "c", "image": "busybox"}]}});
+        assert!(snap.insert(set).unwrap());
+        let held = snap.sidecarsets();
+        assert_eq!(held.len(), 1);
+        assert_eq!(held[0].spec.namespace, "team");
+        assert_eq!(held[0].metadata.labels.as_ref().unwrap()["apps.kruise.io/sidecarset-custom-version"], "v3");
+        assert_eq!(snap.sidecarsets_for_namespace("team").len(), 1);
+        assert!(snap.sidecarsets_for_namespace("other").is_empty());
+        let bad = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "SidecarSet", "metadata": {"name": "b"},
+            "spec": {"containers": "oops"}});
+        assert!(snap.insert(bad).is_err(), "an undecodable v1beta1 object is an error, as a v1alpha1 one");
+    }
 }

@@ -18,7 +18,7 @@
 //! - [`sidecar`]: SidecarSets: defaults, hashes, validity, which apply to a pod and what
 //!   injecting them changes (spec §1.3, §2.3, §4).
 //! - [`pod_mutation`]: the other pod mutators, readiness gate and launch priority (spec §4.1).
-//! - [`conversion`]: Advanced StatefulSet v1alpha1 <-> v1beta1.
+//! - [`conversion`]: v1alpha1 <-> v1beta1 of CloneSet, SidecarSet, ImagePullJob and Advanced StatefulSet; the `/convert` answer.
 //! - [`features`]: which feature gates are on (kruise's names, defaults and dependencies).
 //! - [`certs`]: the webhook certificate's next step: renewal and overlapping CA rotation (§8.4).
 //! - [`podreadiness`]: which pods get the `KruisePodReady` condition (kruise's podreadiness controller).

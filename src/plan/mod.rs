@@ -71,6 +71,16 @@ fn group(manifests: &[Manifest]) -> Result<Objects, PlanError> {
         let api = m.object["apiVersion"].as_str().unwrap_or("");
         match (api, m.object["kind"].as_str().unwrap_or("")) {
             ("apps.kruise.io/v1alpha1", "CloneSet") => o.clonesets.push(decode(m)?),
+            // `kubectl get cloneset` prints the preferred version, v1beta1: planned on the
+            // v1alpha1 model the controller reads, as the apiserver converts it.
+            ("apps.kruise.io/v1beta1", "CloneSet") => {
+                let mut m = m.clone();
+                if let Ok(v1alpha1) = crate::core::conversion::convert(0, &m.object, crate::core::conversion::V1ALPHA1)
+                {
+                    m.object = v1alpha1;
+                }
+                o.clonesets.push(decode(&m)?)
+            }
             ("v1", "Pod") => o.pods.push(decode(m)?),
             ("v1", "PersistentVolumeClaim") => o.pvcs.push(decode(m)?),
             ("apps/v1", "ControllerRevision") => o.revisions.push(decode(m)?),

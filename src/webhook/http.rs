@@ -59,10 +59,11 @@ pub fn router(state: Arc<AppState>) -> Router {
         let metrics = Arc::new(PathMetrics::new(path));
         router = router.route(
             path,
-            post(move |s: State<Arc<AppState>>, h: HeaderMap, b: Body| serve(s, Arc::clone(&metrics), h, b)),
+            post(move |s: State<Arc<AppState>>, r: axum::extract::Request| serve(s, Arc::clone(&metrics), r)),
         );
     }
     router
+        .route(paths::CONVERT, post(super::convert::serve))
         .route("/healthz", axum::routing::get(|| async { "ok" }))
         .fallback(|| async { error(StatusCode::NOT_FOUND, "NotFound", "no webhook is served on this path") })
         .with_state(Arc::clone(&state))
@@ -142,27 +143,29 @@ impl PathMetrics {
     }
 }
 
+/// Takes the request whole: a `HeaderMap` extractor would clone the headers of every review.
 async fn serve(
     State(state): State<Arc<AppState>>,
     metrics: Arc<PathMetrics>,
-    headers: HeaderMap,
-    body: Body,
+    request: axum::extract::Request,
 ) -> Response {
     let started = Instant::now();
     let gauge = metrics.in_flight(&state.metrics);
     gauge.inc();
     let _in_flight = InFlight(gauge);
 
-    let (response, allowed) = answer(&state, metrics.path, &headers, body).await;
+    let (parts, body) = request.into_parts();
+    let (response, allowed) = answer(&state, metrics.path, &parts.headers, body).await;
     metrics.observe(&state.metrics, response.status(), allowed, started.elapsed().as_secs_f64());
     response
 }
 
-/// The response and, when a verdict was reached, whether it allowed.
-async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body: Body) -> (Response, Option<bool>) {
+/// The body of a webhook request under the transport rules: JSON only (415), at most
+/// [`MAX_BODY_BYTES`] (413), read whole (400 when it stops arriving). Shared with `/convert`.
+pub(crate) async fn read_body(path: &str, headers: &HeaderMap, body: Body) -> Result<Bytes, Response> {
     if !is_json(headers) {
         let msg = "Content-Type must be application/json";
-        return (error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", msg), None);
+        return Err(error(StatusCode::UNSUPPORTED_MEDIA_TYPE, "UnsupportedMediaType", msg));
     }
     let too_large = headers
         .get(header::CONTENT_LENGTH)
@@ -171,20 +174,28 @@ async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body:
         .is_some_and(|len| len > MAX_BODY_BYTES);
     let too_large_response = || {
         let msg = format!("request body is larger than {MAX_BODY_BYTES} bytes");
-        (error(StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge", &msg), None)
+        error(StatusCode::PAYLOAD_TOO_LARGE, "RequestEntityTooLarge", &msg)
     };
     if too_large {
-        return too_large_response();
+        return Err(too_large_response());
     }
-    let bytes: Bytes = match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
-        Ok(b) => b,
-        Err(e) if is_length_limit(&e) => return too_large_response(),
+    match axum::body::to_bytes(body, MAX_BODY_BYTES).await {
+        Ok(b) => Ok(b),
+        Err(e) if is_length_limit(&e) => Err(too_large_response()),
         // The body stopped arriving (the request-read timeout, a reset): not a size problem.
         Err(e) => {
             tracing::debug!(webhook = path, error = %e, "request body could not be read");
             let msg = format!("the request body could not be read: {e}");
-            return (error(StatusCode::BAD_REQUEST, "BadRequest", &msg), None);
+            Err(error(StatusCode::BAD_REQUEST, "BadRequest", &msg))
         }
+    }
+}
+
+/// The response and, when a verdict was reached, whether it allowed.
+async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body: Body) -> (Response, Option<bool>) {
+    let bytes = match read_body(path, headers, body).await {
+        Ok(b) => b,
+        Err(response) => return (response, None),
     };
     let review = match review::decode(&bytes) {
         Ok(r) => r,

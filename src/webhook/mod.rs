@@ -3,6 +3,7 @@
 //! One file per webhook of the path table, named after its [`Handler`] (`mutate_cloneset.rs`
 //! answers [`Handler::MutateCloneSet`]); the decoding steps they share are here.
 
+pub mod convert;
 pub mod http;
 pub mod mutate_cloneset;
 pub mod mutate_pod;
@@ -19,13 +20,15 @@ use std::sync::Arc;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::core::admission::Operation;
+use std::borrow::Cow;
+
 use serde::de::DeserializeOwned;
-use serde_json::Value;
+use serde_json::{Map, Value};
 
 use crate::apis::statefulset::{v1alpha1, v1beta1};
 use crate::cluster::ClusterView;
 use crate::config::Config;
-use crate::core::conversion::statefulset_to_v1beta1;
+use crate::core::conversion::{self, statefulset_to_v1beta1};
 use crate::core::features::FeatureGates;
 pub use paths::Handler;
 pub use review::{Review, Verdict};
@@ -103,25 +106,61 @@ pub(crate) fn deletion_verdict(meta: &ObjectMeta, replicas: Option<i32>, gates: 
     }
 }
 
-/// The new object of a CREATE or UPDATE for a handler serving one API version: `None` for
-/// other operations (nothing to mutate or validate), 400 for another version or an object that
-/// does not decode.
-pub(crate) fn decode_written<T: DeserializeOwned>(
-    review: &Review,
-    served: &str,
-    what: &str,
-) -> Result<Option<T>, Verdict> {
-    if !writes_object(&review.request.operation) {
-        return Ok(None);
-    }
-    require_version(review, served)?;
-    decode_object(review.object.as_ref(), what).map(Some)
+/// How a kind's v1beta1 JSON becomes v1alpha1 and back (`core::conversion::<kind>`).
+#[derive(Clone, Copy)]
+pub(crate) struct Versions {
+    /// v1beta1 -> v1alpha1, in place.
+    pub to_v1alpha1: fn(&mut Map<String, Value>),
+    /// v1alpha1 -> v1beta1, in place.
+    pub to_v1beta1: fn(&mut Map<String, Value>),
 }
 
-/// 400 unless the request is for the one API version a handler serves.
-pub(crate) fn require_version(review: &Review, served: &str) -> Result<(), Verdict> {
-    let version = &review.request.resource.version;
-    if version == served { Ok(()) } else { Err(Verdict::errored(400, format!("unsupported version: {version}"))) }
+/// CloneSet conversions.
+pub(crate) const CLONESET: Versions =
+    Versions { to_v1alpha1: conversion::cloneset::to_v1alpha1, to_v1beta1: conversion::cloneset::to_v1beta1 };
+/// SidecarSet conversions.
+pub(crate) const SIDECARSET: Versions =
+    Versions { to_v1alpha1: conversion::sidecarset::to_v1alpha1, to_v1beta1: conversion::sidecarset::to_v1beta1 };
+
+/// Decodes a CloneSet or SidecarSet of the request's API version on the one model the
+/// decisions use, v1alpha1 (spec §1.1.4): a v1beta1 object is converted on its JSON first.
+/// Returns the typed object and the v1alpha1 JSON it was decoded from (the request's own JSON
+/// for v1alpha1). 400 for another version or an object that does not decode.
+pub(crate) fn decode_on_v1alpha1<'a, T: DeserializeOwned>(
+    raw: Option<&'a Value>,
+    what: &str,
+    version: &str,
+    versions: Versions,
+) -> Result<(T, Cow<'a, Value>), Verdict> {
+    let raw = match version {
+        "v1alpha1" => raw.map(Cow::Borrowed),
+        "v1beta1" => raw.map(|r| {
+            let mut r = r.clone();
+            if let Value::Object(map) = &mut r {
+                (versions.to_v1alpha1)(map);
+            }
+            Cow::Owned(r)
+        }),
+        other => return Err(Verdict::errored(400, format!("unsupported version: {other}"))),
+    };
+    let typed = decode_object(raw.as_deref(), what)?;
+    Ok((typed, raw.unwrap_or(Cow::Owned(Value::Null))))
+}
+
+/// The `spec` of a mutated v1alpha1 object in the request's version: itself for v1alpha1,
+/// converted for v1beta1. Handlers lay it over the request's own JSON, so the patch is computed
+/// against what the apiserver sent.
+pub(crate) fn spec_in_version(mutated_v1alpha1: Value, version: &str, versions: Versions) -> Value {
+    let mut object = mutated_v1alpha1;
+    if version == "v1beta1"
+        && let Value::Object(map) = &mut object
+    {
+        (versions.to_v1beta1)(map);
+    }
+    match object {
+        Value::Object(mut map) => map.remove("spec").unwrap_or(Value::Null),
+        _ => Value::Null,
+    }
 }
 
 /// Decodes an Advanced StatefulSet of the request's API version as v1beta1 (v1alpha1 objects are

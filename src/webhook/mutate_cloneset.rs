@@ -1,41 +1,67 @@
-//! CloneSet mutating handler `mcloneset.kb.io` (spec §1.1.3): defaults the object; template
-//! defaults only on CREATE or when the template changed; no patch when nothing changed.
+//! CloneSet mutating handler `mcloneset.kb.io` (spec §1.1.3, §1.1.4), both API versions on the
+//! v1alpha1 model: a v1beta1 object is converted, defaulted (as kruise's
+//! `SetDefaultsCloneSetV1beta1`: under OnDelete the rolling parameters stay unset), converted
+//! back, and its spec laid over the request's own JSON. Template defaults only on CREATE or when
+//! the template changed; no patch when nothing changed.
 
 use kube::core::admission::Operation;
-use serde_json::json;
+use serde_json::{Value, json};
 
 use super::review::{Review, Verdict};
-use super::{Context, decode_object, decode_written};
+use super::{CLONESET, Context, decode_on_v1alpha1, spec_in_version, writes_object};
 use crate::apis::CloneSet;
+use crate::apis::cloneset::v1beta1::{ON_DELETE, ROLLING_UPDATE};
 use crate::compat::patch::Overlay;
-use crate::core::defaults::cloneset::default_cloneset;
+use crate::core::defaults::cloneset::{default_cloneset, default_cloneset_v1beta1};
 use crate::core::defaults::pod::should_inject_template_defaults;
 
 /// Answers a CloneSet CREATE or UPDATE with its defaults.
 pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     let req = &review.request;
-    let mut cloneset: CloneSet = match decode_written(review, "v1alpha1", "CloneSet") {
-        Ok(Some(o)) => o,
-        Ok(None) => return Verdict::allow(),
-        Err(v) => return v,
-    };
-    let template_equal = if req.operation == Operation::Update {
-        let old: CloneSet = match decode_object(review.old_object.as_ref(), "old CloneSet") {
-            Ok(c) => c,
+    if !writes_object(&req.operation) {
+        return Verdict::allow();
+    }
+    let version = req.resource.version.as_str();
+    let (mut cloneset, model) =
+        match decode_on_v1alpha1::<CloneSet>(review.object.as_ref(), "CloneSet", version, CLONESET) {
+            Ok(pair) => pair,
             Err(v) => return v,
         };
-        Some(old.spec.template == cloneset.spec.template)
+    let template_equal = if req.operation == Operation::Update {
+        match decode_on_v1alpha1::<CloneSet>(review.old_object.as_ref(), "old CloneSet", version, CLONESET) {
+            Ok((old, _)) => Some(old.spec.template == cloneset.spec.template),
+            Err(v) => return v,
+        }
     } else {
         None
     };
     let inject = should_inject_template_defaults(template_equal, &ctx.config.gates);
-    if let Err(e) = default_cloneset(&mut cloneset.spec, inject, &ctx.config.gates) {
+    let defaulted = if version == "v1beta1" {
+        default_cloneset_v1beta1(&mut cloneset.spec, inject, &ctx.config.gates)
+    } else {
+        default_cloneset(&mut cloneset.spec, inject, &ctx.config.gates)
+    };
+    if let Err(e) = defaulted {
         return Verdict::errored(400, e.to_string());
     }
     let Some(raw) = review.object.as_ref() else { return Verdict::allow() };
     // Defaults only touch `spec`: metadata and status are left exactly as sent.
-    match serde_json::to_value(&cloneset.spec) {
-        Ok(spec) => Verdict::patched(Overlay::new(raw, &json!({ "spec": spec })).patch()),
-        Err(e) => Verdict::errored(500, format!("cannot encode CloneSet: {e}")),
+    let spec = match serde_json::to_value(&cloneset.spec) {
+        Ok(spec) => spec,
+        Err(e) => return Verdict::errored(500, format!("cannot encode CloneSet: {e}")),
+    };
+    if version == "v1alpha1" {
+        return Verdict::patched(Overlay::new(raw, &json!({ "spec": spec })).patch());
     }
+    let mutated = Overlay::new(&model, &json!({ "spec": spec })).into_target();
+    let mut spec = spec_in_version(mutated, version, CLONESET);
+    // SetDefaultsCloneSetV1beta1 leaves an unknown `type` and its strategy alone (the model
+    // cannot carry it: it reads as RollingUpdate), for validation to name it.
+    let sent = raw.pointer("/spec/updateStrategy");
+    if !matches!(sent.and_then(|s| s.get("type")).and_then(Value::as_str), None | Some("" | ROLLING_UPDATE | ON_DELETE))
+        && let (Some(sent), Some(spec)) = (sent, spec.as_object_mut())
+    {
+        spec.insert("updateStrategy".into(), sent.clone());
+    }
+    Verdict::patched(Overlay::new(raw, &json!({ "spec": spec })).patch())
 }

@@ -102,6 +102,9 @@ pub const MUTATE_SIDECARSET: &str = "/mutate-apps-kruise-io-sidecarset";
 /// SidecarSet validating path.
 pub const VALIDATE_SIDECARSET: &str = "/validate-apps-kruise-io-sidecarset";
 
+/// The CRD conversion webhook (every kruise CRD with more than one version).
+pub const CONVERT: &str = "/convert";
+
 /// The webhooks of spec §8.2.
 pub const WEBHOOKS: &[Webhook] = &[
     Webhook {
@@ -141,7 +144,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-cloneset"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["clonesets"],
             operations: CREATE_UPDATE,
         }],
@@ -156,7 +159,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/validate-apps-kruise-io-v1alpha1-cloneset"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["clonesets"],
             operations: CREATE_UPDATE_DELETE,
         }],
@@ -201,7 +204,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-sidecarset"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["sidecarsets"],
             operations: CREATE_UPDATE,
         }],
@@ -216,7 +219,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/validate-apps-kruise-io-v1alpha1-sidecarset"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["sidecarsets"],
             operations: CREATE_UPDATE,
         }],
@@ -261,7 +264,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-imagepulljob"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["imagepulljobs"],
             operations: CREATE_UPDATE,
         }],
@@ -276,7 +279,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/validate-apps-kruise-io-v1alpha1-imagepulljob"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["imagepulljobs"],
             operations: CREATE_UPDATE,
         }],

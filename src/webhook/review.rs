@@ -45,8 +45,88 @@ pub enum DecodeError {
     InvalidRequest(#[source] serde_json::Error),
 }
 
-/// Decodes an AdmissionReview body.
+/// Decodes an AdmissionReview body: in one pass into the envelope's types with the objects as
+/// raw JSON ([`Wire`]); a body that pass does not take (anything malformed, or of another kind)
+/// goes through [`decode_checked`], whose errors are the answers.
 pub fn decode(body: &[u8]) -> Result<Review, DecodeError> {
+    match serde_json::from_slice::<Wire>(body) {
+        Ok(Wire { api_version, kind, request: Some(r), response: _ })
+            if kind == "AdmissionReview" && (api_version == ADMISSION_V1 || api_version == ADMISSION_V1BETA1) =>
+        {
+            let request = AdmissionRequest {
+                types: kube::core::TypeMeta { api_version, kind },
+                uid: r.uid,
+                kind: r.kind,
+                resource: r.resource,
+                sub_resource: r.sub_resource,
+                request_kind: r.request_kind,
+                request_resource: r.request_resource,
+                request_sub_resource: r.request_sub_resource,
+                name: r.name,
+                namespace: r.namespace,
+                operation: r.operation,
+                user_info: r.user_info,
+                object: None,
+                old_object: None,
+                dry_run: r.dry_run,
+                options: r.options,
+            };
+            Ok(Review { request, object: r.object, old_object: r.old_object })
+        }
+        _ => decode_checked(body),
+    }
+}
+
+/// The AdmissionReview as [`decode`] reads it in one pass: kube-core's `AdmissionReview` field
+/// for field (the same field types, so the same values are accepted), except that the objects
+/// stay raw JSON. kube-core's type would decode them as `DynamicObject`s and flattens its
+/// `TypeMeta`, which buffers the whole envelope once more; [`decode_checked`] therefore went
+/// through a `Value` of the whole body and decoded the envelope from it (issue 16).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct Wire {
+    api_version: String,
+    kind: String,
+    request: Option<WireRequest>,
+    /// Decoded (and dropped) so that a malformed `response` is refused as kube-core refuses it.
+    #[serde(default)]
+    #[allow(dead_code)]
+    response: Option<kube::core::admission::AdmissionResponse>,
+}
+
+/// kube-core's `AdmissionRequest` with raw objects (see [`Wire`]).
+#[derive(serde::Deserialize)]
+#[serde(rename_all = "camelCase")]
+struct WireRequest {
+    uid: String,
+    kind: kube::core::GroupVersionKind,
+    resource: kube::core::GroupVersionResource,
+    #[serde(default)]
+    sub_resource: Option<String>,
+    #[serde(default)]
+    request_kind: Option<kube::core::GroupVersionKind>,
+    #[serde(default)]
+    request_resource: Option<kube::core::GroupVersionResource>,
+    #[serde(default)]
+    request_sub_resource: Option<String>,
+    #[serde(default)]
+    name: String,
+    #[serde(default)]
+    namespace: Option<String>,
+    operation: kube::core::admission::Operation,
+    user_info: k8s_openapi::api::authentication::v1::UserInfo,
+    /// `null` reads as absent.
+    object: Option<Value>,
+    old_object: Option<Value>,
+    #[serde(default)]
+    dry_run: bool,
+    #[serde(default)]
+    options: Option<k8s_openapi::apimachinery::pkg::runtime::RawExtension>,
+}
+
+/// Decodes an AdmissionReview body step by step, each step with its own error: JSON, an
+/// AdmissionReview of a version we answer, a request, a valid envelope.
+fn decode_checked(body: &[u8]) -> Result<Review, DecodeError> {
     let mut value: Value = serde_json::from_slice(body).map_err(DecodeError::NotJson)?;
     let Value::Object(map) = &mut value else {
         return Err(DecodeError::NotAdmissionReview("the body is not a JSON object".into()));
@@ -155,7 +235,12 @@ impl Verdict {
 /// omitted): the answers stay what they were, without building a `Value` tree per review. The
 /// unit tests below hold the kube-core construction as the reference.
 pub fn encode(request: &AdmissionRequest<DynamicObject>, verdict: &Verdict) -> Vec<u8> {
-    let patch = match verdict.patch.as_ref().map(serde_json::to_vec) {
+    // Sized for a typical injection patch: growing from serde_json's default copied it 5 times.
+    let to_json = |patch: &Patch| {
+        let mut json = Vec::with_capacity(4096);
+        serde_json::to_writer(&mut json, patch).map(|()| json)
+    };
+    let patch = match verdict.patch.as_ref().map(to_json) {
         None => None,
         Some(Ok(bytes)) => Some(bytes),
         // Serialising a json_patch::Patch cannot fail; if it ever did, refusing is the only
@@ -324,6 +409,33 @@ mod tests {
         }
     }
 
+    /// The one-pass decode reads every review exactly as the step-by-step decode does.
+    #[test]
+    fn one_pass_decode_is_the_checked_decode() {
+        let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/reviews");
+        let mut bodies: Vec<Vec<u8>> =
+            std::fs::read_dir(dir).unwrap().map(|e| std::fs::read(e.unwrap().path()).unwrap()).collect();
+        bodies.extend([ADMISSION_V1, ADMISSION_V1BETA1].map(body));
+        let mut v: Value = serde_json::from_slice(&body(ADMISSION_V1)).unwrap();
+        v["request"]["oldObject"] = json!({"metadata": {"name": "old"}});
+        v["request"]["dryRun"] = json!(true);
+        v["request"]["namespace"] = Value::Null;
+        v["request"]["subResource"] = json!("status");
+        v["request"]["options"] = json!({"kind": "CreateOptions", "apiVersion": "meta.k8s.io/v1"});
+        v["request"]["userInfo"] = json!({"username": "u", "groups": ["g"], "extra": {"k": ["v"]}});
+        v["request"]["unknownField"] = json!(1);
+        v["response"] = Value::Null;
+        v["extra"] = json!({"x": 1});
+        bodies.push(serde_json::to_vec(&v).unwrap());
+        v["request"]["object"] = Value::Null;
+        bodies.push(serde_json::to_vec(&v).unwrap());
+        for b in &bodies {
+            let fast = format!("{:?}", decode(b).unwrap());
+            let checked = format!("{:?}", decode_checked(b).unwrap());
+            assert_eq!(fast, checked, "{}", String::from_utf8_lossy(b));
+        }
+    }
+
     #[test]
     fn rejects_what_is_not_a_review() {
         let cases: &[(&[u8], &str)] = &[
@@ -336,6 +448,12 @@ mod tests {
                 b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\",\"request\":{\"uid\":1}}",
                 "invalid",
             ),
+            (
+                b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\",\"request\":null}",
+                "no request",
+            ),
+            (b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"v2\",\"request\":{}}", "not an AdmissionReview"),
+            (b"{\"kind\":\"AdmissionReview\",\"apiVersion\":\"admission.k8s.io/v1\",\"request\":{\"uid\":\"u\",\"kind\":{\"group\":\"\",\"version\":\"v1\",\"kind\":\"Pod\"},\"resource\":{\"group\":\"\",\"version\":\"v1\",\"resource\":\"pods\"},\"operation\":\"CREATE\",\"userInfo\":{}},\"response\":{\"allowed\":\"yes\"}}", "invalid"),
         ];
         for (input, want) in cases {
             let err = decode(input).unwrap_err().to_string();

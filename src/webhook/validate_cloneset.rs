@@ -1,43 +1,56 @@
-//! CloneSet validating handler `vcloneset.kb.io` (spec §2.1, decisions §11): decodes the review,
-//! reads the `podsToDelete` pods from the cluster view, and answers with the decisions of
-//! `core::validation::cloneset`: 422 with the aggregated field errors for an invalid object, 403
-//! for deletion protection, 400 for an object that cannot be decoded (or a version not served),
-//! and, under InPlaceIfPossible, a warning when the template change will recreate pods.
+//! CloneSet validating handler `vcloneset.kb.io` (spec §2.1, §1.1.4, decisions §11), both API
+//! versions decided on the v1alpha1 model: a v1beta1 object is converted, checked by the rules
+//! of `core::validation::cloneset` with v1beta1 field names, plus the few only v1beta1 can break
+//! (`core::validation::cloneset_v1beta1`). Reads the `podsToDelete` pods from the cluster view;
+//! 422 with the aggregated field errors for an invalid object, 403 for deletion protection, 400
+//! for an object that cannot be decoded (or a version not served), and, under
+//! InPlaceIfPossible, a warning when the template change will recreate pods.
 
 use kube::core::admission::Operation;
+use serde_json::Value;
 
 use super::review::{Review, Verdict};
-use super::{Context, decode_object, deletion_verdict, require_version};
+use super::{CLONESET, Context, decode_object, decode_on_v1alpha1, deletion_verdict};
 use crate::apis::CloneSet;
-use crate::apis::cloneset::IN_PLACE_IF_POSSIBLE;
+use crate::apis::cloneset::{IN_PLACE_IF_POSSIBLE, v1beta1};
+use crate::compat::field::FieldError;
 use crate::compat::normalize::semantic_eq;
-use crate::core::validation::cloneset::{PodsByName, pods_to_look_up, validate_create, validate_update};
+use crate::core::validation::cloneset::{PodsByName, Shape, pods_to_look_up, validate_create_as, validate_update_as};
+use crate::core::validation::cloneset_v1beta1::validate_v1beta1_fields;
 use crate::core::validation::template_update::recreate_warning;
 
 /// Answers a CloneSet CREATE, UPDATE or DELETE.
 pub fn validate(ctx: &Context, review: &Review) -> Verdict {
-    if let Err(v) = require_version(review, "v1alpha1") {
-        return v;
-    }
+    let version = review.request.resource.version.as_str();
+    let decode =
+        |raw: Option<&Value>, what: &str| decode_on_v1alpha1::<CloneSet>(raw, what, version, CLONESET).map(|(c, _)| c);
+    let (shape, v1beta1_errors) = match shape_of(review, version) {
+        Ok(pair) => pair,
+        Err(v) => return v,
+    };
     match review.request.operation {
         Operation::Create => {
-            let new: CloneSet = match decode_object(review.object.as_ref(), "CloneSet") {
+            let new = match decode(review.object.as_ref(), "CloneSet") {
                 Ok(c) => c,
                 Err(v) => return v,
             };
             let pods = lookup(ctx, &new, None);
-            Verdict::validated(&validate_create(&new, &pods, &ctx.config.gates))
+            let mut errs = validate_create_as(&new, &pods, &ctx.config.gates, shape);
+            errs.extend(v1beta1_errors);
+            Verdict::validated(&errs)
         }
         Operation::Update => {
-            let (new, old): (CloneSet, CloneSet) = match (
-                decode_object(review.object.as_ref(), "CloneSet"),
-                decode_object(review.old_object.as_ref(), "old CloneSet"),
+            let (new, old) = match (
+                decode(review.object.as_ref(), "CloneSet"),
+                decode(review.old_object.as_ref(), "old CloneSet"),
             ) {
                 (Ok(n), Ok(o)) => (n, o),
                 (Err(v), _) | (_, Err(v)) => return v,
             };
             let pods = lookup(ctx, &new, Some(&old));
-            let answer = Verdict::validated(&validate_update(&new, &old, &pods, &ctx.config.gates));
+            let mut errs = validate_update_as(&new, &old, &pods, &ctx.config.gates, shape);
+            errs.extend(v1beta1_errors);
+            let answer = Verdict::validated(&errs);
             if !answer.allowed || new.spec.update_strategy.type_ != IN_PLACE_IF_POSSIBLE {
                 return answer;
             }
@@ -57,13 +70,27 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
             if review.old_object.is_none() {
                 return Verdict::allow();
             }
-            let old: CloneSet = match decode_object(review.old_object.as_ref(), "old CloneSet") {
-                Ok(c) => c,
-                Err(v) => return v,
-            };
-            deletion_verdict(&old.metadata, old.spec.replicas, &ctx.config.gates)
+            match decode(review.old_object.as_ref(), "old CloneSet") {
+                Ok(old) => deletion_verdict(&old.metadata, old.spec.replicas, &ctx.config.gates),
+                Err(v) => v,
+            }
         }
         Operation::Connect => Verdict::allow(),
+    }
+}
+
+/// The field names of the request's version and, for a v1beta1 CREATE or UPDATE, the errors
+/// only its v1beta1 shape can have. 400 for a version not served.
+fn shape_of(review: &Review, version: &str) -> Result<(Shape, Vec<FieldError>), Verdict> {
+    match version {
+        "v1alpha1" => Ok((Shape::V1alpha1, Vec::new())),
+        "v1beta1" if matches!(review.request.operation, Operation::Create | Operation::Update) => {
+            let beta: v1beta1::CloneSet = decode_object(review.object.as_ref(), "CloneSet")?;
+            let rolling_update = beta.spec.update_strategy.rolling_update.is_some();
+            Ok((Shape::V1beta1 { rolling_update }, validate_v1beta1_fields(&beta)))
+        }
+        "v1beta1" => Ok((Shape::V1beta1 { rolling_update: true }, Vec::new())),
+        other => Err(Verdict::errored(400, format!("unsupported version: {other}"))),
     }
 }
 

@@ -1,25 +1,28 @@
 //! SidecarSet validating handler `vsidecarset.kb.io`: validates the object against the rules of
 //! spec §2.3 and the other SidecarSets of the cluster view, answering 422 when invalid (decision
-//! §11.1).
+//! §11.1). Both API versions, decided on the v1alpha1 model (a v1beta1 object is converted).
 
 use kube::core::admission::Operation;
 
 use super::review::{Review, Verdict};
-use super::{Context, decode_object, decode_written};
+use super::{Context, SIDECARSET, decode_on_v1alpha1, writes_object};
 use crate::apis::SidecarSet;
 use crate::core::sidecar::validate::{CONFIGURATION_NAME, ValidationInput, WHITELIST_KEY, validate_sidecarset};
 
 /// Answers a SidecarSet CREATE or UPDATE: allowed, or 422 with every field error.
 pub fn validate(ctx: &Context, review: &Review) -> Verdict {
     let req = &review.request;
-    let set: SidecarSet = match decode_written(review, "v1alpha1", "SidecarSet") {
-        Ok(Some(o)) => o,
-        Ok(None) => return Verdict::allow(),
+    if !writes_object(&req.operation) {
+        return Verdict::allow();
+    }
+    let version = req.resource.version.as_str();
+    let set: SidecarSet = match decode_on_v1alpha1(review.object.as_ref(), "SidecarSet", version, SIDECARSET) {
+        Ok((o, _)) => o,
         Err(v) => return v,
     };
     let old: Option<SidecarSet> = if req.operation == Operation::Update {
-        match decode_object(review.old_object.as_ref(), "old SidecarSet") {
-            Ok(s) => Some(s),
+        match decode_on_v1alpha1(review.old_object.as_ref(), "old SidecarSet", version, SIDECARSET) {
+            Ok((s, _)) => Some(s),
             Err(v) => return v,
         }
     } else {

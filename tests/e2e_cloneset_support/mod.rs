@@ -453,7 +453,14 @@ impl Scenario {
     /// `kubectl get cloneset,pods,controllerrevisions,pvc -o yaml` of the namespace, saved to a file.
     pub async fn kubectl_snapshot(&self) -> PathBuf {
         let out = tokio::process::Command::new("kubectl")
-            .args(["get", "clonesets.apps.kruise.io,pods,controllerrevisions,pvc", "-n", self.ns(), "-o", "yaml"])
+            .args([
+                "get",
+                "clonesets.v1alpha1.apps.kruise.io,pods,controllerrevisions,pvc",
+                "-n",
+                self.ns(),
+                "-o",
+                "yaml",
+            ])
             .arg("--cache-dir")
             .arg(self.dir.path().join("cache"))
             .env("KUBECONFIG", cluster().kubeconfig())

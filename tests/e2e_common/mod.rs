@@ -28,6 +28,8 @@ pub struct Kruise {
     child: Child,
     pub address: PodAddress,
     pub admin: u16,
+    /// The CA its serving certificate chains to, in files mode (managed mode publishes its own).
+    pub ca: Option<Vec<u8>>,
 }
 
 impl Drop for Kruise {
@@ -52,7 +54,9 @@ impl Kruise {
     /// this log filter (its log goes to the test's stderr).
     pub fn spawn(cert_dir: &Path, kubeconfig: &Path, extra: &[&str], log: &str) -> Kruise {
         let files = [&["--cert-mode", "files", "--cert-dir", cert_dir.to_str().unwrap()][..], extra].concat();
-        Self::run(kubeconfig, &files, log)
+        let mut kruise = Self::run(kubeconfig, &files, log);
+        kruise.ca = std::fs::read(cert_dir.join("ca.crt")).ok();
+        kruise
     }
 
     /// `kruise serve` with its defaults (managed certificates) plus `extra`.
@@ -72,7 +76,7 @@ impl Kruise {
             .stdout(Stdio::null())
             .spawn()
             .unwrap();
-        let kruise = Kruise { child, address, admin };
+        let kruise = Kruise { child, address, admin, ca: None };
         let deadline = Instant::now() + Duration::from_secs(30);
         while std::net::TcpStream::connect(("127.0.0.1", admin)).is_err() {
             assert!(Instant::now() < deadline, "kruise serve did not start");
@@ -142,14 +146,31 @@ pub async fn manager_kubeconfig(dir: &Path) -> PathBuf {
 }
 
 /// Applies deploy/'s namespace, Service and CRDs, and publishes `servers` as the Service's ready
-/// endpoints.
+/// endpoints. In files mode, the CRDs' conversion webhooks (`/convert` on the Service) trust the
+/// servers' CA, as the leader makes them trust its own in managed mode.
 pub async fn install(servers: &[&Kruise]) {
     let c = cluster();
     for path in ["deploy/namespace.yaml", "deploy/service.yaml", "deploy/crds"] {
         c.apply_path(root().join(path)).await.unwrap();
     }
+    if let Some(ca) = servers.first().and_then(|k| k.ca.clone()) {
+        trust_conversion(&ca).await;
+    }
     let endpoints: Vec<Endpoint> = servers.iter().map(|k| Endpoint { address: k.address, ready: true }).collect();
     publish_endpoints(&c.client().await.unwrap(), NAMESPACE, SERVICE, "https", 9876, &endpoints).await.unwrap();
+}
+
+/// Sets the `caBundle` of every kruise CRD's conversion webhook to `ca_pem`.
+pub async fn trust_conversion(ca_pem: &[u8]) {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    use kube::api::{Api, Patch, PatchParams};
+    let crds: Api<CustomResourceDefinition> = Api::all(cluster().client().await.unwrap());
+    let bundle: String =
+        serde_json::to_value(k8s_openapi::ByteString(ca_pem.to_vec())).unwrap().as_str().unwrap().into();
+    for name in ["clonesets", "statefulsets", "sidecarsets", "imagepulljobs"] {
+        let patch = serde_json::json!({"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": bundle}}}}});
+        crds.patch(&format!("{name}.apps.kruise.io"), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    }
 }
 
 /// kubectl with its own cache and home, on the test cluster's admin kubeconfig.
@@ -188,5 +209,21 @@ impl Kubectl {
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
+    }
+}
+
+/// Polls `check` every 100 ms until it returns `Some`, for at most `within`.
+pub async fn eventually<T, F, Fut>(what: &str, within: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: std::future::Future<Output = Option<T>>,
+{
+    let deadline = Instant::now() + within;
+    loop {
+        if let Some(v) = check().await {
+            return v;
+        }
+        assert!(Instant::now() < deadline, "timed out waiting for {what}");
+        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

@@ -1,9 +1,12 @@
-//! CloneSet defaults, exactly kruise's `SetDefaultsCloneSet` (spec §1.1.3).
+//! CloneSet defaults, exactly kruise's `SetDefaultsCloneSet` (spec §1.1.3) and, on the same
+//! model, `SetDefaultsCloneSetV1beta1` (spec §1.1.4).
 
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::pod::{QuantityError, default_workload_templates};
-use crate::apis::cloneset::{CloneSetSpec, DEFAULT_MAX_UNAVAILABLE, IN_PLACE_IF_POSSIBLE, IN_PLACE_ONLY, RECREATE};
+use crate::apis::cloneset::{
+    CloneSetSpec, DEFAULT_MAX_UNAVAILABLE, IN_PLACE_IF_POSSIBLE, IN_PLACE_ONLY, ON_DELETE, RECREATE,
+};
 use crate::apis::common::InPlaceUpdateStrategy;
 use crate::core::features::FeatureGates;
 
@@ -33,6 +36,23 @@ pub fn default_cloneset(
     Ok(())
 }
 
+/// kruise's `SetDefaultsCloneSetV1beta1` on the v1alpha1 model (spec §1.1.4): the same
+/// defaults, except that under OnDelete the rolling parameters (partition, maxUnavailable,
+/// maxSurge) stay unset, as v1beta1 defaults them only for RollingUpdate.
+pub fn default_cloneset_v1beta1(
+    spec: &mut CloneSetSpec,
+    inject_template_defaults: bool,
+    gates: &FeatureGates,
+) -> Result<(), QuantityError> {
+    if spec.update_strategy.type_ != ON_DELETE {
+        return default_cloneset(spec, inject_template_defaults, gates);
+    }
+    let strategy = spec.update_strategy.clone();
+    default_cloneset(spec, inject_template_defaults, gates)?;
+    spec.update_strategy = strategy;
+    Ok(())
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -58,6 +78,21 @@ mod tests {
             assert_eq!(spec.update_strategy.max_unavailable, Some(IntOrString::String("20%".into())));
             assert_eq!(spec.update_strategy.max_surge, Some(IntOrString::Int(0)));
         }
+    }
+
+    #[test]
+    fn v1beta1_on_delete_leaves_the_rolling_parameters_unset() {
+        let g = FeatureGates::default();
+        let mut spec = CloneSetSpec::default();
+        spec.update_strategy.type_ = ON_DELETE.into();
+        default_cloneset_v1beta1(&mut spec, false, &g).unwrap();
+        assert_eq!(spec.update_strategy.partition, None);
+        assert_eq!(spec.update_strategy.max_unavailable, None);
+        assert_eq!((spec.replicas, spec.revision_history_limit), (Some(1), Some(10)));
+        let mut spec = CloneSetSpec::default();
+        spec.update_strategy.type_ = IN_PLACE_ONLY.into();
+        default_cloneset_v1beta1(&mut spec, false, &g).unwrap();
+        assert_eq!(spec.update_strategy.max_surge, Some(IntOrString::Int(0)));
     }
 
     #[test]

@@ -54,14 +54,64 @@ pub fn pods_to_look_up(names: &[String], old: Option<&[String]>) -> Vec<String> 
     fresh.into_iter().cloned().collect()
 }
 
+/// The API version whose field names the errors use (the rules are one): v1alpha1 keeps the
+/// rolling parameters in `updateStrategy` and the policy in `type`; v1beta1 has them under
+/// `updateStrategy.rollingUpdate` with the policy in `podUpdatePolicy`, and checks none of them
+/// when the object has no `rollingUpdate` (as kruise's `validateUpdateStrategyV1beta1`). Its
+/// `type`/`podUpdatePolicy` values are checked on the v1beta1 object, by [`super::cloneset_v1beta1`].
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// `apps.kruise.io/v1alpha1`.
+    V1alpha1,
+    /// `apps.kruise.io/v1beta1`; whether the object has `updateStrategy.rollingUpdate`.
+    V1beta1 {
+        /// `updateStrategy.rollingUpdate` is set.
+        rolling_update: bool,
+    },
+}
+
+impl Shape {
+    /// Where the rolling parameters are.
+    fn rolling_path(self) -> &'static str {
+        match self {
+            Shape::V1alpha1 => "spec.updateStrategy",
+            Shape::V1beta1 { .. } => "spec.updateStrategy.rollingUpdate",
+        }
+    }
+
+    /// The field that selects InPlaceOnly, named in the guard's message.
+    pub fn strategy_field(self) -> &'static str {
+        match self {
+            Shape::V1alpha1 => STRATEGY_FIELD,
+            Shape::V1beta1 { .. } => "spec.updateStrategy.rollingUpdate.podUpdatePolicy",
+        }
+    }
+}
+
 /// CREATE: rules 1–15.
 pub fn validate_create(cs: &CloneSet, pods: &PodsByName, gates: &FeatureGates) -> Vec<FieldError> {
-    validate_cloneset(cs, None, pods, gates)
+    validate_create_as(cs, pods, gates, Shape::V1alpha1)
+}
+
+/// CREATE of an object of `shape`'s version, decided on the v1alpha1 model.
+pub fn validate_create_as(cs: &CloneSet, pods: &PodsByName, gates: &FeatureGates, shape: Shape) -> Vec<FieldError> {
+    validate_cloneset(cs, None, pods, gates, shape)
 }
 
 /// UPDATE: metadata update rules, the immutable spec, the InPlaceOnly guard, then rules 1–15 on
 /// the new object.
 pub fn validate_update(new: &CloneSet, old: &CloneSet, pods: &PodsByName, gates: &FeatureGates) -> Vec<FieldError> {
+    validate_update_as(new, old, pods, gates, Shape::V1alpha1)
+}
+
+/// UPDATE of objects of `shape`'s version, decided on the v1alpha1 model.
+pub fn validate_update_as(
+    new: &CloneSet,
+    old: &CloneSet,
+    pods: &PodsByName,
+    gates: &FeatureGates,
+    shape: Shape,
+) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata, "metadata");
     let mut frozen = new.spec.clone();
     frozen.replicas = old.spec.replicas;
@@ -77,9 +127,9 @@ pub fn validate_update(new: &CloneSet, old: &CloneSet, pods: &PodsByName, gates:
         errs.push(FieldError::forbidden("spec", IMMUTABLE_MSG));
     }
     if new.spec.update_strategy.type_ == IN_PLACE_ONLY {
-        errs.extend(in_place_only_violation(&old.spec.template, &new.spec.template, gates, STRATEGY_FIELD));
+        errs.extend(in_place_only_violation(&old.spec.template, &new.spec.template, gates, shape.strategy_field()));
     }
-    errs.extend(validate_cloneset(new, Some(&old.spec), pods, gates));
+    errs.extend(validate_cloneset(new, Some(&old.spec), pods, gates, shape));
     errs
 }
 
@@ -88,6 +138,7 @@ fn validate_cloneset(
     old: Option<&CloneSetSpec>,
     pods: &PodsByName,
     gates: &FeatureGates,
+    shape: Shape,
 ) -> Vec<FieldError> {
     let mut errs = validate_object_meta(&cs.metadata, true, "metadata");
     let spec = &cs.spec;
@@ -109,7 +160,7 @@ fn validate_cloneset(
     }
     let old_scale = old.map(|o| &o.scale_strategy);
     errs.extend(validate_scale_strategy(&spec.scale_strategy, old_scale, cs.metadata.uid.as_deref(), pods));
-    errs.extend(validate_update_strategy(&spec.update_strategy, i64::from(spec.replicas.unwrap_or(0))));
+    errs.extend(validate_update_strategy(&spec.update_strategy, i64::from(spec.replicas.unwrap_or(0)), shape));
     if let Some(p) = spec.progress_deadline_seconds {
         errs.extend(validate_nonnegative(i64::from(p), "spec.progressDeadlineSeconds"));
         if p != i32::MAX && p <= spec.min_ready_seconds {
@@ -177,10 +228,14 @@ fn validate_scale_strategy(
 }
 
 /// Rules 9–14.
-fn validate_update_strategy(strategy: &CloneSetUpdateStrategy, replicas: i64) -> Vec<FieldError> {
+fn validate_update_strategy(strategy: &CloneSetUpdateStrategy, replicas: i64, shape: Shape) -> Vec<FieldError> {
     let mut errs = Vec::new();
-    let path = |f: &str| format!("spec.updateStrategy.{f}");
-    if ![RECREATE, IN_PLACE_IF_POSSIBLE, IN_PLACE_ONLY].contains(&strategy.type_.as_str()) {
+    if shape == (Shape::V1beta1 { rolling_update: false }) {
+        return errs;
+    }
+    let base = shape.rolling_path();
+    let path = |f: &str| format!("{base}.{f}");
+    if shape == Shape::V1alpha1 && ![RECREATE, IN_PLACE_IF_POSSIBLE, IN_PLACE_ONLY].contains(&strategy.type_.as_str()) {
         errs.push(FieldError::invalid(
             &path("type"),
             strategy.type_.as_str(),
@@ -216,7 +271,10 @@ fn validate_update_strategy(strategy: &CloneSetUpdateStrategy, replicas: i64) ->
         errs.push(FieldError::invalid(
             &path("maxSurge"),
             go_string_opt(strategy.max_surge.as_ref()),
-            "can not use maxSurge with strategy type InPlaceOnly",
+            match shape {
+                Shape::V1alpha1 => "can not use maxSurge with strategy type InPlaceOnly",
+                Shape::V1beta1 { .. } => "can not use maxSurge with podUpdatePolicy InPlaceOnly",
+            },
         ));
     }
     if replicas > 0 && max_unavailable < 1 && max_surge < 1 {

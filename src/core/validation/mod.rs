@@ -1,12 +1,14 @@
 //! Validation of the kruise workloads (spec §2): pure functions from typed objects to a list of
 //! [`FieldError`](crate::compat::field::FieldError)s in Kubernetes' format, plus the decisions the
 //! validating handlers add on top (the InPlaceOnly guard, the recreate warning, deletion
-//! protection). One file per resource or concern, tests at the bottom of each: [`cloneset`],
+//! protection). One file per resource or concern, tests at the bottom of each: [`cloneset`] (and
+//! [`cloneset_v1beta1`], what only a v1beta1 object can break),
 //! [`statefulset`]; [`meta`] (object metadata), [`podtemplate`] (the workload selector and pod
 //! template), [`update_order`] (priority and scatter strategies), [`template_update`] (the
 //! InPlaceOnly guard and the recreate warning), [`protection`] (deletion protection).
 
 pub mod cloneset;
+pub mod cloneset_v1beta1;
 pub mod meta;
 pub mod podtemplate;
 pub mod protection;
