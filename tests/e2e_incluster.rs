@@ -15,7 +15,7 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use e2e_common::{Kruise, Kubectl, NAMESPACE, SERVICE, cluster, manager_kubeconfig, root};
+use e2e_common::{Kruise, Kubectl, NAMESPACE, SERVICE, cluster, eventually, manager_kubeconfig, root};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_testenv::{Endpoint, publish_endpoints};
@@ -32,22 +32,6 @@ const ELECTION: [&str; 8] = [
     "--shutdown-delay",
     "2s",
 ];
-
-/// Polls `check` every 100 ms until it returns `Some`, for at most `within`.
-async fn eventually<T, F, Fut>(what: &str, within: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// The value of a metric line `name{labels} value` in `/metrics` of `kruise`.
 async fn metric(kruise: &Kruise, line_start: &str) -> Option<f64> {
