@@ -103,12 +103,10 @@ impl LiveView {
         for attempt in 0usize.. {
             let api_version = versions[attempt % versions.len()];
             let (api, config) = self.watch_target(kind, api_version);
-            let list_failed = Arc::clone(&self).watch(kind, api, config, api_version, versions.len() > 1, &token).await;
-            if !list_failed || token.is_cancelled() {
-                return;
-            }
+            let failed = Arc::clone(&self).watch(kind, api, config, api_version, versions.len() > 1, &token).await;
+            let Some(error) = failed.filter(|_| !token.is_cancelled()) else { return };
             let next = versions[(attempt + 1) % versions.len()];
-            tracing::warn!(kind = kind.name(), failed = api_version, next, "list failed; listing the other version");
+            tracing::warn!(kind = kind.name(), api_version, next, %error, "list failed; listing the other version");
             tokio::select! {
                 () = token.cancelled() => return,
                 () = tokio::time::sleep(VERSION_RETRY) => {}
@@ -144,8 +142,8 @@ impl LiveView {
         }
     }
 
-    /// Follows one watch of `kind` at `api_version`; `true` when it ended because a list failed
-    /// and `switch_on_list_failure` asks to try another version.
+    /// Follows one watch of `kind` at `api_version`; the list error when it ended because a list
+    /// failed and `switch_on_list_failure` asks to try another version.
     async fn watch(
         self: Arc<Self>,
         kind: ViewKind,
@@ -154,17 +152,14 @@ impl LiveView {
         api_version: &str,
         switch_on_list_failure: bool,
         token: &CancellationToken,
-    ) -> bool {
+    ) -> Option<kube::Error> {
         let labels = KindLabels { kind: kind.name().to_string() };
         let stream = watcher::watcher(api, config).default_backoff().take_until(token.clone().cancelled_owned());
         tokio::pin!(stream);
         let mut listing: Vec<Value> = Vec::new();
         while let Some(event) = stream.next().await {
             match event {
-                Err(watcher::Error::InitialListFailed(e)) if switch_on_list_failure => {
-                    tracing::warn!(kind = kind.name(), api_version, error = %e, "list failed");
-                    return true;
-                }
+                Err(watcher::Error::InitialListFailed(e)) if switch_on_list_failure => return Some(e),
                 Err(e) => tracing::warn!(kind = kind.name(), error = %e, "watch failed; retrying"),
                 Ok(Event::Init) => listing.clear(),
                 Ok(Event::InitApply(o)) => listing.push(json_of(kind, api_version, o)),
@@ -206,7 +201,7 @@ impl LiveView {
                 }
             }
         }
-        false
+        None
     }
 
     fn decode_failed(&self, kind: ViewKind, labels: &KindLabels, name: &str, e: &crate::compat::decode::Error) {
