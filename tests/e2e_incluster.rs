@@ -15,23 +15,11 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use e2e_common::{Kruise, Kubectl, NAMESPACE, SERVICE, cluster, eventually, manager_kubeconfig, root};
+use e2e_common::{ELECTION, Kruise, Kubectl, NAMESPACE, cluster, eventually, manager_kubeconfig, publish, root};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
-use kruise_testenv::{Endpoint, publish_endpoints};
 use kube::api::{Api, Patch, PatchParams, PostParams};
 use serde_json::json;
-
-const ELECTION: [&str; 8] = [
-    "--leader-lease-duration",
-    "4s",
-    "--leader-renew-deadline",
-    "3s",
-    "--leader-retry-period",
-    "500ms",
-    "--shutdown-delay",
-    "2s",
-];
 
 /// The value of a metric line `name{labels} value` in `/metrics` of `kruise`.
 async fn metric(kruise: &Kruise, line_start: &str) -> Option<f64> {
@@ -44,11 +32,6 @@ async fn metric(kruise: &Kruise, line_start: &str) -> Option<f64> {
 
 fn leading(kruise: &Kruise) -> impl std::future::Future<Output = Option<f64>> + '_ {
     metric(kruise, "leader_election_master_status{name=\"kruise-manager\"}")
-}
-
-async fn publish(servers: &[&Kruise]) {
-    let endpoints: Vec<Endpoint> = servers.iter().map(|k| Endpoint { address: k.address, ready: true }).collect();
-    publish_endpoints(&cluster().client().await.unwrap(), NAMESPACE, SERVICE, "https", 9876, &endpoints).await.unwrap();
 }
 
 fn sidecarset(name: &str, app: &str, container: &str) -> String {

@@ -23,9 +23,8 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use e2e_common::{Kruise, NAMESPACE, SERVICE, cluster, manager_kubeconfig, root};
+use e2e_common::{ELECTION, Kruise, NAMESPACE, cluster, manager_kubeconfig, publish, root};
 use k8s_openapi::api::core::v1::{Pod, Secret};
-use kruise_testenv::{Endpoint, publish_endpoints};
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -73,11 +72,6 @@ async fn wait_for(what: &str, within: Duration, mut check: impl AsyncFnMut() -> 
     }
 }
 
-async fn publish(servers: &[&Kruise]) {
-    let endpoints: Vec<Endpoint> = servers.iter().map(|k| Endpoint { address: k.address, ready: true }).collect();
-    publish_endpoints(&cluster().client().await.unwrap(), NAMESPACE, SERVICE, "https", 9876, &endpoints).await.unwrap();
-}
-
 fn pod() -> Pod {
     serde_json::from_value(json!({
         "apiVersion": "v1", "kind": "Pod",
@@ -108,24 +102,12 @@ impl Settings {
         let seconds = env_or("SOAK_SECONDS", 600u64).max(30);
         let ca = (seconds * 2 / 5).max(40);
         let leaf = (ca / 4).max(10);
-        let flags = [
-            "--ca-lifetime",
-            &format!("{ca}s"),
-            "--cert-lifetime",
-            &format!("{leaf}s"),
-            "--cert-check-interval",
-            "1s",
-            "--leader-lease-duration",
-            "4s",
-            "--leader-renew-deadline",
-            "3s",
-            "--leader-retry-period",
-            "500ms",
-            "--shutdown-delay",
-            "2s",
-        ]
-        .map(String::from)
-        .to_vec();
+        let flags =
+            ["--ca-lifetime", &format!("{ca}s"), "--cert-lifetime", &format!("{leaf}s"), "--cert-check-interval", "1s"]
+                .into_iter()
+                .chain(ELECTION)
+                .map(String::from)
+                .collect();
         Settings {
             seconds,
             max_requests: env_or("SOAK_REQUESTS", 1_000_000),

@@ -31,10 +31,12 @@ mod errors;
 pub mod kubelet;
 pub mod manifests;
 pub mod proxy;
+pub mod wait;
 pub mod webhooks;
 
 pub use cluster::{TestCluster, TestNamespace, client_from_kubeconfig, write_kubeconfig};
 pub use errors::Error;
 pub use kubelet::{Kubelet, KubeletSettings, KubeletStats, READY_DELAY_ANNOTATION};
 pub use proxy::{FaultCounts, FaultProxy, Share, WriteFault};
+pub use wait::eventually;
 pub use webhooks::{Endpoint, PodAddress, publish_endpoints, register_webhooks};

@@ -8,7 +8,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use std::future::Future;
 use std::path::{Path, PathBuf};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
@@ -43,20 +43,13 @@ pub async fn crds() {
     .await;
 }
 
-/// Polls `check` every 100 ms until it returns `Some`, or panics with `what` after [`DEADLINE`].
-pub async fn poll<T, F, Fut>(what: &str, mut check: F) -> T
+/// Polls `check` until it returns `Some`, or panics with `what` after [`DEADLINE`].
+pub async fn poll<T, F, Fut>(what: &str, check: F) -> T
 where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + DEADLINE;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {DEADLINE:?} waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
+    kruise_testenv::eventually(what, DEADLINE, check).await
 }
 
 /// A CloneSet spec as the mutating webhook leaves it: `replicas` pods of one container `main`

@@ -2,6 +2,8 @@
 //! starts it and reached through its Service as a pod is, and kubectl.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
+#[allow(unused_imports)] // not every test binary that includes this module waits
+pub use kruise_testenv::eventually;
 use kruise_testenv::{Endpoint, PodAddress, TestCluster, publish_endpoints};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
@@ -156,9 +158,26 @@ pub async fn install(servers: &[&Kruise]) {
     if let Some(ca) = servers.first().and_then(|k| k.ca.clone()) {
         trust_conversion(&ca).await;
     }
-    let endpoints: Vec<Endpoint> = servers.iter().map(|k| Endpoint { address: k.address, ready: true }).collect();
-    publish_endpoints(&c.client().await.unwrap(), NAMESPACE, SERVICE, "https", 9876, &endpoints).await.unwrap();
+    publish(servers).await;
 }
+
+/// Publishes `servers` as the ready endpoints of deploy/'s webhook Service (none: no endpoint).
+pub async fn publish(servers: &[&Kruise]) {
+    let endpoints: Vec<Endpoint> = servers.iter().map(|k| Endpoint { address: k.address, ready: true }).collect();
+    publish_endpoints(&cluster().client().await.unwrap(), NAMESPACE, SERVICE, "https", 9876, &endpoints).await.unwrap();
+}
+
+/// Leader-election and drain timings short enough for a test's handovers.
+pub const ELECTION: [&str; 8] = [
+    "--leader-lease-duration",
+    "4s",
+    "--leader-renew-deadline",
+    "3s",
+    "--leader-retry-period",
+    "500ms",
+    "--shutdown-delay",
+    "2s",
+];
 
 /// Sets the `caBundle` of every kruise CRD's conversion webhook to `ca_pem`.
 pub async fn trust_conversion(ca_pem: &[u8]) {
@@ -209,21 +228,5 @@ impl Kubectl {
             String::from_utf8_lossy(&out.stdout).into_owned(),
             String::from_utf8_lossy(&out.stderr).into_owned(),
         )
-    }
-}
-
-/// Polls `check` every 100 ms until it returns `Some`, for at most `within`.
-pub async fn eventually<T, F, Fut>(what: &str, within: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
     }
 }

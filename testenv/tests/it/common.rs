@@ -1,7 +1,6 @@
 use kruise_testenv::TestCluster;
-use std::future::Future;
+pub use kruise_testenv::eventually;
 use std::path::PathBuf;
-use std::time::{Duration, Instant};
 
 pub fn cluster() -> &'static TestCluster {
     match TestCluster::shared() {
@@ -13,22 +12,6 @@ pub fn cluster() -> &'static TestCluster {
 /// The repository root (deploy/, webhook-config/).
 pub fn repo() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("..")
-}
-
-/// Polls `check` every 50 ms until it returns `Some`, or panics with `what` after `timeout`.
-pub async fn eventually<T, F, Fut>(what: &str, timeout: Duration, mut check: F) -> T
-where
-    F: FnMut() -> Fut,
-    Fut: Future<Output = Option<T>>,
-{
-    let deadline = Instant::now() + timeout;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {timeout:?} waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(50)).await;
-    }
 }
 
 /// Applies deploy/'s CRDs once per test binary.
