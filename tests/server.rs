@@ -273,18 +273,23 @@ fn sigterm_stops_the_process_with_exit_code_zero() {
     assert!(log.contains("SIGTERM received") && log.contains("server stopped"), "{log}");
 }
 
+/// `kruise serve` with `args` where no cluster can be found (no kubeconfig, not in a pod).
+fn serve_without_a_cluster(dir: &std::path::Path, args: &[&str]) -> std::process::Output {
+    std::process::Command::new(env!("CARGO_BIN_EXE_kruise"))
+        .args(["serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0"])
+        .args(args)
+        .env("KUBECONFIG", dir.join("missing-kubeconfig"))
+        .env("HOME", dir)
+        .env_remove("KUBERNETES_SERVICE_HOST")
+        .output()
+        .unwrap()
+}
+
 #[test]
 fn without_standalone_and_without_a_cluster_serve_says_so() {
     let dir = tempfile::tempdir().unwrap();
     make_certs(dir.path());
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kruise"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--cert-dir"])
-        .arg(dir.path())
-        .env("KUBECONFIG", dir.path().join("missing-kubeconfig"))
-        .env("HOME", dir.path())
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .output()
-        .unwrap();
+    let out = serve_without_a_cluster(dir.path(), &["--cert-dir", dir.path().to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(1));
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(log.contains("cannot configure the Kubernetes client"), "{log}");
@@ -293,14 +298,8 @@ fn without_standalone_and_without_a_cluster_serve_says_so() {
 #[test]
 fn managed_certificates_with_the_external_certs_gate_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
-    let out = std::process::Command::new(env!("CARGO_BIN_EXE_kruise"))
-        .args(["serve", "--addr", "127.0.0.1:0", "--admin-addr", "127.0.0.1:0", "--cert-mode", "managed"])
-        .args(["--feature-gates", "EnableExternalCerts=true"])
-        .env("KUBECONFIG", dir.path().join("missing-kubeconfig"))
-        .env("HOME", dir.path())
-        .env_remove("KUBERNETES_SERVICE_HOST")
-        .output()
-        .unwrap();
+    let out =
+        serve_without_a_cluster(dir.path(), &["--cert-mode", "managed", "--feature-gates", "EnableExternalCerts=true"]);
     assert_eq!(out.status.code(), Some(1));
     let log = String::from_utf8_lossy(&out.stderr);
     assert!(log.contains("contradicts the feature gate EnableExternalCerts=true"), "{log}");
