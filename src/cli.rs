@@ -189,10 +189,13 @@ pub struct ServeArgs {
     /// Extra DNS name or IP address of the managed serving certificate (repeatable).
     #[arg(long = "webhook-host")]
     pub webhook_hosts: Vec<String>,
-    /// Lifetime of a managed CA (renewed with a third left).
+    /// Lifetime of a managed CA (rotated with a third left, or when a new serving certificate
+    /// would outlive it): at least twice --cert-lifetime.
     #[arg(long, default_value = "87600h", value_parser = parse_duration)]
     pub ca_lifetime: Duration,
-    /// Lifetime of a managed serving certificate (renewed with a third left).
+    /// Lifetime of a managed serving certificate (renewed with a third left): that third must
+    /// hold twice the longest wait for a leader, 2 × (--leader-lease-duration +
+    /// --leader-retry-period + 2 × --cert-check-interval), or `serve` refuses to start.
     #[arg(long, default_value = "8760h", value_parser = parse_duration)]
     pub cert_lifetime: Duration,
     /// How often certificates are checked (leader) and reported and self-checked (every replica).

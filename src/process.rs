@@ -94,6 +94,9 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
     let config = Arc::new(config(&args));
     let cert_mode = CertMode::effective(args.cert_mode, config.gates.enabled(Gate::EnableExternalCerts))
         .map_err(RunError::Flags)?;
+    if cert_mode == CertMode::Managed {
+        crate::core::cert_margin::check(&renewal(&args)).map_err(RunError::Flags)?;
+    }
     let client = client(&args).await?;
     let readiness = match cert_mode {
         CertMode::Files => Readiness::new(&[CACHES, CERTIFICATE]),
@@ -140,11 +143,7 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
     };
 
     if args.leader_elect {
-        let timing = Timing {
-            lease_duration: args.leader_lease_duration,
-            renew_deadline: args.leader_renew_deadline,
-            retry_period: args.leader_retry_period,
-        };
+        let timing = election_timing(&args);
         let elector = leader::Elector::new(client.clone(), &config.namespace, leader::LEASE_NAME, &identity, timing);
         let (leading, leading_rx) = watch::channel(false);
         tasks.push(tokio::spawn(elector.run(stop.clone(), leading)));
@@ -211,6 +210,24 @@ impl LeaderTasks {
 }
 
 /// Certificate management settings from the command line.
+fn election_timing(args: &ServeArgs) -> Timing {
+    Timing {
+        lease_duration: args.leader_lease_duration,
+        renew_deadline: args.leader_renew_deadline,
+        retry_period: args.leader_retry_period,
+    }
+}
+
+/// What decides whether managed certificates can be renewed around leader handovers.
+fn renewal(args: &ServeArgs) -> crate::core::cert_margin::Renewal {
+    crate::core::cert_margin::Renewal {
+        ca_lifetime: args.ca_lifetime,
+        leaf_lifetime: args.cert_lifetime,
+        check_interval: args.cert_check_interval,
+        election: args.leader_elect.then(|| election_timing(args)),
+    }
+}
+
 fn cert_settings(args: &ServeArgs, config: &Config, identity: &str, mode: CertMode) -> crate::certs::Settings {
     let mut settings = crate::certs::Settings::new(&config.namespace, identity, args.addr);
     settings.secret = args.webhook_secret.clone();

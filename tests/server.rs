@@ -296,6 +296,36 @@ fn without_standalone_and_without_a_cluster_serve_says_so() {
 }
 
 #[test]
+fn managed_certificates_that_could_expire_around_a_leader_handover_are_refused_before_anything_starts() {
+    let dir = tempfile::tempdir().unwrap();
+    // The soak's finding: a 10 s leaf under 4 s leases (renewed with 3.3 s left).
+    let election = ["--leader-lease-duration", "4s", "--leader-renew-deadline", "3s", "--leader-retry-period", "500ms"];
+    let timing = [&election[..], &["--cert-check-interval", "1s"]].concat();
+    let serve = |lifetimes: &[&str], mode: &str| {
+        let args = [&["--cert-mode", mode][..], lifetimes, &timing].concat();
+        let out = serve_without_a_cluster(dir.path(), &args);
+        assert_eq!(out.status.code(), Some(1), "{args:?}");
+        String::from_utf8_lossy(&out.stderr).into_owned()
+    };
+    let log = serve(&["--ca-lifetime", "40s", "--cert-lifetime", "10s"], "managed");
+    assert!(log.contains("--cert-lifetime=10s is renewed with 3.3s left"), "{log}");
+    assert!(log.contains("Set --cert-lifetime to at least 39s"), "{log}");
+    assert!(!log.contains("cannot configure the Kubernetes client"), "refused before the client: {log}");
+    let log = serve(&["--ca-lifetime", "60s", "--cert-lifetime", "39s"], "managed");
+    assert!(log.contains("--ca-lifetime=1m must be at least twice --cert-lifetime=39s"), "{log}");
+    assert!(!log.contains("cannot configure the Kubernetes client"), "refused before the client: {log}");
+    // What the rule accepts goes on (and stops at the missing cluster); so does a short leaf
+    // that kruise does not renew (cert-manager's).
+    for (lifetimes, mode) in [
+        (&["--ca-lifetime", "78s", "--cert-lifetime", "39s"][..], "managed"),
+        (&["--cert-lifetime", "10s"][..], "external"),
+    ] {
+        let log = serve(lifetimes, mode);
+        assert!(log.contains("cannot configure the Kubernetes client"), "{lifetimes:?} {mode}: {log}");
+    }
+}
+
+#[test]
 fn managed_certificates_with_the_external_certs_gate_are_refused_before_anything_starts() {
     let dir = tempfile::tempdir().unwrap();
     let out =

@@ -3,7 +3,8 @@
 //! certificates, leader election) through their Service for SOAK_SECONDS (default 600) of pod
 //! creations — server-side dry runs, so every one goes through the pod webhooks and a SidecarSet
 //! injects into it, and nothing piles up in etcd — while the leaf certificate is renewed and the
-//! CA rotated (short lifetimes: CA SOAK_SECONDS × 0.4, leaf a quarter of that) and each replica
+//! CA rotated (short lifetimes: CA SOAK_SECONDS × 0.4, leaf a quarter of that, never shorter than
+//! `kruise serve` accepts — see `Settings::lifetimes`) and each replica
 //! is restarted in turn (SOAK_RESTARTS, default 4: SIGTERM, not ready, out of the endpoints,
 //! drained, exits 0, started again, ready, back in the endpoints). Bounded by time and by
 //! SOAK_REQUESTS (default 1,000,000); loopback only.
@@ -25,6 +26,9 @@ use std::time::{Duration, Instant};
 
 use e2e_common::{ELECTION, Kruise, NAMESPACE, cluster, manager_kubeconfig, publish, root};
 use k8s_openapi::api::core::v1::{Pod, Secret};
+use kruise::cli::parse_duration;
+use kruise::core::cert_margin::Renewal;
+use kruise::core::leader::Timing;
 use kube::api::{Api, PostParams};
 use serde_json::json;
 use tokio_util::sync::CancellationToken;
@@ -89,6 +93,22 @@ async fn admit(pods: &Api<Pod>) -> Result<(), String> {
     if names.iter().any(|n| n == "soak-sidecar") { Ok(()) } else { Err(format!("not injected: {names:?}")) }
 }
 
+/// `--cert-check-interval` of the soak's replicas.
+const CHECK_INTERVAL: &str = "1s";
+
+/// The election timing of ELECTION's flags.
+fn election() -> Timing {
+    let flag = |name: &str| {
+        let pair = ELECTION.chunks(2).find(|p| p[0] == name).unwrap_or_else(|| panic!("ELECTION sets {name}"));
+        parse_duration(pair[1]).unwrap()
+    };
+    Timing {
+        lease_duration: flag("--leader-lease-duration"),
+        renew_deadline: flag("--leader-renew-deadline"),
+        retry_period: flag("--leader-retry-period"),
+    }
+}
+
 struct Settings {
     seconds: u64,
     max_requests: usize,
@@ -100,14 +120,13 @@ struct Settings {
 impl Settings {
     fn from_env() -> Settings {
         let seconds = env_or("SOAK_SECONDS", 600u64).max(30);
-        let ca = (seconds * 2 / 5).max(40);
-        let leaf = (ca / 4).max(10);
-        let flags =
-            ["--ca-lifetime", &format!("{ca}s"), "--cert-lifetime", &format!("{leaf}s"), "--cert-check-interval", "1s"]
-                .into_iter()
-                .chain(ELECTION)
-                .map(String::from)
-                .collect();
+        let (ca, leaf) = Self::lifetimes(seconds);
+        let flags = ["--ca-lifetime", &format!("{ca}s"), "--cert-lifetime", &format!("{leaf}s")]
+            .into_iter()
+            .chain(["--cert-check-interval", CHECK_INTERVAL])
+            .chain(ELECTION)
+            .map(String::from)
+            .collect();
         Settings {
             seconds,
             max_requests: env_or("SOAK_REQUESTS", 1_000_000),
@@ -115,6 +134,31 @@ impl Settings {
             workers: env_or("SOAK_WORKERS", 2),
             flags,
         }
+    }
+
+    /// CA and leaf lifetimes in seconds for a soak of `seconds`: the CA 0.4 × `seconds` and the
+    /// leaf a quarter of it (a 600 s soak renews a leaf about every 40 s and rotates the CA
+    /// about every 150 s), but never shorter than `kruise serve` accepts with the soak's election and check
+    /// interval (`core::cert_margin`: the third of the leaf left at renewal holds two leader
+    /// handovers, and the CA lives twice as long as the leaf). Short soaks therefore get the
+    /// shortest accepted lifetimes (39 s leaf, 78 s CA under ELECTION's 4 s leases): with
+    /// SOAK_SECONDS=30 the soak picked a 10 s leaf, renewed with 3.7 s left, and admissions
+    /// failed with "certificate has expired" while the new leader was acquiring the lease.
+    fn lifetimes(seconds: u64) -> (u64, u64) {
+        let accepted = |ca: u64, leaf: u64| {
+            kruise::core::cert_margin::check(&Renewal {
+                ca_lifetime: Duration::from_secs(ca),
+                leaf_lifetime: Duration::from_secs(leaf),
+                check_interval: parse_duration(CHECK_INTERVAL).unwrap(),
+                election: Some(election()),
+            })
+            .is_ok()
+        };
+        let shortest = (1..).find(|&leaf| accepted(leaf * 2, leaf)).unwrap();
+        let leaf = (seconds * 2 / 5 / 4).max(shortest);
+        let ca = (seconds * 2 / 5).max(leaf * 2);
+        assert!(accepted(ca, leaf), "CA {ca} s, leaf {leaf} s");
+        (ca, leaf)
     }
 
     fn start(&self, kubeconfig: &Path, identity: &str) -> Kruise {

@@ -21,9 +21,12 @@
 //! - [`conversion`]: v1alpha1 <-> v1beta1 of CloneSet, SidecarSet, ImagePullJob and Advanced StatefulSet; the `/convert` answer.
 //! - [`features`]: which feature gates are on (kruise's names, defaults and dependencies).
 //! - [`certs`]: the webhook certificate's next step: renewal and overlapping CA rotation (§8.4).
+//! - [`cert_margin`]: whether managed certificate lifetimes leave time to renew around leader
+//!   handovers (§8.4, §8.5).
 //! - [`podreadiness`]: which pods get the `KruisePodReady` condition (kruise's podreadiness controller).
 //! - [`leader`]: leader election on a Lease, as client-go decides it (§8.5).
 
+pub mod cert_margin;
 pub mod certs;
 pub mod conversion;
 pub mod defaults;

@@ -637,6 +637,86 @@ impl<'a, 'b> Gen<'a, 'b> {
         json!({"apiVersion": api, "kind": "CloneSet", "metadata": self.metadata("c"), "spec": spec})
     }
 
+    /// A CloneSet at either served version: mostly v1alpha1 ([`Gen::cloneset`]), otherwise the
+    /// same object converted to v1beta1 (`core::conversion::cloneset`) with v1beta1's own fields
+    /// drawn over it: `rollingUpdate.podUpdatePolicy`, `enablePVCReuse`,
+    /// `excludePreparingDelete`, the image pre-download parameters, and sometimes a v1alpha1
+    /// field left where v1beta1 has none.
+    pub fn cloneset_any_version(&mut self) -> Value {
+        let mut c = self.cloneset();
+        if self.chance(60) {
+            return c;
+        }
+        if let Value::Object(map) = &mut c {
+            kruise::core::conversion::cloneset::to_v1beta1(map);
+        }
+        c["apiVersion"] = json!("apps.kruise.io/v1beta1");
+        let Some(spec) = c.get_mut("spec").filter(|s| s.is_object()) else { return c };
+        if self.chance(30) {
+            spec["updateStrategy"]["type"] = json!(self.pick(&["RollingUpdate", "OnDelete", "", "ReCreate", "x"]));
+        }
+        if spec["updateStrategy"].is_object() {
+            let strategy = &mut spec["updateStrategy"];
+            if self.chance(30) && !strategy["rollingUpdate"].is_object() {
+                strategy["rollingUpdate"] = json!({});
+            }
+            let rolling = &mut strategy["rollingUpdate"];
+            if rolling.is_object() {
+                if self.chance(30) {
+                    rolling["podUpdatePolicy"] =
+                        json!(self.pick(&["ReCreate", "InPlaceIfPossible", "InPlaceOnly", "", "x"]));
+                }
+                if self.chance(20) {
+                    let mut in_place = json!({"gracePeriodSeconds": self.int(-1, 30)});
+                    if self.chance(60) {
+                        in_place["imagePreDownloadParallelism"] = self.int_or_percent();
+                    }
+                    if self.chance(50) {
+                        in_place["imagePreDownloadTimeoutSeconds"] = json!(self.int(-1, 700));
+                    }
+                    if self.chance(50) {
+                        in_place["imagePreDownloadMinUpdatedReadyPods"] = json!(self.int(-1, 5));
+                    }
+                    rolling["inPlaceUpdateStrategy"] = in_place;
+                }
+            }
+            if self.chance(5) {
+                strategy["partition"] = self.int_or_percent();
+            }
+        }
+        if self.chance(30) {
+            if !spec["scaleStrategy"].is_object() {
+                spec["scaleStrategy"] = json!({});
+            }
+            let scale = &mut spec["scaleStrategy"];
+            match self.below(4) {
+                0 => scale["enablePVCReuse"] = json!(self.chance(50)),
+                1 => scale["excludePreparingDelete"] = json!(self.chance(50)),
+                2 => scale["disablePVCReuse"] = json!(true),
+                _ => scale["enablePVCReuse"] = self.any(1),
+            }
+        }
+        c
+    }
+
+    /// A SidecarSet in v1beta1's shape: `set` converted (`core::conversion::sidecarset`: a
+    /// namespace becomes a namespaceSelector, the custom-version label `customVersion`), with a
+    /// `customVersion` drawn and sometimes v1alpha1's `namespace` left in.
+    pub fn sidecarset_v1beta1(&mut self, mut set: Value) -> Value {
+        if let Value::Object(map) = &mut set {
+            kruise::core::conversion::sidecarset::to_v1beta1(map);
+        }
+        set["apiVersion"] = json!("apps.kruise.io/v1beta1");
+        let Some(spec) = set.get_mut("spec").filter(|s| s.is_object()) else { return set };
+        if self.chance(40) {
+            spec["customVersion"] = json!(self.pick(&["v1", "v2", "", "x/y"]));
+        }
+        if self.chance(10) {
+            spec["namespace"] = json!(self.pick(&["default", "other"]));
+        }
+        set
+    }
+
     pub fn statefulset(&mut self) -> Value {
         let mut spec = json!({"selector": if self.chance(80) { json!({"matchLabels": {"app": "web"}}) } else { self.selector() },
                               "template": self.template(), "serviceName": "web"});

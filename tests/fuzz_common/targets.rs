@@ -167,11 +167,12 @@ fn admitted(ctx: &Context, set: Value) -> Option<Value> {
     Some(set)
 }
 
-/// A CloneSet CREATE, UPDATE or DELETE through its mutating then validating handler.
+/// A CloneSet (v1alpha1 or v1beta1) CREATE, UPDATE or DELETE through its mutating then
+/// validating handler.
 pub fn cloneset_shaped(data: &[u8]) {
     workload(
         data,
-        |g| g.cloneset(),
+        |g| g.cloneset_any_version(),
         ("apps.kruise.io", "v1alpha1", "clonesets", "CloneSet"),
         [Handler::MutateCloneSet, Handler::ValidateCloneSet],
     );
@@ -187,18 +188,21 @@ pub fn statefulset_shaped(data: &[u8]) {
     );
 }
 
-/// A SidecarSet through its mutating then validating handler, with other sets in the view (the
-/// conflict checks).
+/// A SidecarSet (v1alpha1 or v1beta1) through its mutating then validating handler, with other
+/// sets in the view (the conflict checks).
 pub fn sidecarset_shaped(data: &[u8]) {
     let mut u = Unstructured::new(data);
     let mut g = Gen::new(&mut u);
     let gates = g.gates();
     let others: Vec<Value> = (0..g.below(3)).map(|i| g.sidecarset(i + 1)).collect();
     let set = g.sidecarset(0);
+    // A third of the sets are sent as v1beta1 (the storage version), in its own shape.
+    let set = if g.chance(33) { g.sidecarset_v1beta1(set) } else { set };
+    let version = if set["apiVersion"] == "apps.kruise.io/v1beta1" { "v1beta1" } else { "v1alpha1" };
     let op = g.operation(&["CREATE", "UPDATE"]);
     let old = (op != "CREATE").then(|| edited(&mut g, &set));
     let mut review = g.review(
-        ("apps.kruise.io", "v1alpha1", "sidecarsets", "SidecarSet"),
+        ("apps.kruise.io", version, "sidecarsets", "SidecarSet"),
         op,
         (op != "DELETE").then_some(&set),
         old.as_ref(),
