@@ -77,6 +77,11 @@ pub fn check(r: &Renewal) -> Result<(), String> {
             }
             None => format!("2 × --cert-check-interval {}", show(r.check_interval)),
         };
+        let ca = if r.ca_lifetime < minimum * 2 {
+            format!(" and --ca-lifetime to at least {}", show(minimum * 2))
+        } else {
+            String::new()
+        };
         let shorten = if r.election.is_some() {
             "--leader-lease-duration, --leader-retry-period or --cert-check-interval"
         } else {
@@ -85,7 +90,7 @@ pub fn check(r: &Renewal) -> Result<(), String> {
         return Err(format!(
             "--cert-lifetime={} is renewed with {} left (a third), less than twice the longest wait for a \
              leader to renew it ({parts} = {}): the serving certificate could expire around a leader \
-             handover. Set --cert-lifetime to at least {}, or shorten {shorten}",
+             handover. Set --cert-lifetime to at least {}{ca}, or shorten {shorten}",
             show(r.leaf_lifetime),
             show(margin),
             show(wait),
@@ -169,7 +174,16 @@ mod tests {
                 renewal(S * 40, S * 10, S, fast()),
                 Some("--cert-lifetime=10s is renewed with 3.3s left"),
             ),
-            ("... names the minimum", renewal(S * 40, S * 10, S, fast()), Some("at least 39s")),
+            (
+                "... names the minimum, and the CA it needs",
+                renewal(S * 40, S * 10, S, fast()),
+                Some("Set --cert-lifetime to at least 39s and --ca-lifetime to at least 78s, or shorten"),
+            ),
+            (
+                "... but not a CA that is long enough",
+                renewal(H, S * 10, S, fast()),
+                Some("Set --cert-lifetime to at least 39s, or shorten"),
+            ),
             (
                 "... and the flags it came from",
                 renewal(S * 40, S * 10, S, fast()),

@@ -123,9 +123,13 @@ fn answer_once(ctx: &Context, handler: Handler, review: &Review) -> Answer {
     Answer { allowed, code, message, patched }
 }
 
-/// The review body with `request.object` replaced by `object`.
+/// The review body with `request.object` replaced by `object`. A body `decode` takes need not
+/// be a JSON `Value`: invalid UTF-8 in a string of a field the envelope does not have is skipped
+/// unread, as Go's encoding/json reads it (as U+FFFD); read here as Go would.
 fn resend(body: &[u8], object: &Value) -> Vec<u8> {
-    let mut review: Value = serde_json::from_slice(body).unwrap_or(Value::Null);
+    let mut review: Value = serde_json::from_slice(body)
+        .or_else(|_| serde_json::from_str(&String::from_utf8_lossy(body)))
+        .unwrap_or_else(|e| panic!("a body decode took is no JSON even read as Go reads it: {e}"));
     review["request"]["object"] = object.clone();
     serde_json::to_vec(&review).unwrap_or_default()
 }
