@@ -14,7 +14,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::json;
@@ -113,17 +113,7 @@ pub fn validate_update_as(
     shape: Shape,
 ) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata, "metadata");
-    let mut frozen = new.spec.clone();
-    frozen.replicas = old.spec.replicas;
-    frozen.template = old.spec.template.clone();
-    frozen.scale_strategy = old.spec.scale_strategy.clone();
-    frozen.update_strategy = old.spec.update_strategy.clone();
-    frozen.min_ready_seconds = old.spec.min_ready_seconds;
-    frozen.lifecycle = old.spec.lifecycle.clone();
-    frozen.revision_history_limit = old.spec.revision_history_limit;
-    frozen.volume_claim_templates = old.spec.volume_claim_templates.clone();
-    frozen.progress_deadline_seconds = old.spec.progress_deadline_seconds;
-    if !semantic_eq(&json(&frozen), &json(&old.spec)) {
+    if !semantic_eq(&immutable_part(&new.spec), &immutable_part(&old.spec)) {
         errs.push(FieldError::forbidden("spec", IMMUTABLE_MSG));
     }
     if new.spec.update_strategy.type_ == IN_PLACE_ONLY {
@@ -131,6 +121,26 @@ pub fn validate_update_as(
     }
     errs.extend(validate_cloneset(new, Some(&old.spec), pods, gates, shape));
     errs
+}
+
+/// The spec fields an UPDATE may not change. kruise copies every other field from the old spec
+/// into the new one and compares the whole specs semantically; comparing what is left is the
+/// same answer without serialising two templates. Destructured, so that a field added to the
+/// spec must be placed on one side or the other.
+fn immutable_part(spec: &CloneSetSpec) -> serde_json::Value {
+    let CloneSetSpec {
+        selector,
+        replicas: _,
+        template: _,
+        volume_claim_templates: _,
+        scale_strategy: _,
+        update_strategy: _,
+        revision_history_limit: _,
+        min_ready_seconds: _,
+        lifecycle: _,
+        progress_deadline_seconds: _,
+    } = spec;
+    serde_json::json!({ "selector": json(selector) })
 }
 
 fn validate_cloneset(
@@ -146,8 +156,8 @@ fn validate_cloneset(
         Some(r) => errs.extend(validate_nonnegative(i64::from(r), "spec.replicas")),
         None => errs.push(FieldError::required("spec.replicas", "")),
     }
-    errs.extend(validate_selector_and_template(spec, gates));
     let template = normalized_template(&spec.template, gates);
+    errs.extend(validate_selector_and_template(spec, &template));
     let pod_spec = template.spec.unwrap_or_default();
     if let Some(policy) = pod_spec.restart_policy.as_deref().filter(|p| !p.is_empty() && *p != "Always") {
         errs.push(FieldError::not_supported("spec.template.spec.restartPolicy", policy, &["Always"]));
@@ -171,16 +181,15 @@ fn validate_cloneset(
 }
 
 /// Rules 3–5: selector required, valid, non-empty, matching the template labels; then the pod
-/// template (defaulted, with one PVC volume per volumeClaimTemplate). As in kruise, a selector
-/// that cannot be converted skips the template checks.
-fn validate_selector_and_template(spec: &CloneSetSpec, gates: &FeatureGates) -> Vec<FieldError> {
+/// template (`normalized`: defaulted — kruise validates it after `SetDefaultPodSpec` in
+/// `ConvertPodTemplateSpec` — with one PVC volume per volumeClaimTemplate). As in kruise, a
+/// selector that cannot be converted skips the template checks.
+fn validate_selector_and_template(spec: &CloneSetSpec, normalized: &PodTemplateSpec) -> Vec<FieldError> {
     let (mut errs, converted) = validate_workload_selector(spec.selector.as_ref(), &spec.template, "cloneset");
     if converted {
         let claims: Vec<String> =
             spec.volume_claim_templates.iter().map(|c| c.metadata.name.clone().unwrap_or_default()).collect();
-        // kruise validates the template after `SetDefaultPodSpec` (`ConvertPodTemplateSpec`).
-        let template = normalized_template(&spec.template, gates);
-        errs.extend(validate_pod_template_spec(&template, &claims, "spec.template"));
+        errs.extend(validate_pod_template_spec(normalized, &claims, "spec.template"));
     }
     errs
 }
@@ -571,6 +580,51 @@ mod tests {
         for (name, old, new, want) in cases {
             assert_eq!(update(old, new), want, "{name}");
         }
+    }
+
+    /// kruise's comparison: every mutable field copied from the old spec, then the whole specs.
+    fn frozen_differs(new: &CloneSetSpec, old: &CloneSetSpec) -> bool {
+        let mut frozen = new.clone();
+        frozen.replicas = old.replicas;
+        frozen.template = old.template.clone();
+        frozen.scale_strategy = old.scale_strategy.clone();
+        frozen.update_strategy = old.update_strategy.clone();
+        frozen.min_ready_seconds = old.min_ready_seconds;
+        frozen.lifecycle = old.lifecycle.clone();
+        frozen.revision_history_limit = old.revision_history_limit;
+        frozen.volume_claim_templates = old.volume_claim_templates.clone();
+        frozen.progress_deadline_seconds = old.progress_deadline_seconds;
+        !semantic_eq(&json(&frozen), &json(old))
+    }
+
+    #[test]
+    fn immutable_part_answers_as_the_whole_frozen_spec() {
+        let selectors = [
+            Value::Null,
+            json!({}),
+            json!({"matchLabels": {}}),
+            json!({"matchLabels": {"app": "web"}}),
+            json!({"matchLabels": {"app": "web"}, "matchExpressions": []}),
+            json!({"matchLabels": {"app": "other"}}),
+            json!({"matchExpressions": [{"key": "app", "operator": "Exists"}]}),
+        ];
+        let mut differing = 0;
+        for (i, a) in selectors.iter().enumerate() {
+            for (j, b) in selectors.iter().enumerate() {
+                let old = cs(with(|v| v["spec"]["selector"] = a.clone()));
+                let new = cs(with(|v| {
+                    v["spec"]["selector"] = b.clone();
+                    v["spec"]["replicas"] = json!(7);
+                    v["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:1.26");
+                    v["spec"]["updateStrategy"]["paused"] = json!(true);
+                }));
+                let want = frozen_differs(&new.spec, &old.spec);
+                let got = !semantic_eq(&immutable_part(&new.spec), &immutable_part(&old.spec));
+                assert_eq!(got, want, "selector {i} -> {j}");
+                differing += usize::from(got);
+            }
+        }
+        assert!(differing > 10, "the table has changes of the selector ({differing})");
     }
 
     #[test]
