@@ -68,6 +68,16 @@ async fn served(k: &Kruise) -> u64 {
         .sum()
 }
 
+/// SidecarSets in the replica's cluster view, from its /metrics.
+async fn sidecarsets_in_view(k: &Kruise) -> u64 {
+    let (_, body) = k.admin_get("/metrics").await;
+    body.lines()
+        .find(|l| l.starts_with("kruise_cluster_view_objects{") && l.contains("kind=\"SidecarSet\""))
+        .and_then(|l| l.rsplit(' ').next())
+        .and_then(|v| v.parse::<f64>().ok())
+        .map_or(0, |v| v as u64)
+}
+
 async fn wait_for(what: &str, within: Duration, mut check: impl AsyncFnMut() -> bool) {
     let deadline = Instant::now() + within;
     while !check().await {
@@ -244,6 +254,16 @@ async fn admission_soak() {
         admit(&pods).await.is_ok()
     })
     .await;
+    // One injection shows one replica's view holds the set; the load starts once both do (a
+    // 120 s soak saw 5 pods admitted uninjected 4.6 s in, by the replica whose watch had not
+    // delivered the set yet). Replicas started later are ready only once their view listed it.
+    for p in &procs {
+        let k = p.kruise.as_ref().unwrap();
+        wait_for("every replica's view to hold the SidecarSet", Duration::from_secs(30), async || {
+            sidecarsets_in_view(k).await >= 1
+        })
+        .await;
+    }
 
     // The load: closed-loop workers, each its own latency list.
     let stop = CancellationToken::new();
