@@ -55,7 +55,7 @@ pub fn check_body(ctx: &Context, handler: Handler, body: &[u8]) -> Option<Answer
 pub fn check_review(ctx: &Context, handler: Handler, review: &Review, body: &[u8]) -> Answer {
     let answer = answer_once(ctx, handler, review);
     if let Some(patched) = &answer.patched {
-        let again = resend(body, patched);
+        let again = resend(body, review, patched);
         let review2 = review::decode(&again).unwrap_or_else(|e| panic!("the patched review does not decode: {e}"));
         let second = answer_once(ctx, handler, &review2);
         assert!(
@@ -124,14 +124,19 @@ fn answer_once(ctx: &Context, handler: Handler, review: &Review) -> Answer {
 }
 
 /// The review body with `request.object` replaced by `object`. A body `decode` takes need not
-/// be a JSON `Value`: invalid UTF-8 in a string of a field the envelope does not have is skipped
-/// unread, as Go's encoding/json reads it (as U+FFFD); read here as Go would.
-fn resend(body: &[u8], object: &Value) -> Vec<u8> {
-    let mut review: Value = serde_json::from_slice(body)
-        .or_else(|_| serde_json::from_str(&String::from_utf8_lossy(body)))
-        .unwrap_or_else(|e| panic!("a body decode took is no JSON even read as Go reads it: {e}"));
-    review["request"]["object"] = object.clone();
-    serde_json::to_vec(&review).unwrap_or_default()
+/// be a JSON `Value`: a field the envelope does not have is skipped unread, and with it invalid
+/// UTF-8 or a lone surrogate escape in its strings (Go's encoding/json takes both too, as
+/// U+FFFD). Such a body is re-sent as the apiserver's next call would be: built from what was
+/// decoded.
+fn resend(body: &[u8], review: &Review, object: &Value) -> Vec<u8> {
+    let mut out: Value = serde_json::from_slice(body).unwrap_or_else(|_| {
+        let mut request =
+            serde_json::to_value(&review.request).unwrap_or_else(|e| panic!("a decoded request encodes: {e}"));
+        request["oldObject"] = review.old_object.clone().unwrap_or(Value::Null);
+        serde_json::json!({"apiVersion": review.request.types.api_version, "kind": "AdmissionReview", "request": request})
+    });
+    out["request"]["object"] = object.clone();
+    serde_json::to_vec(&out).unwrap_or_default()
 }
 
 fn compact(v: &Value) -> String {
