@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::json;
 use super::meta::{validate_object_meta, validate_object_meta_update};
 use super::podtemplate::validate_workload_selector;
-use super::template_update::{in_place_only_violation, normalized_template};
+use super::template_update::{normalized_in_place_only_violation, normalized_template};
 use super::update_order::{validate_priority, validate_scatter};
 use crate::apis::CloneSet;
 use crate::apis::cloneset::{
@@ -95,7 +95,8 @@ pub fn validate_create(cs: &CloneSet, pods: &PodsByName, gates: &FeatureGates) -
 
 /// CREATE of an object of `shape`'s version, decided on the v1alpha1 model.
 pub fn validate_create_as(cs: &CloneSet, pods: &PodsByName, gates: &FeatureGates, shape: Shape) -> Vec<FieldError> {
-    validate_cloneset(cs, None, pods, gates, shape)
+    let normalized = normalized_template(&cs.spec.template, gates);
+    validate_cloneset(cs, None, &normalized, pods, shape)
 }
 
 /// UPDATE: metadata update rules, the immutable spec, the InPlaceOnly guard, then rules 1–15 on
@@ -116,10 +117,13 @@ pub fn validate_update_as(
     if !semantic_eq(&immutable_part(&new.spec), &immutable_part(&old.spec)) {
         errs.push(FieldError::forbidden("spec", IMMUTABLE_MSG));
     }
+    // The new template as kruise validates it (defaulted), shared by the guard and the rules.
+    let normalized = normalized_template(&new.spec.template, gates);
     if new.spec.update_strategy.type_ == IN_PLACE_ONLY {
-        errs.extend(in_place_only_violation(&old.spec.template, &new.spec.template, gates, shape.strategy_field()));
+        let old_normalized = normalized_template(&old.spec.template, gates);
+        errs.extend(normalized_in_place_only_violation(&old_normalized, &normalized, shape.strategy_field()));
     }
-    errs.extend(validate_cloneset(new, Some(&old.spec), pods, gates, shape));
+    errs.extend(validate_cloneset(new, Some(&old.spec), &normalized, pods, shape));
     errs
 }
 
@@ -143,11 +147,12 @@ fn immutable_part(spec: &CloneSetSpec) -> serde_json::Value {
     serde_json::json!({ "selector": json(selector) })
 }
 
+/// Rules 1–15; `normalized` is `cs`'s template through [`normalized_template`].
 fn validate_cloneset(
     cs: &CloneSet,
     old: Option<&CloneSetSpec>,
+    normalized: &PodTemplateSpec,
     pods: &PodsByName,
-    gates: &FeatureGates,
     shape: Shape,
 ) -> Vec<FieldError> {
     let mut errs = validate_object_meta(&cs.metadata, true, "metadata");
@@ -156,13 +161,13 @@ fn validate_cloneset(
         Some(r) => errs.extend(validate_nonnegative(i64::from(r), "spec.replicas")),
         None => errs.push(FieldError::required("spec.replicas", "")),
     }
-    let template = normalized_template(&spec.template, gates);
-    errs.extend(validate_selector_and_template(spec, &template));
-    let pod_spec = template.spec.unwrap_or_default();
-    if let Some(policy) = pod_spec.restart_policy.as_deref().filter(|p| !p.is_empty() && *p != "Always") {
+    errs.extend(validate_selector_and_template(spec, normalized));
+    let pod_spec = normalized.spec.as_ref();
+    let restart_policy = pod_spec.and_then(|s| s.restart_policy.as_deref());
+    if let Some(policy) = restart_policy.filter(|p| !p.is_empty() && *p != "Always") {
         errs.push(FieldError::not_supported("spec.template.spec.restartPolicy", policy, &["Always"]));
     }
-    if pod_spec.active_deadline_seconds.is_some() {
+    if pod_spec.is_some_and(|s| s.active_deadline_seconds.is_some()) {
         errs.push(FieldError::forbidden(
             "spec.template.spec.activeDeadlineSeconds",
             "activeDeadlineSeconds in cloneset is not Supported",
