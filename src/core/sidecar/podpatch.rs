@@ -200,7 +200,9 @@ fn walk_spec(
     push_token(&mut path, "spec");
     let mut lists = |key: &str, raw: Option<&Value>, path: &mut String, ops: &mut Ops| match key {
         "containers" => typed_list(key, raw, &spec.containers, replaced, path, ops),
-        "initContainers" => typed_list(key, raw, spec.init_containers.as_deref().unwrap_or_default(), replaced, path, ops),
+        "initContainers" => {
+            typed_list(key, raw, spec.init_containers.as_deref().unwrap_or_default(), replaced, path, ops)
+        }
         _ => typed_list(key, raw, spec.volumes.as_deref().unwrap_or_default(), replaced, path, ops),
     };
     let walked = typed::spec_diff_typed(raw_spec, spec, &mut path, &mut ops, &mut lists);
@@ -696,8 +698,7 @@ mod tests {
     /// the example pod itself (it does not fall back).
     #[test]
     fn typed_patch_is_the_patch_of_the_serialised_spec() {
-        let review: Value =
-            serde_json::from_str(include_str!("../../../examples/reviews/pod-create.json")).unwrap();
+        let review: Value = serde_json::from_str(include_str!("../../../examples/reviews/pod-create.json")).unwrap();
         let raw = review["request"]["object"].clone();
         let pod: k8s_openapi::api::core::v1::Pod = crate::compat::decode::from_value(&raw).unwrap();
         let base = pod.spec.unwrap();
@@ -749,7 +750,11 @@ mod tests {
                 let want = patch(raw, &changed, &replaced);
                 let got = pod_patch(raw, metadata.as_object().unwrap().clone(), Some(spec), &replaced).unwrap();
                 patched += usize::from(got.is_some());
-                assert_eq!(serde_json::to_string(&got).unwrap(), serde_json::to_string(&want).unwrap(), "{raw} {spec:?}");
+                assert_eq!(
+                    serde_json::to_string(&got).unwrap(),
+                    serde_json::to_string(&want).unwrap(),
+                    "{raw} {spec:?}"
+                );
             }
         }
         assert!(patched > 20, "the mutations change the pod");

@@ -265,7 +265,7 @@ impl ser::SerializeSeq for Seq<'_> {
             Seq::Walk { raw, path, ops, len, next } => {
                 let raw = raw.get(*next).ok_or_else(|| fail("more elements than announced"))?;
                 push_index(path, *next);
-                value.serialize(Walk { raw, path: &mut **path, ops: &mut **ops, lists: None })?;
+                value.serialize(Walk { raw, path, ops, lists: None })?;
                 path.truncate(*len);
                 *next += 1;
                 Ok(())
@@ -464,7 +464,7 @@ mod tests {
 
     fn shapes(n: u8, variant: Choice) -> Shapes {
         Shapes {
-            zulu: (n % 2 == 0).then_some(n),
+            zulu: n.is_multiple_of(2).then_some(n),
             alpha: (0..i64::from(n % 3)).collect(),
             middle: (n < 3).then(|| Box::new(shapes(n + 1, Choice::Unit))),
             tuple: (n, "t".into()),
@@ -479,7 +479,7 @@ mod tests {
     fn walked<T: Serialize>(raw: &Value, typed: &T) -> Result<String, Error> {
         let mut ops = Ops::default();
         overlay_diff_typed(raw, typed, &mut "/x".to_string(), &mut ops)?;
-        Ok(serde_json::to_string(&ops.ops)?)
+        serde_json::to_string(&ops.ops)
     }
 
     fn built<T: Serialize>(raw: &Value, typed: &T) -> String {
