@@ -186,6 +186,10 @@ pub struct ServeArgs {
     /// The webhook Service in the manager namespace (the certificate names `<service>.<namespace>.svc`).
     #[arg(long, default_value = crate::certs::SERVICE_NAME)]
     pub webhook_service: String,
+    /// The Service of the CRDs' conversion webhook in the manager namespace (with
+    /// `publishNotReadyAddresses`, see deploy/service.yaml); a managed certificate names it too.
+    #[arg(long, default_value = crate::certs::CONVERSION_SERVICE_NAME)]
+    pub conversion_service: String,
     /// Extra DNS name or IP address of the managed serving certificate (repeatable).
     #[arg(long = "webhook-host")]
     pub webhook_hosts: Vec<String>,
@@ -258,8 +262,11 @@ pub struct CertsArgs {
     #[arg(long, default_value = "certs")]
     pub out: PathBuf,
     /// Service name of the webhook.
-    #[arg(long, default_value = "kruise-webhook-service")]
+    #[arg(long, default_value = crate::certs::SERVICE_NAME)]
     pub service: String,
+    /// Service name of the CRDs' conversion webhook.
+    #[arg(long, default_value = crate::certs::CONVERSION_SERVICE_NAME)]
+    pub conversion_service: String,
     /// Namespace of the service.
     #[arg(long, default_value = "kruise-system")]
     pub namespace: String,

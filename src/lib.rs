@@ -56,6 +56,7 @@ pub async fn run(cli: Cli) -> i32 {
             let req = certs::CertRequest {
                 out: args.out,
                 service: args.service,
+                conversion_service: args.conversion_service,
                 namespace: args.namespace,
                 hosts: args.hosts,
             };

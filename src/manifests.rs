@@ -26,6 +26,8 @@ pub const MUTATING_CONFIGURATION: &str = "kruise-mutating-webhook-configuration"
 pub const VALIDATING_CONFIGURATION: &str = "kruise-validating-webhook-configuration";
 /// The webhook Service and its namespace.
 pub const SERVICE: (&str, &str) = ("kruise-webhook-service", "kruise-system");
+/// The Service the CRDs' conversion webhooks call (see [`crate::certs::CONVERSION_SERVICE_NAME`]).
+pub const CONVERSION_SERVICE: (&str, &str) = (crate::certs::CONVERSION_SERVICE_NAME, SERVICE.1);
 /// Seconds the apiserver waits for an answer.
 pub const TIMEOUT_SECONDS: i32 = 10;
 
@@ -90,7 +92,8 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
 /// v1.9), Advanced StatefulSet, SidecarSet and ImagePullJob are stored as v1beta1.
 ///
 /// One CRD serving both versions, `storage` stored, converted by our `/convert` webhook through
-/// the webhook Service (its `caBundle` is written by the certificate manager, spec §8.4).
+/// the conversion Service, which reaches replicas before they are ready (its `caBundle` is
+/// written by the certificate manager, spec §8.4).
 fn served(
     v1alpha1: CustomResourceDefinition,
     v1beta1: CustomResourceDefinition,
@@ -103,8 +106,8 @@ fn served(
         webhook: Some(WebhookConversion {
             client_config: Some(CrdClientConfig {
                 service: Some(CrdServiceReference {
-                    name: SERVICE.0.to_string(),
-                    namespace: SERVICE.1.to_string(),
+                    name: CONVERSION_SERVICE.0.to_string(),
+                    namespace: CONVERSION_SERVICE.1.to_string(),
                     path: Some(crate::webhook::paths::CONVERT.to_string()),
                     port: Some(443),
                 }),

@@ -215,6 +215,7 @@ fn cert_settings(args: &ServeArgs, config: &Config, identity: &str, mode: CertMo
     let mut settings = crate::certs::Settings::new(&config.namespace, identity, args.addr);
     settings.secret = args.webhook_secret.clone();
     settings.service = args.webhook_service.clone();
+    settings.conversion_service = args.conversion_service.clone();
     settings.hosts = args.webhook_hosts.clone();
     settings.mode = match mode {
         CertMode::External => crate::certs::Mode::External,

@@ -5,8 +5,9 @@
 //! One test in its own binary (its own control plane): it registers cluster-wide webhooks and
 //! runs its steps in order — readiness before the CRDs exist, a fresh install (the leader creates
 //! the Secret and publishes caBundle), the live view feeding injection and
-//! SidecarSet conflicts, an undecodable SidecarSet skipped, and leader election with two replicas
-//! under a steady stream of admission requests.
+//! SidecarSet conflicts, an undecodable SidecarSet skipped, leader election with two replicas
+//! under a steady stream of admission requests (SIGTERM: the lease is released), the new leader's
+//! CloneSet controller, and a leader killed with SIGKILL replaced once its lease expires.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
@@ -359,6 +360,35 @@ async fn live_view_readiness_injection_and_leader_election() {
     assert!(metric(&b, &format!("workqueue_adds_total{labels}")).await.is_some_and(|v| v >= 1.0));
     assert!(metric(&b, &format!("workqueue_depth{labels}")).await.is_some(), "workqueue_depth is exposed");
     assert!(metric(&b, &format!("workqueue_queue_duration_seconds_count{labels}")).await.is_some_and(|v| v >= 1.0));
-    drop(b);
+
+    // A leader that crashes (SIGKILL: no drain, its lease not released) is replaced once the
+    // lease expires, and the new leader's controller carries on from the cluster's state.
+    let c = Kruise::managed(&kubeconfig, &[&ELECTION[..], &["--leader-identity", "replica-c"]].concat(), "warn");
+    eventually("c ready", Duration::from_secs(30), || async { (c.admin_get("/readyz").await.0 == 200).then_some(()) })
+        .await;
+    publish(&[&b, &c]).await;
+    assert_eq!(leading(&c).await, Some(0.0), "b still leads");
+    let killed = Instant::now();
+    drop(b); // SIGKILL
+    publish(&[&c]).await;
+    eventually("c to lead after b was killed", Duration::from_secs(30), || async {
+        (leading(&c).await == Some(1.0)).then_some(())
+    })
+    .await;
+    eprintln!("leader takeover after SIGKILL: {:?} (lease 4 s)", killed.elapsed());
+    assert_eq!(holder(leases.get("kruise-manager").await.unwrap()), "replica-c");
+    let (ok, out, err) = kubectl.run(&["scale", "clonesets.apps.kruise.io/web", "--replicas=3", "-n", ns.name()]).await;
+    assert!(ok, "{out}{err}");
+    eventually("the CloneSet's 3 pods ready under the new leader", Duration::from_secs(60), || async {
+        let st = clonesets.get("web").await.ok()?.status?;
+        (st.replicas == 3 && st.ready_replicas == 3).then_some(())
+    })
+    .await;
+    assert_eq!(
+        metric(&c, "kruise_controller_api_writes_total{controller=\"cloneset\",write=\"create_pod\"}").await,
+        Some(1.0),
+        "c creates the third pod only: the two b created are adopted as they are"
+    );
+    drop(c);
     drop(ns);
 }

@@ -114,6 +114,7 @@ async fn certificate_rotation_by_symlink_swap_under_load() {
     let req = kruise::certs::CertRequest {
         out: gen2.path().to_path_buf(),
         service: "kruise-webhook-service".into(),
+        conversion_service: "kruise-conversion-service".into(),
         namespace: "kruise-system".into(),
         hosts: vec!["rotated.example.com".into()],
     };

@@ -2,8 +2,8 @@
 //! spec §8.4), issued as [`super::issue`] issues them.
 //!
 //! ECDSA P-256 keys (cheap handshakes). The CA lives 10 years, the serving certificate one year,
-//! with SANs `NAME`, `NAME.NS`, `NAME.NS.svc`, `NAME.NS.svc.cluster.local`, `localhost`,
-//! `127.0.0.1` and every `--host`. Existing files are kept while the serving certificate still
+//! with SANs `NAME`, `NAME.NS`, `NAME.NS.svc`, `NAME.NS.svc.cluster.local`, the same four of the
+//! conversion Service, `localhost`, `127.0.0.1` and every `--host`. Existing files are kept while the serving certificate still
 //! verifies against `ca.crt` for every required name a third of its lifetime from now (kruise's
 //! "verify at now + renewBefore" rule); otherwise the leaf is re-issued from the same CA when
 //! `ca.key` is there and the CA outlives the new leaf, so `caBundle` stays valid. Files are
@@ -30,6 +30,8 @@ pub struct CertRequest {
     pub out: PathBuf,
     /// Service name.
     pub service: String,
+    /// The conversion Service's name (named by the certificate too).
+    pub conversion_service: String,
     /// Service namespace.
     pub namespace: String,
     /// Extra SANs (DNS names or IP addresses).
@@ -39,7 +41,7 @@ pub struct CertRequest {
 impl CertRequest {
     /// Every SAN of the serving certificate.
     pub fn names(&self) -> Vec<String> {
-        super::issue::service_names(&self.service, &self.namespace, &self.hosts)
+        super::issue::serving_names(&[&self.service, &self.conversion_service], &self.namespace, &self.hosts)
     }
 }
 
@@ -144,6 +146,7 @@ mod tests {
         CertRequest {
             out: dir.to_path_buf(),
             service: "kruise-webhook-service".into(),
+            conversion_service: "kruise-conversion-service".into(),
             namespace: "kruise-system".into(),
             hosts: vec!["webhook.example.com".into(), "10.0.0.7".into()],
         }
@@ -158,6 +161,7 @@ mod tests {
         let leaf = std::fs::read(dir.path().join("tls.crt")).unwrap();
         let names = req.names();
         assert!(names.contains(&"kruise-webhook-service.kruise-system.svc".to_string()));
+        assert!(names.contains(&"kruise-conversion-service.kruise-system.svc".to_string()));
         assert!(verifies(&ca, &leaf, &names, SystemTime::now()));
         assert!(!verifies(&ca, &leaf, &["other.example.com".into()], SystemTime::now()));
         assert!(!verifies(&ca, &leaf, &names, SystemTime::now() + LEAF_LIFETIME + Duration::from_secs(86400)));

@@ -104,11 +104,21 @@ impl Replica {
                 .replace(leaf.cert.as_bytes(), leaf.key.as_bytes(), &self.secret_name())
                 .map_err(|e| e.to_string())
         });
+        let conversion = self.settings.conversion_dns_name();
+        let names_conversion = m.leaf_verifies(&conversion, SystemTime::now()).is_ok();
         self.material = Some(m);
         match result {
             Ok(changed) => {
                 if changed {
                     tracing::info!(secret = %self.secret_name(), "serving a new webhook certificate");
+                    if !names_conversion {
+                        // Managed mode renews such a leaf; external certificates are the user's.
+                        tracing::warn!(
+                            secret = %self.secret_name(),
+                            "the serving certificate does not name {conversion}: the apiserver cannot convert kruise \
+                             objects between API versions until it does (add it to the certificate's DNS names)"
+                        );
+                    }
                 }
                 self.readiness.set(CERTIFICATE, Ok(()));
                 changed

@@ -65,6 +65,20 @@ pub fn service_names(service: &str, namespace: &str, hosts: &[String]) -> Vec<St
     names
 }
 
+/// The SANs of a certificate served for every Service in `services` (the webhook Service and
+/// the conversion Service) plus `hosts`, each once.
+pub fn serving_names(services: &[&str], namespace: &str, hosts: &[String]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for service in services {
+        for n in service_names(service, namespace, hosts) {
+            if !names.contains(&n) {
+                names.push(n);
+            }
+        }
+    }
+    names
+}
+
 /// The name the apiserver verifies: `<service>.<namespace>.svc`.
 pub fn service_dns_name(service: &str, namespace: &str) -> String {
     format!("{service}.{namespace}.svc")
@@ -211,9 +225,9 @@ pub fn ca_info(pair: &Pair) -> Option<CaInfo> {
 }
 
 /// The serving certificate of a PEM pair, when it parses and its key matches: its validity, which
-/// of `cas` (PEM) verifies it (`issuer` is that CA's fingerprint), and whether it names
-/// `service_name`.
-pub fn leaf_info(pair: &Pair, cas: &[&str], service_name: &str) -> Option<LeafInfo> {
+/// of `cas` (PEM) verifies it (`issuer` is that CA's fingerprint), and whether it names every
+/// name of `required` (the `<service>.<namespace>.svc` the apiserver verifies, one per Service).
+pub fn leaf_info(pair: &Pair, cas: &[&str], required: &[String]) -> Option<LeafInfo> {
     crate::server::tls::certified_key(
         pair.cert.as_bytes(),
         pair.key.as_bytes(),
@@ -239,10 +253,10 @@ pub fn leaf_info(pair: &Pair, cas: &[&str], service_name: &str) -> Option<LeafIn
                 .collect()
         })
         .unwrap_or_default();
-    let covers_service = dns_names.iter().any(|n| n == service_name);
+    let covers_service = required.iter().all(|r| dns_names.contains(r));
     // Which CA signed it is a question of signatures, not of time: ask at a moment inside the
     // leaf's validity, for a name it carries.
-    let name = if covers_service { Some(service_name.to_string()) } else { dns_names.first().cloned() };
+    let name = required.iter().find(|r| dns_names.contains(r)).or(dns_names.first()).cloned();
     let at = not_before + (not_after.duration_since(not_before).unwrap_or_default() / 2);
     let issuer = name.and_then(|name| {
         cas.iter()
@@ -355,13 +369,23 @@ mod tests {
         assert_eq!(fingerprints(ca.cert.as_bytes()), vec![info.fingerprint.clone()]);
 
         let leaf = issue_leaf(&ca, &names(), now, DAY).unwrap();
-        let svc = "kruise-webhook-service.kruise-system.svc";
+        let svc = &["kruise-webhook-service.kruise-system.svc".to_string()][..];
         let l = leaf_info(&leaf, &[ca.cert.as_str()], svc).unwrap();
         assert_eq!(l.issuer.as_deref(), Some(info.fingerprint.as_str()));
         assert!(l.covers_service);
-        let l = leaf_info(&leaf, &[ca.cert.as_str()], "other.ns.svc").unwrap();
+        let l = leaf_info(&leaf, &[ca.cert.as_str()], &["other.ns.svc".to_string()]).unwrap();
         assert!(!l.covers_service);
         assert_eq!(l.issuer.as_deref(), Some(info.fingerprint.as_str()), "the issuer does not depend on the name");
+        // Every required name must be there: the webhook Service's alone is not enough when the
+        // conversion Service is required too.
+        let both = [
+            "kruise-webhook-service.kruise-system.svc".to_string(),
+            "kruise-conversion-service.kruise-system.svc".to_string(),
+        ];
+        assert!(!leaf_info(&leaf, &[ca.cert.as_str()], &both).unwrap().covers_service);
+        let both_names = serving_names(&["kruise-webhook-service", "kruise-conversion-service"], "kruise-system", &[]);
+        let leaf_of_both = issue_leaf(&ca, &both_names, now, DAY).unwrap();
+        assert!(leaf_info(&leaf_of_both, &[ca.cert.as_str()], &both).unwrap().covers_service);
         let other = new_ca(now, DAY).unwrap();
         assert_eq!(leaf_info(&leaf, &[other.cert.as_str()], svc).unwrap().issuer, None);
 
@@ -383,7 +407,8 @@ mod tests {
         // Backdated by a tenth of the lifetime (6 s), not by an hour.
         assert!(now.duration_since(info.not_before).unwrap() <= Duration::from_secs(7));
         let leaf = issue_leaf(&ca, &names(), now, Duration::from_secs(600)).unwrap();
-        let l = leaf_info(&leaf, &[ca.cert.as_str()], "kruise-webhook-service.kruise-system.svc").unwrap();
+        let l =
+            leaf_info(&leaf, &[ca.cert.as_str()], &["kruise-webhook-service.kruise-system.svc".to_string()]).unwrap();
         assert!(l.not_after <= info.not_after);
     }
 

@@ -159,9 +159,9 @@ impl Leader {
         if !stale.is_empty() {
             report::remove(&self.client, &s, &stale).await.map_err(api_err("delete stale certificate reports"))?;
         }
-        let service = s.service_dns_name();
+        let required = s.required_names();
         let observed = Observed {
-            secret: material.as_ref().map(|m| m.state(&service)),
+            secret: material.as_ref().map(|m| m.state(&required)),
             trusted: targets.iter().flat_map(Target::trusted).collect(),
             replicas,
             now,

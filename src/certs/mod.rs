@@ -33,6 +33,12 @@ use crate::core::certs::Lifetimes;
 pub const SECRET_NAME: &str = "kruise-webhook-certs";
 /// The webhook Service (kruise's `SERVICE_NAME` default).
 pub const SERVICE_NAME: &str = "kruise-webhook-service";
+/// The Service the CRDs' conversion webhooks call (ours; kruise uses the webhook Service). It
+/// publishes replicas that are not ready yet (`publishNotReadyAddresses`): a replica becomes
+/// ready only once its view of the cluster has listed SidecarSets, and that list needs
+/// `/convert` when SidecarSets are stored in both versions — through the webhook Service, whose
+/// endpoints are ready replicas only, no replica would ever get there (issue 15).
+pub const CONVERSION_SERVICE_NAME: &str = "kruise-conversion-service";
 /// The mutating webhook configuration.
 pub const MUTATING_CONFIGURATION: &str = "kruise-mutating-webhook-configuration";
 /// The validating webhook configuration.
@@ -51,6 +57,8 @@ pub struct Settings {
     pub secret: String,
     /// The webhook Service (the serving certificate names `<service>.<namespace>.svc`).
     pub service: String,
+    /// The conversion Service (named by the serving certificate too).
+    pub conversion_service: String,
     /// Extra SANs of the serving certificate.
     pub hosts: Vec<String>,
     /// Webhook configurations whose every webhook gets `caBundle`.
@@ -84,6 +92,7 @@ impl Settings {
             namespace: namespace.to_string(),
             secret: SECRET_NAME.to_string(),
             service: SERVICE_NAME.to_string(),
+            conversion_service: CONVERSION_SERVICE_NAME.to_string(),
             hosts: Vec::new(),
             mutating: MUTATING_CONFIGURATION.to_string(),
             validating: VALIDATING_CONFIGURATION.to_string(),
@@ -103,8 +112,18 @@ impl Settings {
         issue::service_dns_name(&self.service, &self.namespace)
     }
 
+    /// `<conversion service>.<namespace>.svc`: the name the apiserver verifies when it converts.
+    pub fn conversion_dns_name(&self) -> String {
+        issue::service_dns_name(&self.conversion_service, &self.namespace)
+    }
+
+    /// The names a managed serving certificate must carry (one per Service the apiserver calls).
+    pub fn required_names(&self) -> Vec<String> {
+        vec![self.service_dns_name(), self.conversion_dns_name()]
+    }
+
     /// Every SAN of the serving certificate.
     pub fn names(&self) -> Vec<String> {
-        issue::service_names(&self.service, &self.namespace, &self.hosts)
+        issue::serving_names(&[&self.service, &self.conversion_service], &self.namespace, &self.hosts)
     }
 }

@@ -138,12 +138,13 @@ impl Material {
         }
     }
 
-    /// What the decision needs of it, for a serving certificate that must name `service_name`.
-    pub fn state(&self, service_name: &str) -> SecretState {
+    /// What the decision needs of it, for a serving certificate that must name every name of
+    /// `required`.
+    pub fn state(&self, required: &[String]) -> SecretState {
         let ca = self.ca.as_ref().and_then(issue::ca_info);
         let next_ca = self.next_ca.as_ref().and_then(issue::ca_info);
         let cas: Vec<&str> = [&self.ca, &self.next_ca].into_iter().flatten().map(|p| p.cert.as_str()).collect();
-        let leaf = self.leaf.as_ref().and_then(|l| issue::leaf_info(l, &cas, service_name));
+        let leaf = self.leaf.as_ref().and_then(|l| issue::leaf_info(l, &cas, required));
         let bundle = self.bundle_pem().map(|b| issue::fingerprints(b.as_bytes())).unwrap_or_default();
         SecretState { ca, next_ca, bundle, leaf }
     }
@@ -177,7 +178,7 @@ mod tests {
     fn a_secret_as_kruise_writes_it_is_understood() {
         let secret = kruise_secret();
         let m = Material::from_secret(&secret, Mode::SelfManaged);
-        let state = m.state(SVC);
+        let state = m.state(&[SVC.to_string()]);
         let ca = state.ca.clone().expect("kruise's RSA CA with its PKCS#1 key is usable");
         assert_eq!(state.bundle, vec![ca.fingerprint.clone()], "without ca-bundle.pem the bundle is the CA");
         assert_eq!(state.next_ca, None);
@@ -195,6 +196,15 @@ mod tests {
         assert_eq!(
             crate::core::certs::next_step(&observed, crate::core::certs::Lifetimes::default()),
             crate::core::certs::CertStep::Done
+        );
+        // kruise's leaf names its webhook Service only: where our conversion Service is required
+        // too (the managed mode), the leaf is renewed from the same CA, which keeps caBundle.
+        let conversion = "kruise-conversion-service.kruise-system.svc".to_string();
+        let observed =
+            crate::core::certs::Observed { secret: Some(m.state(&[SVC.to_string(), conversion])), ..observed };
+        assert_eq!(
+            crate::core::certs::next_step(&observed, crate::core::certs::Lifetimes::default()),
+            crate::core::certs::CertStep::RenewLeaf("the serving certificate does not name every service")
         );
         // And its RSA CA can sign a renewed leaf.
         let names = issue::service_names("kruise-webhook-service", "kruise-system", &[]);
@@ -233,7 +243,7 @@ mod tests {
         done.write_into(&mut data);
         assert!(!data.contains_key(NEXT_CA_CERT) && !data.contains_key(NEXT_CA_KEY));
         assert_eq!(data["extra"].0, b"kept");
-        let state = done.state(SVC);
+        let state = done.state(&[SVC.to_string()]);
         assert_eq!(state.bundle, issue::fingerprints(a.cert.as_bytes()));
         assert_eq!(state.next_ca, None);
     }
@@ -258,7 +268,7 @@ mod tests {
         m.leaf_verifies(SVC, now).unwrap();
         assert!(m.leaf_verifies("other.ns.svc", now).is_err());
         // In self-managed key names the same Secret has no CA.
-        assert_eq!(Material::from_secret(&secret, Mode::SelfManaged).state(SVC).ca, None);
+        assert_eq!(Material::from_secret(&secret, Mode::SelfManaged).state(&[SVC.to_string()]).ca, None);
         assert!(Material::default().leaf_verifies(SVC, now).is_err());
     }
 }

@@ -35,7 +35,8 @@ pub struct LeafInfo {
     pub not_after: SystemTime,
     /// Fingerprint of the CA that verifies it (`None`: no CA of the Secret does).
     pub issuer: Option<String>,
-    /// Whether it covers `<service>.<namespace>.svc`.
+    /// Whether it covers `<service>.<namespace>.svc` of every Service the apiserver calls (the
+    /// webhook Service and the conversion Service).
     pub covers_service: bool,
 }
 
@@ -159,7 +160,7 @@ pub fn next_step(o: &Observed, lifetimes: Lifetimes) -> CertStep {
             return CertStep::RenewLeaf("the serving certificate is not signed by the current CA");
         }
         Some(l) if !l.covers_service => {
-            return CertStep::RenewLeaf("the serving certificate does not name the service");
+            return CertStep::RenewLeaf("the serving certificate does not name every service");
         }
         Some(l) if remaining_share(l.not_before, l.not_after, o.now) < 1.0 / 3.0 => {
             return CertStep::RenewLeaf("a third of the serving certificate's lifetime is left");
@@ -277,7 +278,7 @@ mod tests {
             (
                 "leaf without the service name",
                 with(steady(10), |o| secret(o).leaf.as_mut().into_iter().for_each(|l| l.covers_service = false)),
-                CertStep::RenewLeaf("the serving certificate does not name the service"),
+                CertStep::RenewLeaf("the serving certificate does not name every service"),
             ),
             ("a clientConfig lacks the CA", with(steady(10), |o| o.trusted[1] = vec![]), CertStep::PublishBundle),
             (

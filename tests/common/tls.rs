@@ -32,6 +32,7 @@ pub fn make_certs(dir: &Path) {
     let req = CertRequest {
         out: dir.to_path_buf(),
         service: "kruise-webhook-service".into(),
+        conversion_service: "kruise-conversion-service".into(),
         namespace: "kruise-system".into(),
         hosts: vec![],
     };

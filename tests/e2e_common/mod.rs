@@ -9,9 +9,10 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-/// The manager namespace and webhook Service of `deploy/`.
+/// The manager namespace, webhook Service and conversion Service of `deploy/`.
 pub const NAMESPACE: &str = "kruise-system";
 pub const SERVICE: &str = "kruise-webhook-service";
+pub const CONVERSION_SERVICE: &str = "kruise-conversion-service";
 
 pub fn root() -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR"))
@@ -161,10 +162,20 @@ pub async fn install(servers: &[&Kruise]) {
     publish(servers).await;
 }
 
-/// Publishes `servers` as the ready endpoints of deploy/'s webhook Service (none: no endpoint).
+/// Publishes `servers` as the ready endpoints of deploy/'s webhook and conversion Services (none: no
+/// endpoint).
 pub async fn publish(servers: &[&Kruise]) {
     let endpoints: Vec<Endpoint> = servers.iter().map(|k| Endpoint { address: k.address, ready: true }).collect();
     publish_endpoints(&cluster().client().await.unwrap(), NAMESPACE, SERVICE, "https", 9876, &endpoints).await.unwrap();
+    publish_conversion(&endpoints).await;
+}
+
+/// Publishes `endpoints` behind deploy/'s conversion Service only. Its
+/// `publishNotReadyAddresses` makes the EndpointSlice controller mark every replica ready there,
+/// ready or not; `ready: false` shows what a Service without it would publish.
+pub async fn publish_conversion(endpoints: &[Endpoint]) {
+    let client = cluster().client().await.unwrap();
+    publish_endpoints(&client, NAMESPACE, CONVERSION_SERVICE, "https", 9876, endpoints).await.unwrap();
 }
 
 /// Leader-election and drain timings short enough for a test's handovers.

@@ -14,13 +14,13 @@
 use std::collections::{BTreeMap, BTreeSet};
 use std::sync::Arc;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use super::json;
 use super::meta::{validate_object_meta, validate_object_meta_update};
 use super::podtemplate::validate_workload_selector;
-use super::template_update::{in_place_only_violation, normalized_template};
+use super::template_update::{normalized_in_place_only_violation, normalized_template};
 use super::update_order::{validate_priority, validate_scatter};
 use crate::apis::CloneSet;
 use crate::apis::cloneset::{
@@ -95,7 +95,8 @@ pub fn validate_create(cs: &CloneSet, pods: &PodsByName, gates: &FeatureGates) -
 
 /// CREATE of an object of `shape`'s version, decided on the v1alpha1 model.
 pub fn validate_create_as(cs: &CloneSet, pods: &PodsByName, gates: &FeatureGates, shape: Shape) -> Vec<FieldError> {
-    validate_cloneset(cs, None, pods, gates, shape)
+    let normalized = normalized_template(&cs.spec.template, gates);
+    validate_cloneset(cs, None, &normalized, pods, shape)
 }
 
 /// UPDATE: metadata update rules, the immutable spec, the InPlaceOnly guard, then rules 1–15 on
@@ -113,31 +114,45 @@ pub fn validate_update_as(
     shape: Shape,
 ) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata, "metadata");
-    let mut frozen = new.spec.clone();
-    frozen.replicas = old.spec.replicas;
-    frozen.template = old.spec.template.clone();
-    frozen.scale_strategy = old.spec.scale_strategy.clone();
-    frozen.update_strategy = old.spec.update_strategy.clone();
-    frozen.min_ready_seconds = old.spec.min_ready_seconds;
-    frozen.lifecycle = old.spec.lifecycle.clone();
-    frozen.revision_history_limit = old.spec.revision_history_limit;
-    frozen.volume_claim_templates = old.spec.volume_claim_templates.clone();
-    frozen.progress_deadline_seconds = old.spec.progress_deadline_seconds;
-    if !semantic_eq(&json(&frozen), &json(&old.spec)) {
+    if !semantic_eq(&immutable_part(&new.spec), &immutable_part(&old.spec)) {
         errs.push(FieldError::forbidden("spec", IMMUTABLE_MSG));
     }
+    // The new template as kruise validates it (defaulted), shared by the guard and the rules.
+    let normalized = normalized_template(&new.spec.template, gates);
     if new.spec.update_strategy.type_ == IN_PLACE_ONLY {
-        errs.extend(in_place_only_violation(&old.spec.template, &new.spec.template, gates, shape.strategy_field()));
+        let old_normalized = normalized_template(&old.spec.template, gates);
+        errs.extend(normalized_in_place_only_violation(&old_normalized, &normalized, shape.strategy_field()));
     }
-    errs.extend(validate_cloneset(new, Some(&old.spec), pods, gates, shape));
+    errs.extend(validate_cloneset(new, Some(&old.spec), &normalized, pods, shape));
     errs
 }
 
+/// The spec fields an UPDATE may not change. kruise copies every other field from the old spec
+/// into the new one and compares the whole specs semantically; comparing what is left is the
+/// same answer without serialising two templates. Destructured, so that a field added to the
+/// spec must be placed on one side or the other.
+fn immutable_part(spec: &CloneSetSpec) -> serde_json::Value {
+    let CloneSetSpec {
+        selector,
+        replicas: _,
+        template: _,
+        volume_claim_templates: _,
+        scale_strategy: _,
+        update_strategy: _,
+        revision_history_limit: _,
+        min_ready_seconds: _,
+        lifecycle: _,
+        progress_deadline_seconds: _,
+    } = spec;
+    serde_json::json!({ "selector": json(selector) })
+}
+
+/// Rules 1–15; `normalized` is `cs`'s template through [`normalized_template`].
 fn validate_cloneset(
     cs: &CloneSet,
     old: Option<&CloneSetSpec>,
+    normalized: &PodTemplateSpec,
     pods: &PodsByName,
-    gates: &FeatureGates,
     shape: Shape,
 ) -> Vec<FieldError> {
     let mut errs = validate_object_meta(&cs.metadata, true, "metadata");
@@ -146,13 +161,13 @@ fn validate_cloneset(
         Some(r) => errs.extend(validate_nonnegative(i64::from(r), "spec.replicas")),
         None => errs.push(FieldError::required("spec.replicas", "")),
     }
-    errs.extend(validate_selector_and_template(spec, gates));
-    let template = normalized_template(&spec.template, gates);
-    let pod_spec = template.spec.unwrap_or_default();
-    if let Some(policy) = pod_spec.restart_policy.as_deref().filter(|p| !p.is_empty() && *p != "Always") {
+    errs.extend(validate_selector_and_template(spec, normalized));
+    let pod_spec = normalized.spec.as_ref();
+    let restart_policy = pod_spec.and_then(|s| s.restart_policy.as_deref());
+    if let Some(policy) = restart_policy.filter(|p| !p.is_empty() && *p != "Always") {
         errs.push(FieldError::not_supported("spec.template.spec.restartPolicy", policy, &["Always"]));
     }
-    if pod_spec.active_deadline_seconds.is_some() {
+    if pod_spec.is_some_and(|s| s.active_deadline_seconds.is_some()) {
         errs.push(FieldError::forbidden(
             "spec.template.spec.activeDeadlineSeconds",
             "activeDeadlineSeconds in cloneset is not Supported",
@@ -171,16 +186,15 @@ fn validate_cloneset(
 }
 
 /// Rules 3–5: selector required, valid, non-empty, matching the template labels; then the pod
-/// template (defaulted, with one PVC volume per volumeClaimTemplate). As in kruise, a selector
-/// that cannot be converted skips the template checks.
-fn validate_selector_and_template(spec: &CloneSetSpec, gates: &FeatureGates) -> Vec<FieldError> {
+/// template (`normalized`: defaulted — kruise validates it after `SetDefaultPodSpec` in
+/// `ConvertPodTemplateSpec` — with one PVC volume per volumeClaimTemplate). As in kruise, a
+/// selector that cannot be converted skips the template checks.
+fn validate_selector_and_template(spec: &CloneSetSpec, normalized: &PodTemplateSpec) -> Vec<FieldError> {
     let (mut errs, converted) = validate_workload_selector(spec.selector.as_ref(), &spec.template, "cloneset");
     if converted {
         let claims: Vec<String> =
             spec.volume_claim_templates.iter().map(|c| c.metadata.name.clone().unwrap_or_default()).collect();
-        // kruise validates the template after `SetDefaultPodSpec` (`ConvertPodTemplateSpec`).
-        let template = normalized_template(&spec.template, gates);
-        errs.extend(validate_pod_template_spec(&template, &claims, "spec.template"));
+        errs.extend(validate_pod_template_spec(normalized, &claims, "spec.template"));
     }
     errs
 }
@@ -571,6 +585,51 @@ mod tests {
         for (name, old, new, want) in cases {
             assert_eq!(update(old, new), want, "{name}");
         }
+    }
+
+    /// kruise's comparison: every mutable field copied from the old spec, then the whole specs.
+    fn frozen_differs(new: &CloneSetSpec, old: &CloneSetSpec) -> bool {
+        let mut frozen = new.clone();
+        frozen.replicas = old.replicas;
+        frozen.template = old.template.clone();
+        frozen.scale_strategy = old.scale_strategy.clone();
+        frozen.update_strategy = old.update_strategy.clone();
+        frozen.min_ready_seconds = old.min_ready_seconds;
+        frozen.lifecycle = old.lifecycle.clone();
+        frozen.revision_history_limit = old.revision_history_limit;
+        frozen.volume_claim_templates = old.volume_claim_templates.clone();
+        frozen.progress_deadline_seconds = old.progress_deadline_seconds;
+        !semantic_eq(&json(&frozen), &json(old))
+    }
+
+    #[test]
+    fn immutable_part_answers_as_the_whole_frozen_spec() {
+        let selectors = [
+            Value::Null,
+            json!({}),
+            json!({"matchLabels": {}}),
+            json!({"matchLabels": {"app": "web"}}),
+            json!({"matchLabels": {"app": "web"}, "matchExpressions": []}),
+            json!({"matchLabels": {"app": "other"}}),
+            json!({"matchExpressions": [{"key": "app", "operator": "Exists"}]}),
+        ];
+        let mut differing = 0;
+        for (i, a) in selectors.iter().enumerate() {
+            for (j, b) in selectors.iter().enumerate() {
+                let old = cs(with(|v| v["spec"]["selector"] = a.clone()));
+                let new = cs(with(|v| {
+                    v["spec"]["selector"] = b.clone();
+                    v["spec"]["replicas"] = json!(7);
+                    v["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:1.26");
+                    v["spec"]["updateStrategy"]["paused"] = json!(true);
+                }));
+                let want = frozen_differs(&new.spec, &old.spec);
+                let got = !semantic_eq(&immutable_part(&new.spec), &immutable_part(&old.spec));
+                assert_eq!(got, want, "selector {i} -> {j}");
+                differing += usize::from(got);
+            }
+        }
+        assert!(differing > 10, "the table has changes of the selector ({differing})");
     }
 
     #[test]

@@ -63,19 +63,7 @@ pub fn validate_create(sts: &StatefulSet, gates: &FeatureGates) -> Vec<FieldErro
 pub fn validate_update(new: &StatefulSet, old: &StatefulSet, gates: &FeatureGates) -> Vec<FieldError> {
     let mut errs = validate_create(new, gates);
     errs.extend(validate_object_meta_update(&new.metadata, &old.metadata, "metadata"));
-    let mut frozen = new.spec.clone();
-    frozen.replicas = old.spec.replicas;
-    frozen.template = old.spec.template.clone();
-    frozen.update_strategy = old.spec.update_strategy.clone();
-    frozen.persistent_volume_claim_retention_policy = old.spec.persistent_volume_claim_retention_policy.clone();
-    frozen.scale_strategy = old.spec.scale_strategy.clone();
-    frozen.volume_claim_templates = old.spec.volume_claim_templates.clone();
-    frozen.volume_claim_update_strategy = old.spec.volume_claim_update_strategy.clone();
-    frozen.reserve_ordinals = old.spec.reserve_ordinals.clone();
-    frozen.lifecycle = old.spec.lifecycle.clone();
-    frozen.revision_history_limit = old.spec.revision_history_limit;
-    frozen.ordinals = old.spec.ordinals.clone();
-    if !semantic_eq(&json(&frozen), &json(&old.spec)) {
+    if !semantic_eq(&immutable_part(&new.spec), &immutable_part(&old.spec)) {
         errs.push(FieldError::forbidden("spec", IMMUTABLE_MSG));
     }
     if gates.enabled(Gate::StatefulSetAutoResizePVCGate) {
@@ -86,6 +74,36 @@ pub fn validate_update(new: &StatefulSet, old: &StatefulSet, gates: &FeatureGate
         errs.extend(in_place_only_violation(&old.spec.template, &new.spec.template, gates, STRATEGY_FIELD));
     }
     errs
+}
+
+/// The spec fields an UPDATE may not change. kruise copies every other field from the old spec
+/// into the new one and compares the whole specs semantically; comparing what is left is the
+/// same answer without serialising two templates (empty strings are left out as the spec's
+/// serialisation leaves them out). Destructured, so that a field added to the spec must be
+/// placed on one side or the other.
+fn immutable_part(spec: &StatefulSetSpec) -> Value {
+    let StatefulSetSpec {
+        selector,
+        service_name,
+        pod_management_policy,
+        replicas: _,
+        template: _,
+        volume_claim_templates: _,
+        volume_claim_update_strategy: _,
+        update_strategy: _,
+        revision_history_limit: _,
+        reserve_ordinals: _,
+        lifecycle: _,
+        scale_strategy: _,
+        persistent_volume_claim_retention_policy: _,
+        ordinals: _,
+    } = spec;
+    let text = |s: &String| if s.is_empty() { Value::Null } else { Value::String(s.clone()) };
+    serde_json::json!({
+        "selector": json(selector),
+        "serviceName": text(service_name),
+        "podManagementPolicy": text(pod_management_policy),
+    })
 }
 
 fn validate_spec(spec: &StatefulSetSpec, gates: &FeatureGates) -> Vec<FieldError> {
@@ -615,6 +633,58 @@ mod tests {
             edit(&mut self);
             self
         }
+    }
+
+    /// kruise's comparison: every mutable field copied from the old spec, then the whole specs.
+    fn frozen_differs(new: &StatefulSetSpec, old: &StatefulSetSpec) -> bool {
+        let mut frozen = new.clone();
+        frozen.replicas = old.replicas;
+        frozen.template = old.template.clone();
+        frozen.update_strategy = old.update_strategy.clone();
+        frozen.persistent_volume_claim_retention_policy = old.persistent_volume_claim_retention_policy.clone();
+        frozen.scale_strategy = old.scale_strategy.clone();
+        frozen.volume_claim_templates = old.volume_claim_templates.clone();
+        frozen.volume_claim_update_strategy = old.volume_claim_update_strategy.clone();
+        frozen.reserve_ordinals = old.reserve_ordinals.clone();
+        frozen.lifecycle = old.lifecycle.clone();
+        frozen.revision_history_limit = old.revision_history_limit;
+        frozen.ordinals = old.ordinals.clone();
+        !semantic_eq(&json(&frozen), &json(old))
+    }
+
+    #[test]
+    fn immutable_part_answers_as_the_whole_frozen_spec() {
+        let selectors =
+            [Value::Null, json!({}), json!({"matchLabels": {"app": "web"}}), json!({"matchLabels": {"app": "x"}})];
+        let texts = [json!(""), json!("OrderedReady"), json!("Parallel")];
+        let services = [json!(""), json!("web"), json!("other")];
+        let mut differing = 0;
+        for a in &selectors {
+            for b in &selectors {
+                for (p, q) in texts.iter().zip(texts.iter().rev()).chain(texts.iter().zip(texts.iter())) {
+                    for (x, y) in services.iter().zip(services.iter().rev()).chain(services.iter().zip(services.iter()))
+                    {
+                        let old = sts(with(|v| {
+                            v["spec"]["selector"] = a.clone();
+                            v["spec"]["podManagementPolicy"] = p.clone();
+                            v["spec"]["serviceName"] = x.clone();
+                        }));
+                        let new = sts(with(|v| {
+                            v["spec"]["selector"] = b.clone();
+                            v["spec"]["podManagementPolicy"] = q.clone();
+                            v["spec"]["serviceName"] = y.clone();
+                            v["spec"]["replicas"] = json!(9);
+                            v["spec"]["reserveOrdinals"] = json!([1]);
+                        }));
+                        let want = frozen_differs(&new.spec, &old.spec);
+                        let got = !semantic_eq(&immutable_part(&new.spec), &immutable_part(&old.spec));
+                        assert_eq!(got, want, "{a} {p} {x} -> {b} {q} {y}");
+                        differing += usize::from(got);
+                    }
+                }
+            }
+        }
+        assert!(differing > 100, "the table has immutable changes ({differing})");
     }
 
     #[test]

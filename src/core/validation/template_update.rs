@@ -53,9 +53,20 @@ pub fn in_place_only_violation(
     gates: &FeatureGates,
     strategy_field: &str,
 ) -> Option<FieldError> {
-    let old = spec_json(&normalized_template(old, gates));
-    let new = spec_json(&normalized_template(new, gates));
-    let op = check_in_place_only(&old, &new).err()?;
+    normalized_in_place_only_violation(
+        &normalized_template(old, gates),
+        &normalized_template(new, gates),
+        strategy_field,
+    )
+}
+
+/// [`in_place_only_violation`] of templates already normalised by [`normalized_template`].
+pub fn normalized_in_place_only_violation(
+    old: &PodTemplateSpec,
+    new: &PodTemplateSpec,
+    strategy_field: &str,
+) -> Option<FieldError> {
+    let op = check_in_place_only(&spec_json(old), &spec_json(new)).err()?;
     Some(FieldError::forbidden(
         "spec.template.spec",
         format!(
