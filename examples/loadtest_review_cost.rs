@@ -26,6 +26,11 @@ use kruise::webhook::paths::Handler;
 use kruise::webhook::review::{decode, encode};
 use kruise::webhook::{Context, handle};
 
+/// The allocator of the `kruise` binary, so the figures are the server's.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
 /// The reviews of the criterion bench `admission`, with its names.
 const CASES: [(&str, &str, Handler); 6] = [
     ("mutate_pod_create", "reviews/pod-create.json", Handler::MutatePod),

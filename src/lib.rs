@@ -16,6 +16,7 @@ pub mod controller;
 pub mod core;
 pub mod failopen;
 pub mod leader;
+pub mod logfields;
 pub mod manifests;
 pub mod metrics;
 pub mod plan;
@@ -36,7 +37,7 @@ pub fn init_tracing(format: LogFormat, filter: &str) {
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
     let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(std::io::stderr).with_ansi(ansi);
     let _ = match format {
-        LogFormat::Text => builder.try_init(),
+        LogFormat::Text => builder.fmt_fields(logfields::TextFields).try_init(),
         LogFormat::Json => builder.json().flatten_event(true).try_init(),
     };
 }

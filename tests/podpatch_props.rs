@@ -1,12 +1,16 @@
-//! The one-pass pod patch (`podpatch::patch`, what `/mutate-pod` answers) equals the two-step
-//! form it replaced, `diff(raw, &target(raw, mutated, replaced))`, operation for operation, over
-//! generated request pods and mutations: pod-shaped objects whose named lists share, lack, repeat
-//! or rename elements, with nulls, scalars where objects are expected and fields only one side has.
+//! The one-pass pod patch (`podpatch::patch`) equals the two-step form it replaced,
+//! `diff(raw, &target(raw, mutated, replaced))`, operation for operation, over generated request
+//! pods and mutations: pod-shaped objects whose named lists share, lack, repeat or rename
+//! elements, with nulls, scalars where objects are expected and fields only one side has. And
+//! the patch `/mutate-pod` answers, `podpatch::pod_patch` over the typed spec, equals `patch`
+//! over the serialised spec, over generated typed specs and request pods (their own
+//! serialisation perturbed, or pod-shaped values).
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
 
+use k8s_openapi::api::core::v1::{Container, EmptyDirVolumeSource, EnvVar, PodSpec, Volume};
 use kruise::core::sidecar::podpatch;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -69,6 +73,113 @@ fn pod() -> impl Strategy<Value = Value> {
         })
 }
 
+fn container() -> impl Strategy<Value = Container> {
+    (
+        prop::sample::select(vec!["c0", "c1", "c2", "c3"]),
+        prop::option::of(prop::sample::select(vec!["a:1", "a:2"])),
+        prop::collection::vec((prop::sample::select(vec!["A", "B"]), prop::option::of(Just("1"))), 0..3),
+        prop::option::of(prop::sample::select(vec!["Always", "IfNotPresent"])),
+    )
+        .prop_map(|(name, image, env, policy)| Container {
+            name: name.into(),
+            image: image.map(str::to_string),
+            env: (!env.is_empty()).then(|| {
+                env.into_iter()
+                    .map(|(n, v)| EnvVar { name: n.into(), value: v.map(str::to_string), ..Default::default() })
+                    .collect()
+            }),
+            image_pull_policy: policy.map(str::to_string),
+            ..Default::default()
+        })
+}
+
+fn volume() -> impl Strategy<Value = Volume> {
+    (prop::sample::select(vec!["v0", "v1", "c0"]), any::<bool>()).prop_map(|(name, empty_dir)| Volume {
+        name: name.into(),
+        empty_dir: empty_dir.then(EmptyDirVolumeSource::default),
+        ..Default::default()
+    })
+}
+
+/// Typed pod specs: the three named lists and a few other fields, maps among them.
+fn spec() -> impl Strategy<Value = PodSpec> {
+    (
+        prop::collection::vec(container(), 0..4),
+        prop::option::of(prop::collection::vec(container(), 0..3)),
+        prop::option::of(prop::collection::vec(volume(), 0..3)),
+        prop::option::of(prop::collection::btree_map(
+            prop::sample::select(vec!["a", "b/c", "~d"]).prop_map(str::to_string),
+            prop::sample::select(vec!["x", "y"]).prop_map(str::to_string),
+            0..3,
+        )),
+        prop::option::of(prop::sample::select(vec!["h1", "h2"]).prop_map(str::to_string)),
+        prop::option::of(0i64..3),
+    )
+        .prop_map(|(containers, init_containers, volumes, node_selector, hostname, grace)| PodSpec {
+            containers,
+            init_containers,
+            volumes,
+            node_selector,
+            hostname,
+            termination_grace_period_seconds: grace,
+            ..Default::default()
+        })
+}
+
+/// A request pod: a typed spec's serialisation with values replaced, removed or added here and
+/// there (so that the walk meets equal, different and missing values alike), or any pod-shaped
+/// value.
+fn request_pod() -> impl Strategy<Value = Value> {
+    let perturbed = (spec(), prop::collection::vec((0usize..64, prop::option::of(value())), 0..4), value()).prop_map(
+        |(spec, edits, metadata)| {
+            let mut spec = serde_json::to_value(spec).unwrap();
+            for (at, replacement) in edits {
+                perturb(&mut spec, at, replacement);
+            }
+            json!({"metadata": metadata, "spec": spec})
+        },
+    );
+    prop_oneof![3 => perturbed, 1 => pod()]
+}
+
+/// Replaces (or, with `None`, removes) the `at`-th node of `v` in depth-first order, counting
+/// object members and list elements.
+fn perturb(v: &mut Value, at: usize, replacement: Option<Value>) {
+    fn walk(v: &mut Value, at: &mut usize, replacement: &mut Option<Option<Value>>) {
+        let children: Vec<String> = match v {
+            Value::Object(m) => m.keys().cloned().collect(),
+            Value::Array(a) => (0..a.len()).map(|i| i.to_string()).collect(),
+            _ => return,
+        };
+        for key in children {
+            if replacement.is_none() {
+                return;
+            }
+            if *at == 0 {
+                let r = replacement.take().unwrap();
+                match (v, r) {
+                    (Value::Object(m), Some(r)) => drop(m.insert(key, r)),
+                    (Value::Object(m), None) => drop(m.remove(&key)),
+                    (Value::Array(a), Some(r)) => a[key.parse::<usize>().unwrap()] = r,
+                    (Value::Array(a), None) => drop(a.remove(key.parse::<usize>().unwrap())),
+                    _ => {}
+                }
+                return;
+            }
+            *at -= 1;
+            let child = match v {
+                Value::Object(m) => m.get_mut(&key),
+                Value::Array(a) => a.get_mut(key.parse::<usize>().unwrap()),
+                _ => None,
+            };
+            if let Some(child) = child {
+                walk(child, at, replacement);
+            }
+        }
+    }
+    walk(v, &mut { at }, &mut Some(replacement));
+}
+
 proptest! {
     // 2000 cases in `make test`; `PROPTEST_CASES=N` for a longer one-off run.
     #![proptest_config(ProptestConfig {
@@ -100,6 +211,38 @@ proptest! {
         prop_assert_eq!(
             serde_json::to_string(&podpatch::patch(&raw, &mutated, &replaced)).unwrap(),
             serde_json::to_string(&want).unwrap()
+        );
+    }
+
+    #[test]
+    fn typed_patch_equals_patch_of_the_serialised_spec(
+        raw in request_pod(),
+        spec in prop::option::weighted(0.95, spec()),
+        annotations in prop::collection::btree_map(prop::sample::select(vec!["k", "a/b"]), prop::sample::select(vec!["1", "2"]), 0..3),
+        name in prop::option::of(Just("p")),
+        replaced in prop::collection::btree_set(prop::sample::select(vec!["c0", "c1", "c3"]), 0..3),
+    ) {
+        let replaced: BTreeSet<String> = replaced.into_iter().map(str::to_string).collect();
+        let mut metadata = Map::new();
+        if !annotations.is_empty() {
+            metadata.insert("annotations".into(), json!(annotations));
+        }
+        if let Some(name) = name {
+            metadata.insert("name".into(), json!(name));
+        }
+        let mut changed = Map::new();
+        if !metadata.is_empty() {
+            changed.insert("metadata".into(), Value::Object(metadata.clone()));
+        }
+        if let Some(spec) = &spec {
+            changed.insert("spec".into(), serde_json::to_value(spec).unwrap());
+        }
+        let want = podpatch::patch(&raw, &Value::Object(changed), &replaced);
+        let got = podpatch::pod_patch(&raw, metadata, spec.as_ref(), &replaced).unwrap();
+        prop_assert_eq!(
+            serde_json::to_string(&got).unwrap(),
+            serde_json::to_string(&want).unwrap(),
+            "raw {} spec {:?}", raw, spec
         );
     }
 }

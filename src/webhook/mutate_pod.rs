@@ -96,18 +96,10 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     if let Some(name) = &pod.metadata.name {
         metadata.insert("name".into(), serde_json::Value::String(name.clone()));
     }
-    let mut changed = serde_json::Map::new();
-    if !metadata.is_empty() {
-        changed.insert("metadata".into(), serde_json::Value::Object(metadata));
+    match podpatch::pod_patch(raw, metadata, pod.spec.as_ref(), &replaced) {
+        Ok(patch) => Verdict::patched(patch),
+        Err(e) => Verdict::errored(500, format!("cannot encode Pod: {e}")),
     }
-    match pod.spec.as_ref().map(serde_json::to_value) {
-        None => {}
-        Some(Ok(spec)) => {
-            changed.insert("spec".into(), spec);
-        }
-        Some(Err(e)) => return Verdict::errored(500, format!("cannot encode Pod: {e}")),
-    }
-    Verdict::patched(podpatch::patch(raw, &serde_json::Value::Object(changed), &replaced))
 }
 
 /// `kubecontroller.IsPodActive`: not Succeeded, not Failed, not being deleted.

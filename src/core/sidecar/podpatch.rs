@@ -12,11 +12,14 @@
 //! (not a cascade of replacements), everything else is compared key by key. [`patch`] is
 //! `diff(raw, &target(..))` in one pass, without building the target pod: what the webhook runs.
 
+mod typed;
+
 use std::collections::BTreeSet;
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOperation};
-use k8s_openapi::api::core::v1::{Container, PodSpec};
+use k8s_openapi::api::core::v1::{Container, PodSpec, Volume};
+use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::compat::patch::overlay;
@@ -64,9 +67,15 @@ pub fn target(raw: &Value, mutated: &Value, replaced: &BTreeSet<String>) -> Valu
 /// `tests/data/fuzz/pod_shaped/`).
 fn same_named<'a>(raw_list: &'a [Value], new_list: &[Value], name: &str) -> Option<&'a Value> {
     let named = |v: &&Value| v.get("name").and_then(Value::as_str) == Some(name);
+    only_named(raw_list, name, || new_list.iter().filter(named).count())
+}
+
+/// [`same_named`] with the count of mutated elements named `name`.
+fn only_named<'a>(raw_list: &'a [Value], name: &str, new_count: impl FnOnce() -> usize) -> Option<&'a Value> {
+    let named = |v: &&Value| v.get("name").and_then(Value::as_str) == Some(name);
     let mut found = raw_list.iter().filter(named);
     let first = found.next()?;
-    (found.next().is_none() && new_list.iter().filter(named).count() == 1).then_some(first)
+    (found.next().is_none() && new_count() == 1).then_some(first)
 }
 
 /// Whether two containers are equal once defaulted and with empty values dropped.
@@ -134,6 +143,174 @@ pub fn patch(raw: &Value, mutated: &Value, replaced: &BTreeSet<String>) -> Optio
     ops.finish()
 }
 
+/// [`patch`] of the mutated pod `{"metadata": metadata, "spec": spec}` (`metadata` left out
+/// when empty, `spec` when `None`) without serialising the typed spec: it is walked alongside
+/// the request pod ([`typed`]), its named lists merged by name as [`target`] merges them, and
+/// only what differs is built. Anything the walk does not take is answered by [`patch`] over the
+/// serialised spec; `Err` when the spec cannot be serialised. The tests below and
+/// `tests/podpatch_props.rs` hold it to [`patch`] byte for byte.
+pub fn pod_patch(
+    raw: &Value,
+    metadata: Map<String, Value>,
+    spec: Option<&PodSpec>,
+    replaced: &BTreeSet<String>,
+) -> Result<Option<Patch>, serde_json::Error> {
+    let built = |metadata: Map<String, Value>| {
+        let mut changed = Map::new();
+        if !metadata.is_empty() {
+            changed.insert("metadata".into(), Value::Object(metadata));
+        }
+        if let Some(spec) = spec {
+            changed.insert("spec".into(), serde_json::to_value(spec)?);
+        }
+        Ok(patch(raw, &Value::Object(changed), replaced))
+    };
+    let (Value::Object(raw_map), Some(spec)) = (raw, spec) else { return built(metadata) };
+    let Some(raw_spec @ Value::Object(_)) = raw_map.get("spec") else { return built(metadata) };
+    let mut ops = Ops::default();
+    let mut path = String::new();
+    if !metadata.is_empty() {
+        push_token(&mut path, "metadata");
+        let typed = Value::Object(metadata);
+        match raw_map.get("metadata") {
+            None => ops.add(&path, typed.clone()),
+            Some(rv) => overlay_diff(rv, &typed, &mut path, &mut ops),
+        }
+        path.clear();
+        return walk_spec(raw_spec, spec, replaced, path, ops).map_or_else(
+            || match typed {
+                Value::Object(metadata) => built(metadata),
+                _ => built(Map::new()),
+            },
+            Ok,
+        );
+    }
+    walk_spec(raw_spec, spec, replaced, path, ops).map_or_else(|| built(metadata), Ok)
+}
+
+/// The rest of [`pod_patch`]: the spec's operations after those in `ops`; `None` when the walk
+/// did not take the spec.
+fn walk_spec(
+    raw_spec: &Value,
+    spec: &PodSpec,
+    replaced: &BTreeSet<String>,
+    mut path: String,
+    mut ops: Ops,
+) -> Option<Option<Patch>> {
+    push_token(&mut path, "spec");
+    let mut lists = |key: &str, raw: Option<&Value>, path: &mut String, ops: &mut Ops| match key {
+        "containers" => typed_list(key, raw, &spec.containers, replaced, path, ops),
+        "initContainers" => {
+            typed_list(key, raw, spec.init_containers.as_deref().unwrap_or_default(), replaced, path, ops)
+        }
+        _ => typed_list(key, raw, spec.volumes.as_deref().unwrap_or_default(), replaced, path, ops),
+    };
+    let walked = typed::spec_diff_typed(raw_spec, spec, &mut path, &mut ops, &mut lists);
+    (walked.is_ok() && !ops.failed).then(|| ops.finish())
+}
+
+/// A named list of the typed spec, as [`spec_patch`] writes its value.
+fn typed_list<E: Named>(
+    list: &str,
+    raw: Option<&Value>,
+    new: &[E],
+    replaced: &BTreeSet<String>,
+    path: &mut String,
+    ops: &mut Ops,
+) -> Result<(), serde_json::Error> {
+    match raw {
+        None => {
+            let value = serde_json::to_value(new)?;
+            ops.add(path, value);
+        }
+        Some(Value::Array(raw_list)) => {
+            let mut merged = Vec::with_capacity(new.len());
+            for elem in new {
+                let name = elem.name();
+                let count = || new.iter().filter(|e| e.name() == name).count();
+                merged.push(match only_named(raw_list, name, count) {
+                    None => Typed::Value(serde_json::to_value(elem)?),
+                    Some(r) if list != "volumes" && replaced.contains(name) => {
+                        let value = serde_json::to_value(elem)?;
+                        if same_container(r, &value) { Typed::Raw(r) } else { Typed::Value(value) }
+                    }
+                    Some(r) => Typed::Overlay(r, elem),
+                });
+            }
+            diff_list(raw_list, merged, path, ops);
+        }
+        Some(rv) => typed::overlay_diff_typed(rv, new, path, ops)?,
+    }
+    Ok(())
+}
+
+/// Elements of the named lists: their `name` is always written.
+trait Named: Serialize {
+    fn name(&self) -> &str;
+}
+
+impl Named for Container {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+impl Named for Volume {
+    fn name(&self) -> &str {
+        &self.name
+    }
+}
+
+/// [`Node`] over a typed element: its value built, a request element, or the typed element
+/// laid over the request element.
+enum Typed<'a, E> {
+    Value(Value),
+    Raw(&'a Value),
+    Overlay(&'a Value, &'a E),
+}
+
+impl<E: Named> Target for Typed<'_, E> {
+    fn name(&self) -> Option<&str> {
+        match self {
+            Typed::Value(v) => v.get("name").and_then(Value::as_str),
+            Typed::Raw(r) => r.get("name").and_then(Value::as_str),
+            // `Node::name` of `Overlay(r, to_value(t))`: the request element is an object (it
+            // was found by name), and the typed one always carries its name.
+            Typed::Overlay(_, t) => Some(t.name()),
+        }
+    }
+
+    fn diff_from(self, from: &Value, path: &mut String, ops: &mut Ops) {
+        match self {
+            Typed::Value(v) => diff_into(from, &v, path, ops),
+            Typed::Raw(r) => diff_into(from, r, path, ops),
+            Typed::Overlay(r, t) if std::ptr::eq(from, r) => {
+                if typed::overlay_diff_typed(r, t, path, ops).is_err() {
+                    ops.failed = true;
+                }
+            }
+            Typed::Overlay(..) => {
+                let value = self.materialize(ops);
+                diff_into(from, &value, path, ops);
+            }
+        }
+    }
+
+    fn materialize(self, ops: &mut Ops) -> Value {
+        match self {
+            Typed::Value(v) => v,
+            Typed::Raw(r) => r.clone(),
+            Typed::Overlay(r, t) => match serde_json::to_value(t) {
+                Ok(t) => overlay(r, &t),
+                Err(_) => {
+                    ops.failed = true;
+                    Value::Null
+                }
+            },
+        }
+    }
+}
+
 /// `spec`: like [`overlay_diff`] on objects, except that the named lists present on both sides
 /// are merged by name first (see [`target`]).
 fn spec_patch(
@@ -151,9 +328,7 @@ fn spec_patch(
             (Some(Value::Array(raw_list)), Value::Array(new_list)) if NAMED_LISTS.contains(&key.as_str()) => {
                 let merged: Vec<Node<'_>> =
                     new_list.iter().map(|elem| merged_element(key, raw_list, new_list, elem, replaced)).collect();
-                if !diff_insertions(raw_list, &merged, path, ops) {
-                    diff_indexed(raw_list, &merged, path, ops);
-                }
+                diff_list(raw_list, merged, path, ops);
             }
             (Some(rv), _) => overlay_diff(rv, tv, path, ops),
         }
@@ -253,6 +428,8 @@ struct Ops {
     ops: Vec<PatchOperation>,
     /// A path that is not a JSON pointer (cannot happen: every token is escaped).
     invalid: bool,
+    /// A typed value the walk of [`pod_patch`] could not take: its caller builds the value.
+    failed: bool,
 }
 
 impl Ops {
@@ -293,12 +470,7 @@ pub fn diff(from: &Value, to: &Value) -> Option<Patch> {
 fn diff_into(from: &Value, to: &Value, path: &mut String, ops: &mut Ops) {
     match (from, to) {
         (Value::Object(a), Value::Object(b)) => diff_objects(a, b, path, ops),
-        (Value::Array(a), Value::Array(b)) => {
-            let b: Vec<Node<'_>> = b.iter().map(Node::Value).collect();
-            if !diff_insertions(a, &b, path, ops) {
-                diff_indexed(a, &b, path, ops);
-            }
-        }
+        (Value::Array(a), Value::Array(b)) => diff_list(a, b.iter().map(Node::Value).collect(), path, ops),
         _ if from == to => {}
         _ => ops.replace(path, to.clone()),
     }
@@ -323,20 +495,65 @@ fn diff_objects(a: &Map<String, Value>, b: &Map<String, Value>, path: &mut Strin
     }
 }
 
-/// Element by element; extra elements added at the end or removed from the end.
-fn diff_indexed(a: &[Value], b: &[Node<'_>], path: &mut String, ops: &mut Ops) {
+/// A value of the target pod, as the list diff takes it: its name, how it is diffed against a
+/// request value in place, and the value itself when it is added.
+trait Target: Sized {
+    fn name(&self) -> Option<&str>;
+    fn diff_from(self, from: &Value, path: &mut String, ops: &mut Ops);
+    fn materialize(self, ops: &mut Ops) -> Value;
+}
+
+impl Target for Node<'_> {
+    fn name(&self) -> Option<&str> {
+        Node::name(*self)
+    }
+    fn diff_from(self, from: &Value, path: &mut String, ops: &mut Ops) {
+        diff_node(from, self, path, ops);
+    }
+    fn materialize(self, _: &mut Ops) -> Value {
+        Node::materialize(self)
+    }
+}
+
+/// The diff of a list: insertions by name when `b` is `a` with named elements inserted (see
+/// [`insertions`]), else element by element.
+fn diff_list<T: Target>(a: &[Value], b: Vec<T>, path: &mut String, ops: &mut Ops) {
     let len = path.len();
-    for (i, (av, bv)) in a.iter().zip(b).enumerate() {
+    match insertions(a, &b) {
+        Some(matches) => {
+            let mut next = 0;
+            for (i, bv) in b.into_iter().enumerate() {
+                push_index(path, i);
+                if matches.get(next) == Some(&i) {
+                    bv.diff_from(&a[next], path, ops);
+                    next += 1;
+                } else {
+                    let value = bv.materialize(ops);
+                    ops.add(path, value);
+                }
+                path.truncate(len);
+            }
+        }
+        None => diff_indexed(a, b, path, ops),
+    }
+}
+
+/// Element by element; extra elements added at the end or removed from the end.
+fn diff_indexed<T: Target>(a: &[Value], b: Vec<T>, path: &mut String, ops: &mut Ops) {
+    let len = path.len();
+    let b_len = b.len();
+    for (i, bv) in b.into_iter().enumerate() {
         push_index(path, i);
-        diff_node(av, *bv, path, ops);
+        match a.get(i) {
+            Some(av) => bv.diff_from(av, path, ops),
+            None => {
+                let value = bv.materialize(ops);
+                ops.add(path, value);
+            }
+        }
         path.truncate(len);
     }
-    for (i, bv) in b.iter().enumerate().skip(a.len()) {
-        push_index(path, i);
-        ops.add(path, bv.materialize());
-        path.truncate(len);
-    }
-    for i in (b.len()..a.len()).rev() {
+    for i in (b_len..a.len()).rev() {
         push_index(path, i);
         ops.remove(path);
         path.truncate(len);
@@ -344,13 +561,14 @@ fn diff_indexed(a: &[Value], b: &[Node<'_>], path: &mut String, ops: &mut Ops) {
 }
 
 /// When every element of `a` is a named object found, in order, in `b` (i.e. `b` is `a` with
-/// elements inserted), writes `add` ops for the insertions and diffs the kept elements in place.
-fn diff_insertions(a: &[Value], b: &[Node<'_>], path: &mut String, ops: &mut Ops) -> bool {
+/// elements inserted): the index in `b` of each element of `a`. The insertions become `add`
+/// operations and the kept elements are diffed in place.
+fn insertions<T: Target>(a: &[Value], b: &[T]) -> Option<Vec<usize>> {
     fn name(v: &Value) -> Option<&str> {
         v.get("name").and_then(Value::as_str)
     }
     if b.len() <= a.len() || a.iter().any(|v| name(v).is_none()) || b.iter().any(|v| v.name().is_none()) {
-        return false;
+        return None;
     }
     // Match a's names as a subsequence of b's.
     let mut matches = Vec::with_capacity(a.len());
@@ -360,29 +578,20 @@ fn diff_insertions(a: &[Value], b: &[Node<'_>], path: &mut String, ops: &mut Ops
             j += 1;
         }
         if j == b.len() {
-            return false;
+            return None;
         }
         matches.push(j);
         j += 1;
     }
-    let len = path.len();
-    let mut next = 0;
-    for (i, bv) in b.iter().enumerate() {
-        push_index(path, i);
-        if matches.get(next) == Some(&i) {
-            diff_node(&a[next], *bv, path, ops);
-            next += 1;
-        } else {
-            ops.add(path, bv.materialize());
-        }
-        path.truncate(len);
-    }
-    true
+    Some(matches)
 }
 
 /// Appends `/token` with RFC 6901 escaping (`~` → `~0`, `/` → `~1`).
 fn push_token(path: &mut String, token: &str) {
     path.push('/');
+    if !token.bytes().any(|b| b == b'~' || b == b'/') {
+        return path.push_str(token);
+    }
     for c in token.chars() {
         match c {
             '~' => path.push_str("~0"),
@@ -482,5 +691,76 @@ mod tests {
         let one_pass = patch(&raw, &typed, &none).map(|p| serde_json::to_string(&p).unwrap());
         let two_steps = diff(&raw, &t).map(|p| serde_json::to_string(&p).unwrap());
         assert_eq!(one_pass, two_steps);
+    }
+
+    /// `pod_patch` is `patch` of the serialised spec, byte for byte, on the example pod with the
+    /// mutations injection makes, and on request forms the walk does not take; the walk takes
+    /// the example pod itself (it does not fall back).
+    #[test]
+    fn typed_patch_is_the_patch_of_the_serialised_spec() {
+        let review: Value = serde_json::from_str(include_str!("../../../examples/reviews/pod-create.json")).unwrap();
+        let raw = review["request"]["object"].clone();
+        let pod: k8s_openapi::api::core::v1::Pod = crate::compat::decode::from_value(&raw).unwrap();
+        let base = pod.spec.unwrap();
+        let sidecar = Container { name: "side".into(), image: Some("s:1".into()), ..Default::default() };
+        let mut specs = vec![base.clone()];
+        let mut s = base.clone();
+        s.containers.insert(0, sidecar.clone());
+        s.volumes.get_or_insert_default().push(Volume { name: "v".into(), ..Default::default() });
+        specs.push(s);
+        let mut s = base.clone();
+        s.containers[0].image = Some("nginx:2".into());
+        s.containers[0].env = None;
+        s.node_selector = Some([("a/b".to_string(), "~".to_string())].into());
+        specs.push(s);
+        let mut s = base.clone();
+        s.containers[0] = Container { name: "web".into(), ..sidecar.clone() };
+        specs.push(s);
+        let mut s = base.clone();
+        s.containers.clear();
+        s.init_containers = Some(vec![sidecar.clone()]);
+        specs.push(s);
+
+        let mut raws = vec![raw.clone()];
+        let mut r = raw.clone();
+        r["spec"]["containers"] = json!("x");
+        raws.push(r);
+        let mut r = raw.clone();
+        r["spec"]["containers"][0]["env"] = Value::Null;
+        r["spec"]["containers"][0]["ports"] = json!([{"containerPort": 1.5}]);
+        r["spec"]["volumes"] = json!([]);
+        r["spec"]["nodeSelector"] = json!({"a/b": 1});
+        raws.push(r);
+        let mut r = raw.clone();
+        r["spec"].as_object_mut().unwrap().remove("containers");
+        raws.push(r);
+        let mut r = raw.clone();
+        r["spec"] = Value::Null;
+        raws.push(r);
+        let mut r = raw.clone();
+        r.as_object_mut().unwrap().remove("metadata");
+        raws.push(r);
+
+        let replaced: BTreeSet<String> = ["side".to_string(), "web".to_string()].into();
+        let metadata = json!({"annotations": {"a": "1"}, "name": "sample-pod"});
+        let mut patched = 0;
+        for raw in &raws {
+            for spec in &specs {
+                let changed = json!({"metadata": metadata, "spec": serde_json::to_value(spec).unwrap()});
+                let want = patch(raw, &changed, &replaced);
+                let got = pod_patch(raw, metadata.as_object().unwrap().clone(), Some(spec), &replaced).unwrap();
+                patched += usize::from(got.is_some());
+                assert_eq!(
+                    serde_json::to_string(&got).unwrap(),
+                    serde_json::to_string(&want).unwrap(),
+                    "{raw} {spec:?}"
+                );
+            }
+        }
+        assert!(patched > 20, "the mutations change the pod");
+        for spec in &specs {
+            let walked = walk_spec(&raw["spec"], spec, &replaced, String::new(), Ops::default());
+            assert!(walked.is_some(), "{spec:?}");
+        }
     }
 }
