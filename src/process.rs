@@ -209,7 +209,7 @@ impl LeaderTasks {
     }
 }
 
-/// Certificate management settings from the command line.
+/// Leader-election timing from the command line.
 fn election_timing(args: &ServeArgs) -> Timing {
     Timing {
         lease_duration: args.leader_lease_duration,
@@ -228,6 +228,7 @@ fn renewal(args: &ServeArgs) -> crate::core::cert_margin::Renewal {
     }
 }
 
+/// Certificate management settings from the command line.
 fn cert_settings(args: &ServeArgs, config: &Config, identity: &str, mode: CertMode) -> crate::certs::Settings {
     let mut settings = crate::certs::Settings::new(&config.namespace, identity, args.addr);
     settings.secret = args.webhook_secret.clone();
