@@ -104,14 +104,14 @@ impl Replica {
                 .replace(leaf.cert.as_bytes(), leaf.key.as_bytes(), &self.secret_name())
                 .map_err(|e| e.to_string())
         });
-        let conversion = self.settings.conversion_dns_name();
-        let names_conversion = m.leaf_verifies(&conversion, SystemTime::now()).is_ok();
         self.material = Some(m);
         match result {
             Ok(changed) => {
                 if changed {
                     tracing::info!(secret = %self.secret_name(), "serving a new webhook certificate");
-                    if !names_conversion {
+                    let conversion = self.settings.conversion_dns_name();
+                    let material = self.material.as_ref();
+                    if material.is_some_and(|m| m.leaf_verifies(&conversion, SystemTime::now()).is_err()) {
                         // Managed mode renews such a leaf; external certificates are the user's.
                         tracing::warn!(
                             secret = %self.secret_name(),
