@@ -584,25 +584,43 @@ async fn conversion_webhooks_of_kruise_crds_get_the_bundle() {
         }
     });
     let crds = Api::<CustomResourceDefinition>::all(rig.client.clone());
-    crds.patch(&name, &PatchParams::apply("e2e-installer").force(), &Patch::Apply(crd)).await.unwrap();
+    crds.patch(&name, &PatchParams::apply("e2e-installer").force(), &Patch::Apply(crd.clone())).await.unwrap();
     rig.settings.crd_groups = vec![group.clone(), "apps.kruise.io".into()];
+    // No polling: a CRD added later is seen because the leader watches CRDs.
+    rig.settings.poll = Duration::from_secs(3600);
     rig.start_replicas(1).await;
     rig.start_leader("replica-0");
     rig.converged(Duration::from_secs(60)).await;
 
     let ca = data(&rig.secret().await.unwrap(), "ca-cert.pem").unwrap();
-    let deadline = Instant::now() + Duration::from_secs(30);
-    let stored = loop {
-        let c = crds.get(&name).await.unwrap();
-        let cc = c.spec.conversion.as_ref().and_then(|v| v.webhook.as_ref()).and_then(|w| w.client_config.clone());
-        if cc.as_ref().and_then(|cc| cc.ca_bundle.as_ref()).map(|b| fingerprints(&b.0))
-            == Some(fingerprints(ca.as_bytes()))
-        {
-            break c;
+    let trusts_ca = |name: String| {
+        let (crds, ca) = (crds.clone(), ca.clone());
+        async move {
+            let deadline = Instant::now() + Duration::from_secs(20);
+            loop {
+                let c = crds.get(&name).await.unwrap();
+                let cc =
+                    c.spec.conversion.as_ref().and_then(|v| v.webhook.as_ref()).and_then(|w| w.client_config.clone());
+                if cc.as_ref().and_then(|cc| cc.ca_bundle.as_ref()).map(|b| fingerprints(&b.0))
+                    == Some(fingerprints(ca.as_bytes()))
+                {
+                    break c;
+                }
+                assert!(Instant::now() < deadline, "the conversion caBundle of {name} was not set: {cc:?}");
+                tokio::time::sleep(Duration::from_millis(200)).await;
+            }
         }
-        assert!(Instant::now() < deadline, "the CRD's conversion caBundle was not set: {cc:?}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
     };
+    let stored = trusts_ca(name.clone()).await;
+    // A CRD of the group created after the leader listed CRDs (kubectl apply -k creating CRDs
+    // while the manager already runs) gets the bundle too, without waiting for a poll.
+    let later = format!("gadgets.{group}");
+    let mut second = crd.clone();
+    second["metadata"]["name"] = json!(later);
+    second["spec"]["names"] =
+        json!({"plural": "gadgets", "singular": "gadget", "kind": "Gadget", "listKind": "GadgetList"});
+    crds.patch(&later, &PatchParams::apply("e2e-installer").force(), &Patch::Apply(second)).await.unwrap();
+    trusts_ca(later.clone()).await;
     let service = stored.spec.conversion.unwrap().webhook.unwrap().client_config.unwrap().service.unwrap();
     assert_eq!(
         (service.name.as_str(), service.path.as_deref()),
@@ -625,6 +643,7 @@ async fn conversion_webhooks_of_kruise_crds_get_the_bundle() {
     );
     rig.stop().await;
     crds.delete(&name, &DeleteParams::default()).await.unwrap();
+    crds.delete(&later, &DeleteParams::default()).await.unwrap();
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -635,7 +654,7 @@ async fn these_permissions_are_enough() {
     // What certificate management needs, granted to a ServiceAccount of its own: in the manager
     // namespace the Secret and the replica reports; cluster-wide the two webhook configurations
     // (by name: list and watch are field-selected by name, so resourceNames apply) and CRDs
-    // (list, and patch of their conversion caBundle).
+    // (list and watch, and patch of their conversion caBundle).
     let cluster_role = format!("{ns}-certs");
     let objects = vec![
         json!({"apiVersion": "v1", "kind": "ServiceAccount", "metadata": {"name": "certs", "namespace": ns}}),
@@ -661,7 +680,7 @@ async fn these_permissions_are_enough() {
                  "resourceNames": [rig.settings.mutating], "verbs": ["get", "list", "watch", "patch"]},
                 {"apiGroups": ["admissionregistration.k8s.io"], "resources": ["validatingwebhookconfigurations"],
                  "resourceNames": [rig.settings.validating], "verbs": ["get", "list", "watch", "patch"]},
-                {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "patch"]}
+                {"apiGroups": ["apiextensions.k8s.io"], "resources": ["customresourcedefinitions"], "verbs": ["list", "watch", "patch"]}
             ]
         }),
         json!({

@@ -16,7 +16,9 @@ use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use e2e_common::{ELECTION, Kruise, Kubectl, NAMESPACE, cluster, eventually, manager_kubeconfig, publish, root};
+use e2e_common::{
+    ELECTION, Kruise, Kubectl, NAMESPACE, cluster, eventually, eventually_ok, manager_kubeconfig, publish, root,
+};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Pod;
 use kube::api::{Api, Patch, PatchParams, PostParams};
@@ -164,8 +166,9 @@ async fn live_view_readiness_injection_and_leader_election() {
     // (a server-side dry run of a SidecarSet passes both SidecarSet webhooks).
     let probe = kubectl.dir().join("probe.yaml");
     std::fs::write(&probe, sidecarset("probe", "nothing", "probe")).unwrap();
-    eventually("the apiserver to trust the published caBundle", Duration::from_secs(30), || async {
-        kubectl.run(&["apply", "--dry-run=server", "-f", probe.to_str().unwrap()]).await.0.then_some(())
+    eventually_ok("the apiserver to trust the published caBundle", Duration::from_secs(30), || async {
+        let (ok, out, err) = kubectl.run(&["apply", "--dry-run=server", "-f", probe.to_str().unwrap()]).await;
+        if ok { Ok(()) } else { Err(format!("{out}{err}")) }
     })
     .await;
 

@@ -1,12 +1,15 @@
 //! The leader's certificate loop (spec §8.4, issue 10 item 3): observe the Secret, every
 //! `caBundle` and every replica's report; ask [`next_step`]; make that one write; repeat — after
 //! a short settle when something was written, and when nothing was to be done as soon as the
-//! Secret, a webhook configuration or a replica report changes (watched), or after the poll
-//! interval at the latest (CRDs and the clock are polled). Writes never overwrite what another leader just wrote: the Secret is created with
-//! `create` (an `AlreadyExists` means someone else won) and updated with the resourceVersion it
-//! was read at (a `Conflict` means it changed: observe again). `caBundle` is written by
-//! [`publish`]. In external mode nothing is written: the loop only says when a `caBundle` does
-//! not hold the Secret's `ca.crt`.
+//! Secret, a webhook configuration, a kruise CRD or a replica report changes (watched), or after
+//! the poll interval at the latest (the clock is polled). The CRD list is large, so it is kept
+//! between rounds and listed again when a kruise CRD changed (a metadata-only watch says so:
+//! CRDs created after the leader started, as `kubectl apply -k` does, get the bundle at once) or
+//! [`CRD_REFRESH`] passed. Writes never overwrite what another leader just wrote: the Secret is
+//! created with `create` (an `AlreadyExists` means someone else won) and updated with the
+//! resourceVersion it was read at (a `Conflict` means it changed: observe again). `caBundle` is
+//! written by [`publish`]. In external mode nothing is written: the loop only says when a
+//! `caBundle` does not hold the Secret's `ca.crt`.
 
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
@@ -15,8 +18,10 @@ use futures::{FutureExt, StreamExt};
 use k8s_openapi::api::admissionregistration::v1::{MutatingWebhookConfiguration, ValidatingWebhookConfiguration};
 use k8s_openapi::api::coordination::v1::Lease;
 use k8s_openapi::api::core::v1::Secret;
+use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
 use kube::Api;
-use kube::api::PostParams;
+use kube::api::{PartialObjectMeta, PostParams};
+use kube::core::ResourceExt;
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, watch_object, watcher};
 use tokio_util::sync::CancellationToken;
@@ -27,7 +32,8 @@ use super::secret::{Material, Mode};
 use super::{Settings, report};
 use crate::core::certs::{CertStep, Observed, next_step};
 
-/// How long the CRD list is reused (CRDs are large; our own writes update it meanwhile).
+/// How long the CRD list is reused at most when no change of a kruise CRD was seen (the watch
+/// saying so can be down; CRDs are large; our own writes update the list meanwhile).
 const CRD_REFRESH: Duration = Duration::from_secs(60);
 
 /// Why a round failed (the loop logs it and tries again after the poll interval).
@@ -74,12 +80,26 @@ pub async fn lead(client: kube::Client, settings: Arc<Settings>, token: Cancella
             Round::Idle => tokio::select! {
                 _ = token.cancelled() => return,
                 _ = tokio::time::sleep(leader.settings.poll) => {}
-                _ = changes.next() => {}
+                change = changes.next() => leader.note(change),
             },
         }
         // Events that queued up meanwhile are covered by the round about to run.
-        while changes.next().now_or_never().flatten().is_some() {}
+        while let Some(change) = changes.next().now_or_never() {
+            if change.is_none() {
+                break;
+            }
+            leader.note(change);
+        }
     }
+}
+
+/// What changed.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+enum Change {
+    /// The Secret, a webhook configuration or a replica report.
+    Watched,
+    /// A CRD of a kruise group was added, changed or deleted: the kept list is stale.
+    Crd,
 }
 
 /// A change, or a watch error logged (an error is not a change: polling covers it).
@@ -87,9 +107,30 @@ fn noted(result: Result<(), watcher::Error>) -> Option<()> {
     result.map_err(|e| tracing::warn!(error = %e, "watching for certificate changes (polling meanwhile)")).ok()
 }
 
-/// A stream that yields whenever the Secret, a webhook configuration or a replica report
-/// changes (watch errors are logged and back off).
-fn changes(client: &kube::Client, s: &Settings) -> futures::stream::SelectAll<futures::stream::BoxStream<'static, ()>> {
+/// Whether `name` is the name of a CRD of one of `groups` (`<plural>.<group>`).
+fn in_groups(name: &str, groups: &[String]) -> bool {
+    groups.iter().any(|g| {
+        name.strip_suffix(g.as_str()).and_then(|rest| rest.strip_suffix('.')).is_some_and(|plural| !plural.is_empty())
+    })
+}
+
+/// Whether `event` adds, changes or deletes a CRD of `groups` (a re-list after a watch restart
+/// counts: changes may have been missed meanwhile).
+fn crd_touched(event: &watcher::Event<PartialObjectMeta<CustomResourceDefinition>>, groups: &[String]) -> bool {
+    match event {
+        watcher::Event::Apply(crd) | watcher::Event::Delete(crd) | watcher::Event::InitApply(crd) => {
+            in_groups(&crd.name_any(), groups)
+        }
+        watcher::Event::Init | watcher::Event::InitDone => false,
+    }
+}
+
+/// A stream that yields whenever the Secret, a webhook configuration, a kruise CRD or a replica
+/// report changes (watch errors are logged and back off).
+fn changes(
+    client: &kube::Client,
+    s: &Settings,
+) -> futures::stream::SelectAll<futures::stream::BoxStream<'static, Change>> {
     let secret = watch_object(Api::<Secret>::namespaced(client.clone(), &s.namespace), &s.secret);
     let mutating = watch_object(Api::<MutatingWebhookConfiguration>::all(client.clone()), &s.mutating);
     let validating = watch_object(Api::<ValidatingWebhookConfiguration>::all(client.clone()), &s.validating);
@@ -97,12 +138,33 @@ fn changes(client: &kube::Client, s: &Settings) -> futures::stream::SelectAll<fu
         Api::<Lease>::namespaced(client.clone(), &s.namespace),
         watcher::Config::default().labels(&format!("{}={}", report::REPLICA_OF, s.secret)),
     );
-    futures::stream::select_all([
-        secret.default_backoff().filter_map(|r| std::future::ready(noted(r.map(|_| ())))).boxed(),
-        mutating.default_backoff().filter_map(|r| std::future::ready(noted(r.map(|_| ())))).boxed(),
-        validating.default_backoff().filter_map(|r| std::future::ready(noted(r.map(|_| ())))).boxed(),
-        reports.default_backoff().filter_map(|r| std::future::ready(noted(r.map(|_| ())))).boxed(),
-    ])
+    let watched = |r: Result<(), watcher::Error>| std::future::ready(noted(r).map(|()| Change::Watched));
+    let mut all = futures::stream::select_all([
+        secret.default_backoff().filter_map(move |r| watched(r.map(|_| ()))).boxed(),
+        mutating.default_backoff().filter_map(move |r| watched(r.map(|_| ()))).boxed(),
+        validating.default_backoff().filter_map(move |r| watched(r.map(|_| ()))).boxed(),
+        reports.default_backoff().filter_map(move |r| watched(r.map(|_| ()))).boxed(),
+    ]);
+    if !s.crd_groups.is_empty() {
+        // Metadata only: a CRD's schema can be megabytes, its name is enough.
+        let groups = s.crd_groups.clone();
+        let crds = watcher(
+            Api::<PartialObjectMeta<CustomResourceDefinition>>::all(client.clone()),
+            watcher::Config::default(),
+        );
+        all.push(
+            crds.default_backoff()
+                .filter_map(move |r| {
+                    let change = match r {
+                        Ok(event) => crd_touched(&event, &groups).then_some(Change::Crd),
+                        Err(e) => noted(Err(e)).and(None),
+                    };
+                    std::future::ready(change)
+                })
+                .boxed(),
+        );
+    }
+    all
 }
 
 struct Leader {
@@ -121,6 +183,13 @@ enum Round {
 }
 
 impl Leader {
+    /// Takes `change` into account before the next round.
+    fn note(&mut self, change: Option<Change>) {
+        if change == Some(Change::Crd) {
+            self.crds = None;
+        }
+    }
+
     async fn round(&mut self) -> Round {
         let result = match self.settings.mode {
             Mode::SelfManaged => self.manage().await,
@@ -136,8 +205,8 @@ impl Leader {
         let mut targets = publish::observe_configurations(&self.client, &self.settings)
             .await
             .map_err(api_err("read the webhook configurations"))?;
-        // No kruise CRD yet (the manager started first, as on a fresh install): look again every
-        // round, or their conversion webhooks would distrust us for up to CRD_REFRESH.
+        // Listed again when a kruise CRD changed (`note`), and while none was there (the manager
+        // started first, as on a fresh install) even when the CRD watch is down.
         let fresh = self.crds.as_ref().is_some_and(|(at, crds)| !crds.is_empty() && at.elapsed() < CRD_REFRESH);
         if !fresh {
             let crds = publish::observe_crds(&self.client, &self.settings).await.map_err(api_err("list CRDs"))?;
@@ -283,5 +352,43 @@ impl Leader {
             );
         }
         Ok(Round::Idle)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn crd(name: &str) -> PartialObjectMeta<CustomResourceDefinition> {
+        let mut meta = PartialObjectMeta::<CustomResourceDefinition>::default();
+        meta.metadata.name = Some(name.to_string());
+        meta
+    }
+
+    #[test]
+    fn only_crds_of_the_kruise_groups_make_the_kept_list_stale() {
+        let groups = vec!["apps.kruise.io".to_string(), "policy.kruise.io".to_string()];
+        let rows: [(&str, bool); 7] = [
+            ("clonesets.apps.kruise.io", true),
+            ("podunavailablebudgets.policy.kruise.io", true),
+            ("certificates.cert-manager.io", false),
+            // A group that merely ends like ours is another group.
+            ("widgets.myapps.kruise.io", false),
+            ("apps.kruise.io", false),
+            (".apps.kruise.io", false),
+            ("clonesets.apps.kruise.io.example.com", false),
+        ];
+        for (name, want) in rows {
+            assert_eq!(in_groups(name, &groups), want, "{name}");
+            for event in [
+                watcher::Event::Apply(crd(name)),
+                watcher::Event::Delete(crd(name)),
+                watcher::Event::InitApply(crd(name)),
+            ] {
+                assert_eq!(crd_touched(&event, &groups), want, "{name}: {event:?}");
+            }
+        }
+        assert!(!crd_touched(&watcher::Event::Init, &groups));
+        assert!(!crd_touched(&watcher::Event::InitDone, &groups));
     }
 }

@@ -38,5 +38,5 @@ pub use cluster::{TestCluster, TestNamespace, client_from_kubeconfig, write_kube
 pub use errors::Error;
 pub use kubelet::{Kubelet, KubeletSettings, KubeletStats, READY_DELAY_ANNOTATION};
 pub use proxy::{FaultCounts, FaultProxy, Share, WriteFault};
-pub use wait::eventually;
+pub use wait::{eventually, eventually_ok};
 pub use webhooks::{Endpoint, PodAddress, publish_endpoints, register_webhooks};

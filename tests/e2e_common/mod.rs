@@ -2,9 +2,9 @@
 //! starts it and reached through its Service as a pod is, and kubectl.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-#[allow(unused_imports)] // not every test binary that includes this module waits
-pub use kruise_testenv::eventually;
 use kruise_testenv::{Endpoint, PodAddress, TestCluster, publish_endpoints};
+#[allow(unused_imports)] // not every test binary that includes this module waits
+pub use kruise_testenv::{eventually, eventually_ok};
 use std::path::{Path, PathBuf};
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
