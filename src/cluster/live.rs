@@ -100,13 +100,27 @@ impl LiveView {
     /// is cancelled.
     async fn watch_versions(self: Arc<Self>, kind: ViewKind, token: CancellationToken) {
         let versions = api_versions(kind);
+        // Lists failed since the last one that succeeded.
+        let mut streak = 0usize;
         for attempt in 0usize.. {
             let api_version = versions[attempt % versions.len()];
             let (api, config) = self.watch_target(kind, api_version);
             let failed = Arc::clone(&self).watch(kind, api, config, api_version, versions.len() > 1, &token).await;
-            let Some(error) = failed.filter(|_| !token.is_cancelled()) else { return };
+            let Some(ListFailed { error, listed }) = failed.filter(|_| !token.is_cancelled()) else { return };
+            streak = if listed { 1 } else { streak + 1 };
             let next = versions[(attempt + 1) % versions.len()];
-            tracing::warn!(kind = kind.name(), api_version, next, %error, "list failed; listing the other version");
+            if loud(streak, versions.len()) {
+                tracing::warn!(
+                    kind = kind.name(),
+                    api_version,
+                    next,
+                    failures = streak,
+                    %error,
+                    "list failed; listing the other version"
+                );
+            } else {
+                tracing::debug!(kind = kind.name(), api_version, next, failures = streak, %error, "list failed again");
+            }
             tokio::select! {
                 () = token.cancelled() => return,
                 () = tokio::time::sleep(VERSION_RETRY) => {}
@@ -152,18 +166,22 @@ impl LiveView {
         api_version: &str,
         switch_on_list_failure: bool,
         token: &CancellationToken,
-    ) -> Option<kube::Error> {
+    ) -> Option<ListFailed> {
         let labels = KindLabels { kind: kind.name().to_string() };
+        let mut listed = false;
         let stream = watcher::watcher(api, config).default_backoff().take_until(token.clone().cancelled_owned());
         tokio::pin!(stream);
         let mut listing: Vec<Value> = Vec::new();
         while let Some(event) = stream.next().await {
             match event {
-                Err(watcher::Error::InitialListFailed(e)) if switch_on_list_failure => return Some(e),
+                Err(watcher::Error::InitialListFailed(error)) if switch_on_list_failure => {
+                    return Some(ListFailed { error, listed });
+                }
                 Err(e) => tracing::warn!(kind = kind.name(), error = %e, "watch failed; retrying"),
                 Ok(Event::Init) => listing.clear(),
                 Ok(Event::InitApply(o)) => listing.push(json_of(kind, api_version, o)),
                 Ok(Event::InitDone) => {
+                    listed = true;
                     let objects = std::mem::take(&mut listing);
                     let mut failed = Vec::new();
                     self.write(|s| failed = s.replace_kind(kind, objects));
@@ -216,6 +234,22 @@ const SIDECARSET_V1ALPHA1: &str = "apps.kruise.io/v1alpha1";
 
 /// How long after a failed list the other version is listed.
 const VERSION_RETRY: Duration = Duration::from_secs(1);
+
+/// After the first round of failed lists (one per version), a failure is logged as a warning
+/// once in this many: a CRD that is not installed yet fails every [`VERSION_RETRY`], and a
+/// warning a second drowns the log (a minute apart at the default retry).
+const WARN_EVERY: usize = 60;
+
+/// A list that failed, and whether this watch had listed before it failed (a new streak).
+struct ListFailed {
+    error: kube::Error,
+    listed: bool,
+}
+
+/// Whether the `streak`-th failed list in a row is logged as a warning.
+fn loud(streak: usize, versions: usize) -> bool {
+    streak <= versions || streak % WARN_EVERY == 0
+}
 
 /// The `apiVersion`s a kind is listed at, the first one first and the next after a failed list.
 fn api_versions(kind: ViewKind) -> &'static [&'static str] {
@@ -288,5 +322,29 @@ impl PodSource for LiveView {
                 }
             }
         })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn repeated_list_failures_warn_once_a_minute() {
+        // (streak, versions, warned)
+        let rows = [
+            (1, 2, true),
+            (2, 2, true),
+            (3, 2, false),
+            (59, 2, false),
+            (WARN_EVERY, 2, true),
+            (WARN_EVERY + 1, 2, false),
+            (2 * WARN_EVERY, 2, true),
+            (1, 1, true),
+            (2, 1, false),
+        ];
+        for (streak, versions, want) in rows {
+            assert_eq!(loud(streak, versions), want, "streak {streak} over {versions} versions");
+        }
     }
 }
