@@ -248,7 +248,7 @@ struct ListFailed {
 
 /// Whether the `streak`-th failed list in a row is logged as a warning.
 fn loud(streak: usize, versions: usize) -> bool {
-    streak <= versions || streak % WARN_EVERY == 0
+    streak <= versions || streak.is_multiple_of(WARN_EVERY)
 }
 
 /// The `apiVersion`s a kind is listed at, the first one first and the next after a failed list.
