@@ -13,14 +13,11 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Option<T>>,
 {
-    let deadline = Instant::now() + within;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(Instant::now() < deadline, "timed out after {within:?} waiting for {what}");
-        tokio::time::sleep(POLL_INTERVAL).await;
-    }
+    until(what, within, || {
+        let pending = check();
+        async move { pending.await.ok_or(None) }
+    })
+    .await
 }
 
 /// [`eventually`] for checks that can say why they are not there yet: polls `check` until it
@@ -31,13 +28,30 @@ where
     F: FnMut() -> Fut,
     Fut: Future<Output = Result<T, String>>,
 {
+    until(what, within, || {
+        let pending = check();
+        async move { pending.await.map_err(Some) }
+    })
+    .await
+}
+
+/// The loop of both: `Err` carries the reason to show, if the check gives one.
+async fn until<T, F, Fut>(what: &str, within: Duration, mut check: F) -> T
+where
+    F: FnMut() -> Fut,
+    Fut: Future<Output = Result<T, Option<String>>>,
+{
     let deadline = Instant::now() + within;
     loop {
         let why = match check().await {
             Ok(v) => return v,
             Err(why) => why,
         };
-        assert!(Instant::now() < deadline, "timed out after {within:?} waiting for {what}; last: {why}");
+        assert!(
+            Instant::now() < deadline,
+            "timed out after {within:?} waiting for {what}{}",
+            why.map(|why| format!("; last: {why}")).unwrap_or_default()
+        );
         tokio::time::sleep(POLL_INTERVAL).await;
     }
 }
