@@ -84,11 +84,8 @@ pub async fn lead(client: kube::Client, settings: Arc<Settings>, token: Cancella
             },
         }
         // Events that queued up meanwhile are covered by the round about to run.
-        while let Some(change) = changes.next().now_or_never() {
-            if change.is_none() {
-                break;
-            }
-            leader.note(change);
+        while let Some(Some(change)) = changes.next().now_or_never() {
+            leader.note(Some(change));
         }
     }
 }
