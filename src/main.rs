@@ -20,5 +20,6 @@ fn main() {
         }
     };
     let code = runtime.block_on(kruise::run(cli));
+    kruise::logsink::flush();
     std::process::exit(code);
 }

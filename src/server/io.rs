@@ -7,6 +7,11 @@
 //! sends requests and never reads the answers ("slow read") fills its receive window and the
 //! server's send buffer, after which hyper neither writes nor reads, and without this the
 //! connection stayed open for good (tests/hostile_clients.rs).
+//!
+//! The phase deadline is a plain `Instant`, moved twice per request at the cost of reading the
+//! clock; the timer that wakes the connection is only moved when it fires (at most every
+//! `min(idle, request)`, and never after the deadline), not at every phase change: resetting a tokio
+//! timer takes the timer wheel's lock, twice per review (issue 16).
 
 use std::io;
 use std::pin::Pin;
@@ -27,7 +32,10 @@ enum Phase {
 pub struct TimedIo<T> {
     inner: T,
     phase: Phase,
-    deadline: Pin<Box<Sleep>>,
+    /// When the current phase's time is up.
+    due: Instant,
+    /// Wakes a pending read no later than `due`; it may fire before (see [`TimedIo::timed_out`]).
+    timer: Pin<Box<Sleep>>,
     /// Set while a write is blocked: when it passes, the write fails.
     write_stall: Option<Pin<Box<Sleep>>>,
     idle: Duration,
@@ -37,10 +45,12 @@ pub struct TimedIo<T> {
 impl<T> TimedIo<T> {
     /// Wraps `inner`; the connection starts idle.
     pub fn new(inner: T, idle: Duration, request: Duration) -> Self {
+        let now = Instant::now();
         TimedIo {
             inner,
             phase: Phase::Idle,
-            deadline: Box::pin(tokio::time::sleep(idle)),
+            due: now + idle,
+            timer: Box::pin(tokio::time::sleep_until(now)),
             write_stall: None,
             idle,
             request,
@@ -67,7 +77,36 @@ impl<T> TimedIo<T> {
     fn enter(&mut self, phase: Phase) {
         self.phase = phase;
         let after = if phase == Phase::Idle { self.idle } else { self.request };
-        self.deadline.as_mut().reset(Instant::now() + after);
+        self.due = Instant::now() + after;
+    }
+
+    /// Whether the phase's time is up; otherwise the timer is armed to wake `cx` by then. The
+    /// timer is always set at most [`Self::step`] after the moment it is set, and entering a
+    /// phase sets `due` at least that far ahead (a zero timeout is caught by the first check),
+    /// so the timer never fires after a deadline.
+    fn timed_out(&mut self, cx: &mut Context<'_>) -> bool {
+        if Instant::now() >= self.due {
+            return true;
+        }
+        while self.timer.as_mut().poll(cx).is_ready() {
+            let now = Instant::now();
+            if now >= self.due {
+                return true;
+            }
+            let next = self.due.min(now + self.step());
+            self.timer.as_mut().reset(next);
+        }
+        false
+    }
+
+    /// The longest the timer is set ahead: the shorter phase that is not zero.
+    fn step(&self) -> Duration {
+        match (self.idle.is_zero(), self.request.is_zero()) {
+            (false, false) => self.idle.min(self.request),
+            (true, false) => self.request,
+            (false, true) => self.idle,
+            (true, true) => Duration::from_secs(1),
+        }
     }
 }
 
@@ -83,7 +122,7 @@ impl<T: AsyncRead + Unpin> AsyncRead for TimedIo<T> {
             }
             Poll::Ready(Err(e)) => Poll::Ready(Err(e)),
             Poll::Pending => {
-                if self.deadline.as_mut().poll(cx).is_ready() {
+                if self.timed_out(cx) {
                     let what = if self.phase == Phase::Idle { "idle" } else { "request read" };
                     return Poll::Ready(Err(io::Error::new(io::ErrorKind::TimedOut, format!("{what} timeout"))));
                 }
@@ -167,6 +206,49 @@ mod tests {
         let err = io.read(&mut buf).await.unwrap_err();
         assert!(err.to_string().contains("idle"));
         assert!(started.elapsed() >= Duration::from_secs(120));
+    }
+
+    /// An idle timeout shorter than the request timeout holds after a request whose read moved
+    /// the timer (it fired mid-read): the connection is closed `idle` after the response.
+    #[tokio::test(start_paused = true)]
+    async fn a_short_idle_timeout_holds_after_a_long_request() {
+        let (mut client, server) = tokio::io::duplex(64);
+        let mut io = TimedIo::new(server, Duration::from_secs(4), Duration::from_secs(10));
+        let start = Instant::now();
+        let mut buf = [0u8; 8];
+        tokio::time::sleep(Duration::from_secs(1)).await;
+        client.write_all(b"G").await.unwrap();
+        assert_eq!(io.read(&mut buf).await.unwrap(), 1);
+        // The rest of the request comes at 5 s (the timer fired at 4 s, mid-read).
+        let read = tokio::spawn(async move {
+            let n = io.read(&mut buf).await.unwrap();
+            (io, n)
+        });
+        tokio::time::sleep(Duration::from_secs(4)).await;
+        client.write_all(b"ET").await.unwrap();
+        let (mut io, n) = read.await.unwrap();
+        assert_eq!(n, 2);
+        io.write_all(b"HTTP/1.1 200 OK\r\n").await.unwrap();
+        let err = io.read(&mut [0u8; 8]).await.unwrap_err();
+        assert!(err.to_string().contains("idle"), "{err}");
+        let closed = start.elapsed();
+        assert!(closed >= Duration::from_secs(9) && closed < Duration::from_millis(9_500), "{closed:?}");
+    }
+
+    /// A zero request timeout fails a request that does not arrive in one read at once, and
+    /// an idle connection still lives for its idle timeout.
+    #[tokio::test(start_paused = true)]
+    async fn a_zero_timeout_is_up_at_once() {
+        let (mut client, server) = tokio::io::duplex(64);
+        let mut io = TimedIo::new(server, Duration::from_secs(120), Duration::ZERO);
+        let mut buf = [0u8; 8];
+        tokio::time::sleep(Duration::from_secs(60)).await;
+        client.write_all(b"G").await.unwrap();
+        let start = Instant::now();
+        assert_eq!(io.read(&mut buf).await.unwrap(), 1);
+        let err = io.read(&mut buf).await.unwrap_err();
+        assert!(err.to_string().contains("request read"), "{err}");
+        assert_eq!(start.elapsed(), Duration::ZERO);
     }
 
     #[tokio::test(start_paused = true)]

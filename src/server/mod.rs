@@ -8,16 +8,17 @@ pub mod admin;
 pub mod io;
 pub mod tls;
 
+use std::convert::Infallible;
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::sync::Arc;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::time::Duration;
 
 use axum::Router;
 use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use hyper_util::server::graceful::{GracefulShutdown, Watcher};
-use hyper_util::service::TowerToHyperService;
 use tokio::net::TcpListener;
 use tokio::sync::watch;
 use tokio::task::JoinHandle;
@@ -224,21 +225,9 @@ async fn serve_tls(
     // Once draining, every response says `Connection: close`, on connections opened before too:
     // the apiserver then drops them instead of reusing one this server is about to close (a POST
     // sent on a connection the server closes is not retried: "failed to call webhook: EOF").
-    let closing = Arc::new(std::sync::atomic::AtomicBool::new(false));
-    let app = {
-        let closing = Arc::clone(&closing);
-        app.layer(axum::middleware::map_response(move |mut response: axum::response::Response| {
-            let close = closing.load(std::sync::atomic::Ordering::Relaxed);
-            async move {
-                if close {
-                    response
-                        .headers_mut()
-                        .insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
-                }
-                response
-            }
-        }))
-    };
+    // Set in `answer` (below) on each response, rather than by a router layer, which boxes
+    // every request's future once more (issue 16).
+    let closing = Arc::new(AtomicBool::new(false));
     let mut draining = false;
     let drain = tokio::time::sleep(Duration::MAX / 4);
     tokio::pin!(drain);
@@ -246,7 +235,7 @@ async fn serve_tls(
         tokio::select! {
             accepted = listener.accept() => match accepted {
                 Ok((tcp, peer)) => {
-                    let settings = (acceptor.clone(), app.clone(), opts.clone(), !draining);
+                    let settings = (acceptor.clone(), app.clone(), Arc::clone(&closing), opts.clone(), !draining);
                     tokio::spawn(connection(tcp, peer, settings, graceful.watcher()));
                 }
                 Err(e) => {
@@ -259,7 +248,7 @@ async fn serve_tls(
                 // endpoints update; new connections serve one request and close.
                 tracing::info!(delay = ?opts.shutdown_delay, "shutting down: not ready, still serving while endpoints drain");
                 draining = true;
-                closing.store(true, std::sync::atomic::Ordering::Relaxed);
+                closing.store(true, Ordering::Relaxed);
                 drain.as_mut().reset(tokio::time::Instant::now() + opts.shutdown_delay);
             }
             _ = &mut drain, if draining => break,
@@ -273,11 +262,31 @@ async fn serve_tls(
     tracing::info!("server stopped");
 }
 
+/// The router's response to `request`, with `Connection: close` once the server drains.
+fn answer(
+    app: &Router,
+    closing: &Arc<AtomicBool>,
+    request: hyper::Request<hyper::body::Incoming>,
+) -> impl Future<Output = Result<axum::response::Response, Infallible>> + use<> {
+    // A router is always ready, and a clone of it is a reference count.
+    let response = tower::ServiceExt::oneshot(app.clone(), request);
+    let closing = Arc::clone(closing);
+    async move {
+        let mut response = response.await?;
+        if closing.load(Ordering::Relaxed) {
+            response
+                .headers_mut()
+                .insert(axum::http::header::CONNECTION, axum::http::HeaderValue::from_static("close"));
+        }
+        Ok(response)
+    }
+}
+
 /// Serves one accepted TCP connection: TLS handshake, then HTTP/1.1 (or HTTP/2 when negotiated).
 async fn connection(
     tcp: tokio::net::TcpStream,
     peer: SocketAddr,
-    (acceptor, app, opts, keep_alive): (TlsAcceptor, Router, ServeOptions, bool),
+    (acceptor, app, closing, opts, keep_alive): (TlsAcceptor, Router, Arc<AtomicBool>, ServeOptions, bool),
     watcher: Watcher,
 ) {
     let _ = tcp.set_nodelay(true);
@@ -287,7 +296,7 @@ async fn connection(
         Err(_) => return tracing::debug!(%peer, "TLS handshake timed out"),
     };
     let h2 = tls.get_ref().1.alpn_protocol() == Some(b"h2");
-    let service = TowerToHyperService::new(app);
+    let service = hyper::service::service_fn(move |request| answer(&app, &closing, request));
     let result = if h2 {
         let mut builder = auto::Builder::new(TokioExecutor::new()).http2_only();
         builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(Duration::from_secs(30)));
