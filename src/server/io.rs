@@ -241,12 +241,17 @@ mod tests {
     async fn a_zero_timeout_is_up_at_once() {
         let (mut client, server) = tokio::io::duplex(64);
         let mut io = TimedIo::new(server, Duration::from_secs(120), Duration::ZERO);
-        let mut buf = [0u8; 8];
+        // Idle (a pending read) for 60 s: alive; then a byte arrives.
+        let read = tokio::spawn(async move {
+            let n = io.read(&mut [0u8; 8]).await.unwrap();
+            (io, n)
+        });
         tokio::time::sleep(Duration::from_secs(60)).await;
         client.write_all(b"G").await.unwrap();
+        let (mut io, n) = read.await.unwrap();
+        assert_eq!(n, 1);
         let start = Instant::now();
-        assert_eq!(io.read(&mut buf).await.unwrap(), 1);
-        let err = io.read(&mut buf).await.unwrap_err();
+        let err = io.read(&mut [0u8; 8]).await.unwrap_err();
         assert!(err.to_string().contains("request read"), "{err}");
         assert_eq!(start.elapsed(), Duration::ZERO);
     }
