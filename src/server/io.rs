@@ -175,23 +175,33 @@ impl<T: AsyncWrite + Unpin> AsyncWrite for TimedIo<T> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    use tokio::io::{AsyncReadExt, AsyncWriteExt, DuplexStream};
+
+    /// Reads from `io` while it waits: `client` sends `bytes` after `wait`.
+    async fn read_sent_after(
+        mut io: TimedIo<DuplexStream>,
+        client: &mut DuplexStream,
+        wait: Duration,
+        bytes: &[u8],
+    ) -> (TimedIo<DuplexStream>, usize) {
+        let read = tokio::spawn(async move {
+            let n = io.read(&mut [0u8; 8]).await.unwrap();
+            (io, n)
+        });
+        tokio::time::sleep(wait).await;
+        client.write_all(bytes).await.unwrap();
+        read.await.unwrap()
+    }
 
     #[tokio::test(start_paused = true)]
     async fn idle_connections_live_long_and_slow_requests_do_not() {
         let (client, server) = tokio::io::duplex(64);
-        let mut io = TimedIo::new(server, Duration::from_secs(120), Duration::from_secs(10));
+        let io = TimedIo::new(server, Duration::from_secs(120), Duration::from_secs(10));
         let mut client = client;
         let mut buf = [0u8; 8];
 
         // Idle for 100 s: still alive; then a byte arrives.
-        let read = tokio::spawn(async move {
-            let n = io.read(&mut buf).await.unwrap();
-            (io, n)
-        });
-        tokio::time::sleep(Duration::from_secs(100)).await;
-        client.write_all(b"G").await.unwrap();
-        let (mut io, n) = read.await.unwrap();
+        let (mut io, n) = read_sent_after(io, &mut client, Duration::from_secs(100), b"G").await;
         assert_eq!(n, 1);
 
         // Mid-request, the rest never comes: the read fails after 10 s.
@@ -220,13 +230,7 @@ mod tests {
         client.write_all(b"G").await.unwrap();
         assert_eq!(io.read(&mut buf).await.unwrap(), 1);
         // The rest of the request comes at 5 s (the timer fired at 4 s, mid-read).
-        let read = tokio::spawn(async move {
-            let n = io.read(&mut buf).await.unwrap();
-            (io, n)
-        });
-        tokio::time::sleep(Duration::from_secs(4)).await;
-        client.write_all(b"ET").await.unwrap();
-        let (mut io, n) = read.await.unwrap();
+        let (mut io, n) = read_sent_after(io, &mut client, Duration::from_secs(4), b"ET").await;
         assert_eq!(n, 2);
         io.write_all(b"HTTP/1.1 200 OK\r\n").await.unwrap();
         let err = io.read(&mut [0u8; 8]).await.unwrap_err();
@@ -240,15 +244,9 @@ mod tests {
     #[tokio::test(start_paused = true)]
     async fn a_zero_timeout_is_up_at_once() {
         let (mut client, server) = tokio::io::duplex(64);
-        let mut io = TimedIo::new(server, Duration::from_secs(120), Duration::ZERO);
+        let io = TimedIo::new(server, Duration::from_secs(120), Duration::ZERO);
         // Idle (a pending read) for 60 s: alive; then a byte arrives.
-        let read = tokio::spawn(async move {
-            let n = io.read(&mut [0u8; 8]).await.unwrap();
-            (io, n)
-        });
-        tokio::time::sleep(Duration::from_secs(60)).await;
-        client.write_all(b"G").await.unwrap();
-        let (mut io, n) = read.await.unwrap();
+        let (mut io, n) = read_sent_after(io, &mut client, Duration::from_secs(60), b"G").await;
         assert_eq!(n, 1);
         let start = Instant::now();
         let err = io.read(&mut [0u8; 8]).await.unwrap_err();
