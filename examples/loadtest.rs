@@ -262,15 +262,16 @@ impl Generator {
                 };
             }
             Load::Rate { connections, rate, seconds } => {
+                // Evenly spaced arrivals: each client sends every `connections / rate` s, and
+                // the clients start `1 / rate` s apart (h2load creates one connection per
+                // `--rate-period`, whole milliseconds only), so a request arrives every
+                // `1 / rate` s instead of `connections` at once. `-r` excludes `-D`: the count
+                // sets the duration.
                 let per_client = *rate as f64 / *connections as f64;
-                cmd.args([
-                    "-c",
-                    &connections.to_string(),
-                    "--rps",
-                    &format!("{per_client}"),
-                    "-D",
-                    &seconds.to_string(),
-                ]);
+                let stagger_ms = (1000 / rate.max(&1)).max(1);
+                cmd.args(["-c", &connections.to_string(), "--rps", &format!("{per_client}")]);
+                cmd.args(["-r", "1", "--rate-period", &format!("{stagger_ms}ms")]);
+                cmd.args(["-n", &(rate * seconds).to_string()]);
             }
         }
         cmd.arg(format!("https://127.0.0.1:{}{}", server.port, self.path));
@@ -319,12 +320,14 @@ impl Generator {
         let deadline = Instant::now() + Duration::from_secs(if count.is_some() { 3600 } else { seconds });
         let per_client = count.map(|n| n.div_ceil(connections as u64));
         let mut tasks = Vec::new();
-        for _ in 0..connections {
+        for client_index in 0..connections {
             let mut client = connect(server.port, &self.ca).await;
             let (path, body) = (self.path.clone(), self.body.clone());
             tasks.push(tokio::spawn(async move {
                 let mut latencies = Vec::new();
-                let mut next = tokio::time::Instant::now();
+                // Clients start `1 / rate` s apart (see `h2load`).
+                let stagger = interval.map_or(Duration::ZERO, |every| every / connections as u32);
+                let mut next = tokio::time::Instant::now() + stagger * client_index as u32;
                 while Instant::now() < deadline && per_client.is_none_or(|n| (latencies.len() as u64) < n) {
                     if let Some(every) = interval {
                         tokio::time::sleep_until(next).await;
@@ -363,6 +366,17 @@ fn spread(values: &[f64]) -> String {
         v[v.len() / 2]
     };
     format!("{median:.0} ({min:.0}–{max:.0})")
+}
+
+/// `spread` of millisecond figures, with three decimals.
+fn spread_ms(values: &[f64]) -> String {
+    let mut v = values.to_vec();
+    v.sort_by(|a, b| a.partial_cmp(b).unwrap());
+    match v.as_slice() {
+        [] => "-".into(),
+        [only] => format!("{only:.3}"),
+        _ => format!("{:.3} ({:.3}–{:.3})", v[v.len() / 2], v[0], v[v.len() - 1]),
+    }
 }
 
 /// Instructions per request under callgrind: warm up, zero the counters, send `n` requests on one
@@ -503,15 +517,28 @@ async fn main() {
             runs[i].push(r);
         }
     }
-    let mut fixed = Vec::new();
-    for s in &servers {
-        let r = load_gen.run(s, &Load::Rate { connections: 4, rate, seconds }).await;
-        println!("  fixed {rate} req/s {:<7} p50 {:.3} ms  p99 {:.3} ms", s.name, r.pct(0.5), r.pct(0.99));
-        fixed.push(r);
+    // The fixed rate in alternating rounds too: the p99 of one 10 s window moves with whatever
+    // else the host runs, so each round's is printed and the table gives their median and range.
+    let mut fixed: Vec<Vec<Run>> = vec![Vec::new(); servers.len()];
+    for round in 0..rounds {
+        for k in 0..servers.len() {
+            let i = (round + k) % servers.len();
+            let r = load_gen.run(&servers[i], &Load::Rate { connections: 4, rate, seconds }).await;
+            println!(
+                "  fixed {rate} req/s round {} {:<7} p50 {:.3} ms  p99 {:.3} ms  p99.9 {:.3} ms  (load avg {})",
+                round + 1,
+                servers[i].name,
+                r.pct(0.5),
+                r.pct(0.99),
+                r.pct(0.999),
+                load_average()
+            );
+            fixed[i].push(r);
+        }
     }
     let mut after = Vec::new();
     for (i, s) in servers.iter().enumerate() {
-        let served: u64 = runs[i].iter().chain([&fixed[i]]).map(|r| r.requests).sum::<u64>() + 1;
+        let served: u64 = runs[i].iter().chain(&fixed[i]).map(|r| r.requests).sum::<u64>() + 1;
         if served < total {
             load_gen.run(s, &Load::Closed { connections, seconds, count: Some(total - served) }).await;
         }
@@ -543,7 +570,10 @@ async fn main() {
         "server CPU per request (µs)",
         merged.iter().map(|r| format!("{:.1}", r.cpu_ns as f64 / r.requests as f64 / 1000.0)).collect(),
     );
-    row(&format!("p99 at {rate} req/s (ms)"), fixed.iter().map(|r| format!("{:.3}", r.pct(0.99))).collect());
+    row(
+        &format!("p99 at {rate} req/s (ms, median, range)"),
+        fixed.iter().map(|rs| spread_ms(&rs.iter().map(|r| r.pct(0.99)).collect::<Vec<_>>())).collect(),
+    );
     row("RSS idle (MiB)", idle.iter().map(|k| format!("{:.1}", *k as f64 / 1024.0)).collect());
     row(
         &format!("RSS after {total} requests (MiB)"),

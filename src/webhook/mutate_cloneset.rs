@@ -11,7 +11,7 @@ use super::review::{Review, Verdict};
 use super::{CLONESET, Context, decode_on_v1alpha1, spec_in_version, writes_object};
 use crate::apis::CloneSet;
 use crate::apis::cloneset::v1beta1::{ON_DELETE, ROLLING_UPDATE};
-use crate::compat::patch::Overlay;
+use crate::compat::patch::{Overlay, SpecOf, overlay_patch_typed};
 use crate::core::defaults::cloneset::{default_cloneset, default_cloneset_v1beta1};
 use crate::core::defaults::pod::should_inject_template_defaults;
 
@@ -45,14 +45,15 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
         return Verdict::errored(400, e.to_string());
     }
     let Some(raw) = review.object.as_ref() else { return Verdict::allow() };
+    let encode_error = |e: serde_json::Error| Verdict::errored(500, format!("cannot encode CloneSet: {e}"));
     // Defaults only touch `spec`: metadata and status are left exactly as sent.
+    if version == "v1alpha1" {
+        return overlay_patch_typed(raw, &SpecOf(&cloneset.spec)).map_or_else(encode_error, Verdict::patched);
+    }
     let spec = match serde_json::to_value(&cloneset.spec) {
         Ok(spec) => spec,
-        Err(e) => return Verdict::errored(500, format!("cannot encode CloneSet: {e}")),
+        Err(e) => return encode_error(e),
     };
-    if version == "v1alpha1" {
-        return Verdict::patched(Overlay::new(raw, &json!({ "spec": spec })).patch());
-    }
     let mutated = Overlay::new(&model, &json!({ "spec": spec })).into_target();
     let mut spec = spec_in_version(mutated, version, CLONESET);
     // SetDefaultsCloneSetV1beta1 leaves an unknown `type` and its strategy alone (the model

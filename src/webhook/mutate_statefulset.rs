@@ -8,7 +8,7 @@ use serde_json::{Value, json};
 use super::review::{Review, Verdict};
 use super::{Context, decode_statefulset, writes_object};
 use crate::apis::statefulset::v1beta1;
-use crate::compat::patch::Overlay;
+use crate::compat::patch::{Overlay, SpecOf, overlay_patch_typed};
 use crate::core::conversion::statefulset_to_v1alpha1;
 use crate::core::defaults::pod::should_inject_template_defaults;
 use crate::core::defaults::statefulset::default_statefulset;
@@ -30,22 +30,26 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
         return Verdict::errored(400, e.to_string());
     }
     // Defaults only touch `spec` (and `status`, reset below): metadata is left exactly as sent.
-    let typed = if version == "v1alpha1" {
-        serde_json::to_value(statefulset_to_v1alpha1(&sts).spec)
-    } else {
-        serde_json::to_value(&sts.spec)
+    let Some(raw) = review.object.as_ref() else { return Verdict::allow() };
+    let encode_error = |e: serde_json::Error| Verdict::errored(500, format!("cannot encode StatefulSet: {e}"));
+    let v1alpha1 = (version == "v1alpha1").then(|| statefulset_to_v1alpha1(&sts));
+    let has_status = raw.get("status").is_some_and(|s| !s.is_null());
+    if !has_status {
+        // The common case: the spec alone, walked typed (no serialised spec, no overlay).
+        let patch = match &v1alpha1 {
+            Some(alpha) => overlay_patch_typed(raw, &SpecOf(&alpha.spec)),
+            None => overlay_patch_typed(raw, &SpecOf(&sts.spec)),
+        };
+        return patch.map_or_else(encode_error, Verdict::patched);
+    }
+    let typed = match &v1alpha1 {
+        Some(alpha) => serde_json::to_value(&alpha.spec),
+        None => serde_json::to_value(&sts.spec),
     }
     .map(|spec| json!({ "spec": spec }));
-    let Some(raw) = review.object.as_ref() else { return Verdict::allow() };
     match typed {
-        Ok(typed) => {
-            let mut overlay = Overlay::new(raw, &typed);
-            if raw.get("status").is_some_and(|s| !s.is_null()) {
-                overlay = overlay.replace("status", Some(zero_status()));
-            }
-            Verdict::patched(overlay.patch())
-        }
-        Err(e) => Verdict::errored(500, format!("cannot encode StatefulSet: {e}")),
+        Ok(typed) => Verdict::patched(Overlay::new(raw, &typed).replace("status", Some(zero_status())).patch()),
+        Err(e) => encode_error(e),
     }
 }
 

@@ -12,17 +12,15 @@
 //! (not a cascade of replacements), everything else is compared key by key. [`patch`] is
 //! `diff(raw, &target(..))` in one pass, without building the target pod: what the webhook runs.
 
-mod typed;
-
 use std::collections::BTreeSet;
 
-use json_patch::jsonptr::PointerBuf;
-use json_patch::{AddOperation, Patch, PatchOperation, RemoveOperation, ReplaceOperation};
+use json_patch::Patch;
 use k8s_openapi::api::core::v1::{Container, PodSpec, Volume};
 use serde::Serialize;
 use serde_json::{Map, Value};
 
-use crate::compat::patch::overlay;
+use crate::compat::patch::typed::{self, Hook};
+use crate::compat::patch::{Ops, overlay, push_index, push_token};
 use crate::core::defaults::pod::default_pod_spec;
 use crate::core::features::FeatureGates;
 
@@ -205,7 +203,8 @@ fn walk_spec(
         }
         _ => typed_list(key, raw, spec.volumes.as_deref().unwrap_or_default(), replaced, path, ops),
     };
-    let walked = typed::spec_diff_typed(raw_spec, spec, &mut path, &mut ops, &mut lists);
+    let hook = Hook { keys: &NAMED_LISTS, write: &mut lists };
+    let walked = typed::overlay_diff_hooked(raw_spec, spec, &mut path, &mut ops, overlay_diff, hook);
     (walked.is_ok() && !ops.failed).then(|| ops.finish())
 }
 
@@ -239,7 +238,7 @@ fn typed_list<E: Named>(
             }
             diff_list(raw_list, merged, path, ops);
         }
-        Some(rv) => typed::overlay_diff_typed(rv, new, path, ops)?,
+        Some(rv) => typed::overlay_diff_typed(rv, new, path, ops, overlay_diff)?,
     }
     Ok(())
 }
@@ -285,7 +284,7 @@ impl<E: Named> Target for Typed<'_, E> {
             Typed::Value(v) => diff_into(from, &v, path, ops),
             Typed::Raw(r) => diff_into(from, r, path, ops),
             Typed::Overlay(r, t) if std::ptr::eq(from, r) => {
-                if typed::overlay_diff_typed(r, t, path, ops).is_err() {
+                if typed::overlay_diff_typed(r, t, path, ops, overlay_diff).is_err() {
                     ops.failed = true;
                 }
             }
@@ -422,44 +421,6 @@ fn overlay_diff(raw: &Value, typed: &Value, path: &mut String, ops: &mut Ops) {
     }
 }
 
-/// The operations of a patch being written.
-#[derive(Default)]
-struct Ops {
-    ops: Vec<PatchOperation>,
-    /// A path that is not a JSON pointer (cannot happen: every token is escaped).
-    invalid: bool,
-    /// A typed value the walk of [`pod_patch`] could not take: its caller builds the value.
-    failed: bool,
-}
-
-impl Ops {
-    fn pointer(&mut self, path: &str) -> PointerBuf {
-        PointerBuf::parse(path.to_string()).unwrap_or_else(|_| {
-            self.invalid = true;
-            PointerBuf::new()
-        })
-    }
-
-    fn add(&mut self, path: &str, value: Value) {
-        let path = self.pointer(path);
-        self.ops.push(PatchOperation::Add(AddOperation { path, value }));
-    }
-
-    fn replace(&mut self, path: &str, value: Value) {
-        let path = self.pointer(path);
-        self.ops.push(PatchOperation::Replace(ReplaceOperation { path, value }));
-    }
-
-    fn remove(&mut self, path: &str) {
-        let path = self.pointer(path);
-        self.ops.push(PatchOperation::Remove(RemoveOperation { path }));
-    }
-
-    fn finish(self) -> Option<Patch> {
-        (!self.ops.is_empty() && !self.invalid).then_some(Patch(self.ops))
-    }
-}
-
 /// The RFC 6902 patch turning `from` into `to`; `None` when they are equal.
 pub fn diff(from: &Value, to: &Value) -> Option<Patch> {
     let mut ops = Ops::default();
@@ -586,27 +547,6 @@ fn insertions<T: Target>(a: &[Value], b: &[T]) -> Option<Vec<usize>> {
     Some(matches)
 }
 
-/// Appends `/token` with RFC 6901 escaping (`~` → `~0`, `/` → `~1`).
-fn push_token(path: &mut String, token: &str) {
-    path.push('/');
-    if !token.bytes().any(|b| b == b'~' || b == b'/') {
-        return path.push_str(token);
-    }
-    for c in token.chars() {
-        match c {
-            '~' => path.push_str("~0"),
-            '/' => path.push_str("~1"),
-            c => path.push(c),
-        }
-    }
-}
-
-/// Appends `/i`.
-fn push_index(path: &mut String, i: usize) {
-    use std::fmt::Write as _;
-    let _ = write!(path, "/{i}");
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -691,6 +631,12 @@ mod tests {
         let one_pass = patch(&raw, &typed, &none).map(|p| serde_json::to_string(&p).unwrap());
         let two_steps = diff(&raw, &t).map(|p| serde_json::to_string(&p).unwrap());
         assert_eq!(one_pass, two_steps);
+    }
+
+    /// The typed walk with this module's diff is that diff of the built value, for every shape.
+    #[test]
+    fn typed_walk_is_overlay_diff_of_the_built_value() {
+        crate::compat::patch::typed::tests::walk_is_the_built_value(overlay_diff);
     }
 
     /// `pod_patch` is `patch` of the serialised spec, byte for byte, on the example pod with the

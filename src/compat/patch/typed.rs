@@ -4,39 +4,56 @@
 //! place (keys in the order a `serde_json::Map` gives them, whatever order the type writes its
 //! fields in); a scalar is compared as it is; anything else — a value where the request has
 //! something of another shape, a list that changed length, tuples, enums — is built with
-//! `serde_json::value::Serializer` and handed to [`overlay_diff`], so every answer is the one
-//! the built value gives. An error (a map key that is not a string, a sequence whose length
-//! was announced wrongly, duplicate map keys) makes the caller take the built path instead.
+//! `serde_json::value::Serializer` and handed to the caller's `overlay_diff` (a [`Fallback`]),
+//! so every answer is the one the built value gives. An error (a map key that is not a string,
+//! a sequence whose length was announced wrongly, duplicate map keys) makes the caller take the
+//! built path instead.
+//!
+//! Two callers: [`super::overlay_patch_typed`] (workload defaults, `json_patch::diff` over the
+//! overlay) and the pod patch (`core::sidecar::podpatch`, whose lists merge by name, written by
+//! a [`Hook`]).
 
 use serde::Serialize;
 use serde::ser::{self, Serializer};
 use serde_json::{Map, Value};
 
-use super::{Ops, overlay_diff, push_index, push_token};
+use super::{Ops, push_index, push_token};
 
 type Error = serde_json::Error;
 use serde_json::value::Serializer as ValueSerializer;
 
-/// `overlay_diff(raw, &serde_json::to_value(typed)?)`, appending to `ops`.
-pub(super) fn overlay_diff_typed<T: Serialize + ?Sized>(
+/// `overlay_diff(raw, typed, path, ops)` for a `typed` value that is not walked (built, or of
+/// another shape than `raw`): the diff whose answers the walk reproduces.
+pub(crate) type Fallback = fn(&Value, &Value, &mut String, &mut Ops);
+
+/// `fallback(raw, &serde_json::to_value(typed)?)`, appending to `ops`.
+pub(crate) fn overlay_diff_typed<T: Serialize + ?Sized>(
     raw: &Value,
     typed: &T,
     path: &mut String,
     ops: &mut Ops,
+    fallback: Fallback,
 ) -> Result<(), Error> {
-    typed.serialize(Walk { raw, path, ops, lists: None })
+    typed.serialize(Walk { raw, path, ops, hook: None, fallback })
 }
 
-/// The same as [`overlay_diff_typed`] for the pod `spec`, whose fields named in
-/// [`super::NAMED_LISTS`] are written by `lists` (the name-merged lists of [`super::target`]).
-pub(super) fn spec_diff_typed<T: Serialize + ?Sized>(
-    raw: &Value,
+/// The same as [`overlay_diff_typed`] for an object whose fields named in `hook.keys` are
+/// written by `hook.write` (the pod spec's name-merged lists).
+pub(crate) fn overlay_diff_hooked<'a, T: Serialize + ?Sized>(
+    raw: &'a Value,
     typed: &T,
-    path: &mut String,
-    ops: &mut Ops,
-    lists: Lists<'_>,
+    path: &'a mut String,
+    ops: &'a mut Ops,
+    fallback: Fallback,
+    hook: Hook<'a>,
 ) -> Result<(), Error> {
-    typed.serialize(Walk { raw, path, ops, lists: Some(lists) })
+    typed.serialize(Walk { raw, path, ops, hook: Some(hook), fallback })
+}
+
+/// Fields of one object written by the caller: `write(key, raw value, path, ops)`.
+pub(crate) struct Hook<'a> {
+    pub(crate) keys: &'static [&'static str],
+    pub(crate) write: Lists<'a>,
 }
 
 type Lists<'a> = &'a mut dyn FnMut(&str, Option<&Value>, &mut String, &mut Ops) -> Result<(), Error>;
@@ -45,7 +62,8 @@ struct Walk<'a> {
     raw: &'a Value,
     path: &'a mut String,
     ops: &'a mut Ops,
-    lists: Option<Lists<'a>>,
+    hook: Option<Hook<'a>>,
+    fallback: Fallback,
 }
 
 fn fail(message: &str) -> Error {
@@ -63,7 +81,7 @@ impl<'a> Walk<'a> {
 
     /// A value built whole.
     fn built(self, typed: Result<Value, Error>) -> Result<(), Error> {
-        overlay_diff(self.raw, &typed?, self.path, self.ops);
+        (self.fallback)(self.raw, &typed?, self.path, self.ops);
         Ok(())
     }
 
@@ -74,7 +92,8 @@ impl<'a> Walk<'a> {
             raw,
             path: self.path,
             ops: self.ops,
-            lists: self.lists,
+            hook: self.hook,
+            fallback: self.fallback,
             len,
             start,
             groups: Vec::new(),
@@ -179,7 +198,7 @@ impl<'a> Serializer for Walk<'a> {
         match self.raw {
             Value::Array(raw) if len == Some(raw.len()) => {
                 let len = self.path.len();
-                Ok(Seq::Walk { raw, path: self.path, ops: self.ops, len, next: 0 })
+                Ok(Seq::Walk { raw, path: self.path, ops: self.ops, fallback: self.fallback, len, next: 0 })
             }
             _ => Ok(Seq::Built(Built { inner: ValueSerializer.serialize_seq(len)?, walk: self })),
         }
@@ -224,7 +243,7 @@ impl<'a> Serializer for Walk<'a> {
 }
 
 /// A compound value built by serde_json, then diffed.
-pub(super) struct Built<'a, S> {
+pub(crate) struct Built<'a, S> {
     inner: S,
     walk: Walk<'a>,
 }
@@ -251,8 +270,8 @@ built!(SerializeTupleVariant, serialize_field);
 built!(SerializeStructVariant, serialize_field, key);
 
 /// A list: walked element by element over a request list of the same length, else built.
-pub(super) enum Seq<'a> {
-    Walk { raw: &'a [Value], path: &'a mut String, ops: &'a mut Ops, len: usize, next: usize },
+pub(crate) enum Seq<'a> {
+    Walk { raw: &'a [Value], path: &'a mut String, ops: &'a mut Ops, fallback: Fallback, len: usize, next: usize },
     Built(Built<'a, <ValueSerializer as Serializer>::SerializeSeq>),
 }
 
@@ -262,10 +281,10 @@ impl ser::SerializeSeq for Seq<'_> {
 
     fn serialize_element<T: Serialize + ?Sized>(&mut self, value: &T) -> Result<(), Error> {
         match self {
-            Seq::Walk { raw, path, ops, len, next } => {
+            Seq::Walk { raw, path, ops, fallback, len, next } => {
                 let raw = raw.get(*next).ok_or_else(|| fail("more elements than announced"))?;
                 push_index(path, *next);
-                value.serialize(Walk { raw, path, ops, lists: None })?;
+                value.serialize(Walk { raw, path, ops, hook: None, fallback: *fallback })?;
                 path.truncate(*len);
                 *next += 1;
                 Ok(())
@@ -287,17 +306,18 @@ impl ser::SerializeSeq for Seq<'_> {
 }
 
 /// An object (struct or map): walked key by key over a request object, else built.
-pub(super) enum Fields<'a> {
+pub(crate) enum Fields<'a> {
     Walk(FieldsWalk<'a>),
     Built(Built<'a, <ValueSerializer as Serializer>::SerializeMap>),
 }
 
-pub(super) struct FieldsWalk<'a> {
+pub(crate) struct FieldsWalk<'a> {
     raw: &'a Map<String, Value>,
     path: &'a mut String,
     ops: &'a mut Ops,
-    /// Set on the pod spec only: writes its named lists.
-    lists: Option<Lists<'a>>,
+    /// Fields the caller writes (the pod spec's named lists).
+    hook: Option<Hook<'a>>,
+    fallback: Fallback,
     /// The path's length at this object.
     len: usize,
     /// The number of operations before this object's.
@@ -317,13 +337,16 @@ impl FieldsWalk<'_> {
         let before = self.ops.ops.len();
         push_token(self.path, key);
         let raw = self.raw.get(key);
-        match (&mut self.lists, raw) {
-            (Some(lists), _) if super::NAMED_LISTS.contains(&key) => lists(key, raw, self.path, self.ops)?,
+        match (&mut self.hook, raw) {
+            (Some(hook), _) if hook.keys.contains(&key) => (hook.write)(key, raw, self.path, self.ops)?,
             (_, None) => {
                 let value = serde_json::to_value(value)?;
                 self.ops.add(self.path, value);
             }
-            (_, Some(raw)) => value.serialize(Walk { raw, path: &mut *self.path, ops: &mut *self.ops, lists: None })?,
+            (_, Some(raw)) => {
+                let (path, ops) = (&mut *self.path, &mut *self.ops);
+                value.serialize(Walk { raw, path, ops, hook: None, fallback: self.fallback })?
+            }
         }
         self.path.truncate(self.len);
         if self.ops.ops.len() > before {
@@ -424,7 +447,7 @@ impl ser::SerializeMap for Fields<'_> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use serde_json::json;
     use std::collections::HashMap;
@@ -476,22 +499,28 @@ mod tests {
         }
     }
 
-    fn walked<T: Serialize>(raw: &Value, typed: &T) -> Result<String, Error> {
+    fn walked<T: Serialize>(raw: &Value, typed: &T, fallback: Fallback) -> Result<String, Error> {
         let mut ops = Ops::default();
-        overlay_diff_typed(raw, typed, &mut "/x".to_string(), &mut ops)?;
+        overlay_diff_typed(raw, typed, &mut "/x".to_string(), &mut ops, fallback)?;
         serde_json::to_string(&ops.ops)
     }
 
-    fn built<T: Serialize>(raw: &Value, typed: &T) -> String {
+    fn built<T: Serialize>(raw: &Value, typed: &T, fallback: Fallback) -> String {
         let mut ops = Ops::default();
-        overlay_diff(raw, &serde_json::to_value(typed).unwrap(), &mut "/x".to_string(), &mut ops);
+        fallback(raw, &serde_json::to_value(typed).unwrap(), &mut "/x".to_string(), &mut ops);
         serde_json::to_string(&ops.ops).unwrap()
     }
 
-    /// Every shape of serde's data model gives the operations of the built value, over request
-    /// values of the same shape, of other shapes, and partly missing.
+    /// The walk with `json_patch`'s diff (`overlay_patch_typed`) is that diff of the built value.
     #[test]
     fn walk_is_overlay_diff_of_the_built_value() {
+        walk_is_the_built_value(crate::compat::patch::overlay_diff);
+    }
+
+    /// Every shape of serde's data model gives the operations of the built value, over request
+    /// values of the same shape, of other shapes, and partly missing, with `fallback` as the
+    /// diff of what is built (called for the pod patch's diff by its own tests).
+    pub(crate) fn walk_is_the_built_value(fallback: Fallback) {
         let variants = || [Choice::Unit, Choice::New(1), Choice::Tuple(1, 2), Choice::Struct { x: 1 }];
         let mut raws: Vec<Value> = vec![json!(null), json!({}), json!([]), json!("s"), json!(1)];
         for n in 0..4 {
@@ -510,14 +539,14 @@ mod tests {
             for n in 0..4 {
                 for v in variants() {
                     let typed = shapes(n, v);
-                    assert_eq!(walked(raw, &typed).unwrap(), built(raw, &typed), "{raw}");
+                    assert_eq!(walked(raw, &typed, fallback).unwrap(), built(raw, &typed, fallback), "{raw}");
                     compared += 1;
                 }
             }
         }
         assert!(compared > 300);
         // Keys come back in the order of the built object even though `zulu` is written first.
-        let ops = walked(&json!({"zulu": 0, "alpha": []}), &shapes(2, Choice::Unit)).unwrap();
+        let ops = walked(&json!({"zulu": 0, "alpha": []}), &shapes(2, Choice::Unit), fallback).unwrap();
         assert!(ops.find("/x/alpha").unwrap() < ops.find("/x/zulu").unwrap(), "{ops}");
     }
 
@@ -525,11 +554,12 @@ mod tests {
     #[test]
     fn refuses_maps_it_cannot_order() {
         let raw = json!({"a": 1, "b": 2, "c": 3});
+        let fallback: Fallback = crate::compat::patch::overlay_diff;
         let keys: HashMap<u8, u8> = [(1, 1)].into();
-        assert!(walked(&raw, &keys).is_err(), "integer keys");
+        assert!(walked(&raw, &keys, fallback).is_err(), "integer keys");
         let many: HashMap<String, u8> = (0..32).map(|i| (format!("k{i}"), i)).collect();
-        assert!(walked(&raw, &many).is_err(), "keys out of order");
+        assert!(walked(&raw, &many, fallback).is_err(), "keys out of order");
         let sorted: std::collections::BTreeMap<String, u8> = many.into_iter().collect();
-        assert_eq!(walked(&raw, &sorted).unwrap(), built(&raw, &sorted));
+        assert_eq!(walked(&raw, &sorted, fallback).unwrap(), built(&raw, &sorted, fallback));
     }
 }

@@ -1,16 +1,28 @@
-//! The one-pass pod patch (`podpatch::patch`) equals the two-step form it replaced,
-//! `diff(raw, &target(raw, mutated, replaced))`, operation for operation, over generated request
-//! pods and mutations: pod-shaped objects whose named lists share, lack, repeat or rename
-//! elements, with nulls, scalars where objects are expected and fields only one side has. And
-//! the patch `/mutate-pod` answers, `podpatch::pod_patch` over the typed spec, equals `patch`
-//! over the serialised spec, over generated typed specs and request pods (their own
-//! serialisation perturbed, or pod-shaped values).
+//! The one-pass patches equal the two-step forms they replaced, operation for operation, over
+//! generated request objects and mutations:
+//! - the pod patch (`podpatch::patch`) equals `diff(raw, &target(raw, mutated, replaced))` over
+//!   pod-shaped objects whose named lists share, lack, repeat or rename elements, with nulls,
+//!   scalars where objects are expected and fields only one side has; and the patch
+//!   `/mutate-pod` answers, `podpatch::pod_patch` over the typed spec, equals `patch` over the
+//!   serialised spec, over generated typed specs and request pods (their own serialisation
+//!   perturbed, or pod-shaped values);
+//! - the workload patch (`compat::patch`: `Overlay::patch` and `overlay_patch_typed`, what the
+//!   CloneSet and Advanced StatefulSet defaults answer) equals `json_patch::diff(raw,
+//!   &overlay(raw, typed))` over any values, over typed pod specs, and over the example CloneSet
+//!   and Advanced StatefulSet defaulted against their own request JSON perturbed.
 
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeSet;
 
+use json_patch::Patch;
 use k8s_openapi::api::core::v1::{Container, EmptyDirVolumeSource, EnvVar, PodSpec, Volume};
+use kruise::apis::CloneSet;
+use kruise::apis::statefulset::v1beta1::StatefulSet;
+use kruise::compat::patch::{Overlay, SpecOf, overlay, overlay_patch_typed};
+use kruise::core::defaults::cloneset::default_cloneset;
+use kruise::core::defaults::statefulset::default_statefulset;
+use kruise::core::features::FeatureGates;
 use kruise::core::sidecar::podpatch;
 use proptest::prelude::*;
 use serde_json::{Map, Value, json};
@@ -244,5 +256,68 @@ proptest! {
             serde_json::to_string(&want).unwrap(),
             "raw {} spec {:?}", raw, spec
         );
+    }
+
+    #[test]
+    fn overlay_patch_equals_json_patch_diff_of_the_overlay(raw in prop_oneof![value(), pod()], typed in prop_oneof![value(), pod()]) {
+        prop_assert_eq!(text(&Overlay::new(&raw, &typed).patch()), text(&two_steps(&raw, &typed)), "raw {} typed {}", raw, typed);
+    }
+
+    #[test]
+    fn typed_overlay_patch_equals_the_patch_of_the_serialised_spec(raw in request_pod(), spec in spec()) {
+        let built = json!({"spec": serde_json::to_value(&spec).unwrap()});
+        prop_assert_eq!(
+            text(&overlay_patch_typed(&raw, &SpecOf(&spec)).unwrap()),
+            text(&two_steps(&raw, &built)),
+            "raw {} spec {:?}", raw, spec
+        );
+    }
+
+    #[test]
+    fn workload_defaults_patch_equals_the_patch_of_the_serialised_spec(
+        edits in prop::collection::vec((0usize..200, prop::option::of(value())), 0..4),
+        inject in any::<bool>(),
+        statefulset in any::<bool>(),
+    ) {
+        let (raw, typed) = if statefulset {
+            let mut raw = example("statefulset-create.json");
+            let mut sts: StatefulSet = kruise::compat::decode::from_value(&raw).unwrap();
+            default_statefulset(&mut sts.spec, inject, &FeatureGates::default()).unwrap();
+            perturb_all(&mut raw, edits);
+            (raw, serde_json::to_value(&sts.spec).unwrap())
+        } else {
+            let mut raw = example("cloneset-create.json");
+            let mut cloneset: CloneSet = kruise::compat::decode::from_value(&raw).unwrap();
+            default_cloneset(&mut cloneset.spec, inject, &FeatureGates::default()).unwrap();
+            perturb_all(&mut raw, edits);
+            (raw, serde_json::to_value(&cloneset.spec).unwrap())
+        };
+        let got = overlay_patch_typed(&raw, &SpecOf(&typed)).unwrap();
+        let want = two_steps(&raw, &json!({"spec": typed}));
+        prop_assert_eq!(text(&got), text(&want), "raw {}", raw);
+    }
+}
+
+/// `json_patch::diff(raw, &overlay(raw, typed))`, `None` when empty: what the workload handlers
+/// answered before the one-pass patch.
+fn two_steps(raw: &Value, typed: &Value) -> Option<Patch> {
+    let patch = json_patch::diff(raw, &overlay(raw, typed));
+    (!patch.0.is_empty()).then_some(patch)
+}
+
+fn text(patch: &Option<Patch>) -> String {
+    serde_json::to_string(patch).unwrap()
+}
+
+/// The `request.object` of an example review.
+fn example(review: &str) -> Value {
+    let path = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples/reviews").join(review);
+    let review: Value = serde_json::from_slice(&std::fs::read(path).unwrap()).unwrap();
+    review["request"]["object"].clone()
+}
+
+fn perturb_all(v: &mut Value, edits: Vec<(usize, Option<Value>)>) {
+    for (at, replacement) in edits {
+        perturb(v, at, replacement);
     }
 }
