@@ -18,6 +18,7 @@ pub mod failopen;
 pub mod leader;
 pub mod logfields;
 pub mod logsink;
+pub mod logtime;
 pub mod manifests;
 pub mod metrics;
 pub mod plan;
@@ -37,7 +38,11 @@ pub fn init_tracing(format: LogFormat, filter: &str) {
     // Colours only on a terminal: escape codes are noise in collected logs, and cost a tenth of
     // the per-review log line (issue 16).
     let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt().with_env_filter(filter).with_writer(logsink::stderr()).with_ansi(ansi);
+    let builder = tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(logsink::stderr())
+        .with_ansi(ansi)
+        .with_timer(logtime::CachedSystemTime);
     // A panic's message comes after the lines logged before it.
     let previous = std::panic::take_hook();
     std::panic::set_hook(Box::new(move |info| {

@@ -35,6 +35,8 @@
 use serde_json::{Map, Value};
 use std::fmt;
 
+use crate::compat::patch::{push_index, push_token};
+
 /// Largest `(old_len + 1) * (new_len + 1)` for which simple arrays get the edit-distance diff.
 pub const EDIT_DISTANCE_MAX_CELLS: usize = 1 << 20;
 
@@ -138,7 +140,7 @@ pub fn unescape_token(token: &str) -> String {
 /// doc). Equal documents give an empty list.
 pub fn create_patch(old: &Value, new: &Value) -> Vec<PatchOp> {
     let mut ops = Vec::new();
-    handle_values(old, new, "", false, &mut ops);
+    handle_values(old, new, &mut String::new(), false, &mut ops);
     ops
 }
 
@@ -157,14 +159,6 @@ pub fn is_simple_array(items: &[Value]) -> bool {
         }
     }
     true
-}
-
-fn child_path(parent: &str, token: &str) -> String {
-    format!("{parent}/{}", escape_token(token))
-}
-
-fn index_path(parent: &str, index: usize) -> String {
-    format!("{parent}/{index}")
 }
 
 /// Deep equality with Go's `reflect.DeepEqual` on decoded JSON: numbers compare as f64.
@@ -186,46 +180,46 @@ fn same_type(a: &Value, b: &Value) -> bool {
     std::mem::discriminant(a) == std::mem::discriminant(b)
 }
 
-fn sorted_keys(m: &Map<String, Value>) -> Vec<&String> {
-    let mut keys: Vec<&String> = m.keys().collect();
-    keys.sort();
-    keys
-}
-
-fn diff_objects(a: &Map<String, Value>, b: &Map<String, Value>, path: &str, ops: &mut Vec<PatchOp>) {
-    for key in sorted_keys(b) {
-        let p = child_path(path, key);
-        let Some(bv) = b.get(key) else { continue };
+/// Keys in sorted (byte) order: a `serde_json::Map` is a `BTreeMap` (no `preserve_order`; the
+/// test `maps_iterate_in_byte_order` fails if that ever changes). The path grows and shrinks
+/// with the walk and is copied only into an operation.
+fn diff_objects(a: &Map<String, Value>, b: &Map<String, Value>, path: &mut String, ops: &mut Vec<PatchOp>) {
+    let len = path.len();
+    for (key, bv) in b {
+        push_token(path, key);
         match a.get(key) {
-            None => ops.push(PatchOp::add(p, bv.clone())),
-            Some(av) => handle_values(av, bv, &p, false, ops),
+            None => ops.push(PatchOp::add(path.clone(), bv.clone())),
+            Some(av) => handle_values(av, bv, path, false, ops),
         }
+        path.truncate(len);
     }
-    for key in sorted_keys(a) {
+    for key in a.keys() {
         if !b.contains_key(key) {
-            ops.push(PatchOp::remove(child_path(path, key)));
+            push_token(path, key);
+            ops.push(PatchOp::remove(path.clone()));
+            path.truncate(len);
         }
     }
 }
 
-fn handle_values(av: &Value, bv: &Value, path: &str, in_array: bool, ops: &mut Vec<PatchOp>) {
+fn handle_values(av: &Value, bv: &Value, path: &mut String, in_array: bool, ops: &mut Vec<PatchOp>) {
     match (av, bv) {
         (Value::Null, Value::Null) => {}
         // Go emits `add` here; inside an array that would insert, so an element is replaced instead.
-        (Value::Null, _) if in_array => ops.push(PatchOp::replace(path, bv.clone())),
-        (Value::Null, _) => ops.push(PatchOp::add(path, bv.clone())),
-        _ if !same_type(av, bv) => ops.push(PatchOp::replace(path, bv.clone())),
+        (Value::Null, _) if in_array => ops.push(PatchOp::replace(path.clone(), bv.clone())),
+        (Value::Null, _) => ops.push(PatchOp::add(path.clone(), bv.clone())),
+        _ if !same_type(av, bv) => ops.push(PatchOp::replace(path.clone(), bv.clone())),
         (Value::Object(a), Value::Object(b)) => diff_objects(a, b, path, ops),
         (Value::Array(a), Value::Array(b)) => diff_arrays(a, b, path, ops),
         _ => {
             if !json_equal(av, bv) {
-                ops.push(PatchOp::replace(path, bv.clone()));
+                ops.push(PatchOp::replace(path.clone(), bv.clone()));
             }
         }
     }
 }
 
-fn diff_arrays(a: &[Value], b: &[Value], path: &str, ops: &mut Vec<PatchOp>) {
+fn diff_arrays(a: &[Value], b: &[Value], path: &mut String, ops: &mut Vec<PatchOp>) {
     let cells = (a.len() + 1).saturating_mul(b.len() + 1);
     if is_simple_array(a) && is_simple_array(b) && cells <= EDIT_DISTANCE_MAX_CELLS {
         edit_distance_ops(a, b, path, ops);
@@ -235,7 +229,7 @@ fn diff_arrays(a: &[Value], b: &[Value], path: &str, ops: &mut Vec<PatchOp>) {
 }
 
 /// Non-simple arrays: remove the old tail from the end, add the new tail, then diff common indexes.
-fn positional_ops(a: &[Value], b: &[Value], path: &str, ops: &mut Vec<PatchOp>) {
+fn positional_ops(a: &[Value], b: &[Value], path: &mut String, ops: &mut Vec<PatchOp>) {
     let n = a.len().min(b.len());
     for i in (n..a.len()).rev() {
         ops.push(PatchOp::remove(index_path(path, i)));
@@ -243,15 +237,25 @@ fn positional_ops(a: &[Value], b: &[Value], path: &str, ops: &mut Vec<PatchOp>) 
     for (i, item) in b.iter().enumerate().skip(n) {
         ops.push(PatchOp::add(index_path(path, i), item.clone()));
     }
+    let len = path.len();
     for i in 0..n {
-        handle_values(&a[i], &b[i], &index_path(path, i), true, ops);
+        push_index(path, i);
+        handle_values(&a[i], &b[i], path, true, ops);
+        path.truncate(len);
     }
+}
+
+/// `path/index`, for an operation.
+fn index_path(path: &str, index: usize) -> String {
+    let mut p = path.to_string();
+    push_index(&mut p, index);
+    p
 }
 
 /// Simple arrays: Wagner–Fischer distance matrix, then Go's backtrace from (len a, len b) to (0,
 /// 0), preferring remove, then add, then replace, then a free diagonal step. Ops come out from the
 /// end of the array towards the start, so every index stays valid when they are applied in order.
-fn edit_distance_ops(s: &[Value], t: &[Value], path: &str, ops: &mut Vec<PatchOp>) {
+fn edit_distance_ops(s: &[Value], t: &[Value], path: &mut String, ops: &mut Vec<PatchOp>) {
     let (m, n) = (s.len(), t.len());
     let width = n + 1;
     let mut d = vec![0usize; (m + 1) * width];
@@ -288,7 +292,10 @@ fn edit_distance_ops(s: &[Value], t: &[Value], path: &str, ops: &mut Vec<PatchOp
             if matches!(s[0], Value::String(_) | Value::Number(_) | Value::Bool(_)) {
                 ops.push(PatchOp::replace(index_path(path, i - 1), t[j - 1].clone()));
             } else {
-                handle_values(&s[i - 1], &t[j - 1], &index_path(path, i - 1), true, ops);
+                let len = path.len();
+                push_index(path, i - 1);
+                handle_values(&s[i - 1], &t[j - 1], path, true, ops);
+                path.truncate(len);
             }
             i -= 1;
             j -= 1;
@@ -305,6 +312,21 @@ fn edit_distance_ops(s: &[Value], t: &[Value], path: &str, ops: &mut Vec<PatchOp
 mod tests {
     use super::*;
     use serde_json::json;
+
+    /// The diff visits keys in byte order by iterating maps: `serde_json::Map` must stay a
+    /// `BTreeMap` (the `preserve_order` feature would make it insertion-ordered).
+    #[test]
+    fn maps_iterate_in_byte_order() {
+        let mut m = Map::new();
+        for k in ["b", "a/", "B", "a", "~", "é"] {
+            m.insert(k.to_string(), Value::Null);
+        }
+        let keys: Vec<&str> = m.keys().map(String::as_str).collect();
+        assert_eq!(keys, ["B", "a", "a/", "b", "~", "é"]);
+        let ops = create_patch(&json!({"z": 1, "a": 1}), &json!({"y/": 2, "b~": 2}));
+        let paths: Vec<&str> = ops.iter().map(|o| o.path.as_str()).collect();
+        assert_eq!(paths, ["/b~0", "/y~1", "/a", "/z"]);
+    }
 
     /// Minimal RFC 6902 applier for add/remove/replace, used to check every diff by applying it.
     fn apply(doc: &Value, ops: &[PatchOp]) -> Result<Value, String> {
@@ -498,6 +520,9 @@ mod tests {
         for (raw, escaped) in cases {
             assert_eq!(escape_token(raw), escaped);
             assert_eq!(unescape_token(escaped), raw);
+            let mut path = String::from("/p");
+            push_token(&mut path, raw);
+            assert_eq!(path, format!("/p/{escaped}"), "the diff's paths escape as escape_token");
         }
         assert_eq!(unescape_token("~2"), "~2");
         assert_eq!(unescape_token("a~"), "a~");
