@@ -15,9 +15,9 @@ use crate::apis::CloneSet;
 use crate::apis::cloneset::{IN_PLACE_IF_POSSIBLE, v1beta1};
 use crate::compat::field::FieldError;
 use crate::compat::normalize::semantic_eq;
-use crate::core::validation::cloneset::{PodsByName, Shape, pods_to_look_up, validate_create_as, validate_update_as};
+use crate::core::validation::cloneset::{PodsByName, Shape, pods_to_look_up, validate_create_as, validate_update_with};
 use crate::core::validation::cloneset_v1beta1::validate_v1beta1_fields;
-use crate::core::validation::template_update::recreate_warning;
+use crate::core::validation::template_update::UpdateTemplates;
 
 /// Answers a CloneSet CREATE, UPDATE or DELETE.
 pub fn validate(ctx: &Context, review: &Review) -> Verdict {
@@ -48,7 +48,8 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 (Err(v), _) | (_, Err(v)) => return v,
             };
             let pods = lookup(ctx, &new, Some(&old));
-            let mut errs = validate_update_as(&new, &old, &pods, &ctx.config.gates, shape);
+            let templates = UpdateTemplates::new(&old.spec.template, &new.spec.template, &ctx.config.gates);
+            let mut errs = validate_update_with(&new, &old, &templates, &pods, shape);
             errs.extend(v1beta1_errors);
             let answer = Verdict::validated(&errs);
             if !answer.allowed || new.spec.update_strategy.type_ != IN_PLACE_IF_POSSIBLE {
@@ -58,12 +59,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 &serde_json::to_value(&old.spec.volume_claim_templates).unwrap_or_default(),
                 &serde_json::to_value(&new.spec.volume_claim_templates).unwrap_or_default(),
             );
-            answer.with_warning(recreate_warning(
-                &old.spec.template,
-                &new.spec.template,
-                &ctx.config.gates,
-                claims_changed,
-            ))
+            answer.with_warning(templates.recreate_warning(claims_changed))
         }
         Operation::Delete => {
             // Kubernetes < 1.16 sends no oldObject on DELETE: nothing to check.

@@ -9,8 +9,8 @@ use kube::core::admission::Operation;
 use super::review::{Review, Verdict};
 use super::{Context, decode_statefulset, deletion_verdict};
 use crate::apis::statefulset::IN_PLACE_IF_POSSIBLE;
-use crate::core::validation::statefulset::{validate_create, validate_update};
-use crate::core::validation::template_update::recreate_warning;
+use crate::core::validation::statefulset::{validate_create, validate_update_with};
+use crate::core::validation::template_update::UpdateTemplates;
 
 /// Answers an Advanced StatefulSet CREATE, UPDATE or DELETE.
 pub fn validate(ctx: &Context, review: &Review) -> Verdict {
@@ -29,12 +29,13 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
                 (Ok(n), Ok(o)) => (n, o),
                 (Err(v), _) | (_, Err(v)) => return v,
             };
-            let answer = Verdict::validated(&validate_update(&new, &old, &ctx.config.gates));
+            let templates = UpdateTemplates::new(&old.spec.template, &new.spec.template, &ctx.config.gates);
+            let answer = Verdict::validated(&validate_update_with(&new, &old, &templates, &ctx.config.gates));
             let policy = new.spec.update_strategy.rolling_update.as_ref().map(|r| r.pod_update_policy.as_str());
             if !answer.allowed || policy != Some(IN_PLACE_IF_POSSIBLE) {
                 return answer;
             }
-            answer.with_warning(recreate_warning(&old.spec.template, &new.spec.template, &ctx.config.gates, false))
+            answer.with_warning(templates.recreate_warning(false))
         }
         Operation::Delete => {
             // Kubernetes < 1.16 sends no oldObject on DELETE: nothing to check.

@@ -20,7 +20,7 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use super::json;
 use super::meta::{validate_object_meta, validate_object_meta_update};
 use super::podtemplate::validate_workload_selector;
-use super::template_update::{normalized_in_place_only_violation, normalized_template};
+use super::template_update::{UpdateTemplates, normalized_template};
 use super::update_order::{validate_priority, validate_scatter};
 use crate::apis::CloneSet;
 use crate::apis::cloneset::{
@@ -113,17 +113,27 @@ pub fn validate_update_as(
     gates: &FeatureGates,
     shape: Shape,
 ) -> Vec<FieldError> {
+    validate_update_with(new, old, &UpdateTemplates::new(&old.spec.template, &new.spec.template, gates), pods, shape)
+}
+
+/// [`validate_update_as`] with the templates of `new` and `old` as `templates` normalises them
+/// (the handler shares them with the InPlaceIfPossible warning).
+pub fn validate_update_with(
+    new: &CloneSet,
+    old: &CloneSet,
+    templates: &UpdateTemplates<'_>,
+    pods: &PodsByName,
+    shape: Shape,
+) -> Vec<FieldError> {
     let mut errs = validate_object_meta_update(&new.metadata, &old.metadata, "metadata");
     if !semantic_eq(&immutable_part(&new.spec), &immutable_part(&old.spec)) {
         errs.push(FieldError::forbidden("spec", IMMUTABLE_MSG));
     }
-    // The new template as kruise validates it (defaulted), shared by the guard and the rules.
-    let normalized = normalized_template(&new.spec.template, gates);
     if new.spec.update_strategy.type_ == IN_PLACE_ONLY {
-        let old_normalized = normalized_template(&old.spec.template, gates);
-        errs.extend(normalized_in_place_only_violation(&old_normalized, &normalized, shape.strategy_field()));
+        errs.extend(templates.in_place_only_violation(shape.strategy_field()));
     }
-    errs.extend(validate_cloneset(new, Some(&old.spec), &normalized, pods, shape));
+    // The new template as kruise validates it (defaulted), shared by the guard and the rules.
+    errs.extend(validate_cloneset(new, Some(&old.spec), templates.new_template(), pods, shape));
     errs
 }
 

@@ -19,14 +19,14 @@
 //! all UPDATE errors are reported together, where kruise answered the volumeClaimTemplate and
 //! guard problems only once everything else was valid.
 
-use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PodSpec, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::Value;
 
 use super::json;
 use super::meta::{validate_object_meta, validate_object_meta_update};
 use super::podtemplate::validate_workload_selector;
-use super::template_update::{in_place_only_violation, normalized_template};
+use super::template_update::{UpdateTemplates, normalized_template};
 use super::update_order::priority_problem;
 use crate::apis::keys::IN_PLACE_UPDATE_READY;
 use crate::apis::statefulset::v1beta1::{StatefulSet, StatefulSetSpec};
@@ -54,14 +54,30 @@ const ROLLING: &str = "spec.updateStrategy.rollingUpdate";
 
 /// CREATE: items 1–15.
 pub fn validate_create(sts: &StatefulSet, gates: &FeatureGates) -> Vec<FieldError> {
+    validate_object(sts, &normalized_template(&sts.spec.template, gates))
+}
+
+/// Items 1–15 of `sts`, whose template normalised is `normalized`.
+fn validate_object(sts: &StatefulSet, normalized: &PodTemplateSpec) -> Vec<FieldError> {
     let mut errs = validate_object_meta(&sts.metadata, true, "metadata");
-    errs.extend(validate_spec(&sts.spec, gates));
+    errs.extend(validate_spec(&sts.spec, normalized));
     errs
 }
 
 /// UPDATE: the CREATE rules on the new object, then items 16–19.
 pub fn validate_update(new: &StatefulSet, old: &StatefulSet, gates: &FeatureGates) -> Vec<FieldError> {
-    let mut errs = validate_create(new, gates);
+    validate_update_with(new, old, &UpdateTemplates::new(&old.spec.template, &new.spec.template, gates), gates)
+}
+
+/// [`validate_update`] with the templates of `new` and `old` as `templates` normalises them
+/// (the handler shares them with the InPlaceIfPossible warning).
+pub fn validate_update_with(
+    new: &StatefulSet,
+    old: &StatefulSet,
+    templates: &UpdateTemplates<'_>,
+    gates: &FeatureGates,
+) -> Vec<FieldError> {
+    let mut errs = validate_object(new, templates.new_template());
     errs.extend(validate_object_meta_update(&new.metadata, &old.metadata, "metadata"));
     if !semantic_eq(&immutable_part(&new.spec), &immutable_part(&old.spec)) {
         errs.push(FieldError::forbidden("spec", IMMUTABLE_MSG));
@@ -71,7 +87,7 @@ pub fn validate_update(new: &StatefulSet, old: &StatefulSet, gates: &FeatureGate
     }
     let policy = new.spec.update_strategy.rolling_update.as_ref().map(|r| r.pod_update_policy.as_str());
     if policy == Some(IN_PLACE_ONLY) {
-        errs.extend(in_place_only_violation(&old.spec.template, &new.spec.template, gates, STRATEGY_FIELD));
+        errs.extend(templates.in_place_only_violation(STRATEGY_FIELD));
     }
     errs
 }
@@ -106,7 +122,7 @@ fn immutable_part(spec: &StatefulSetSpec) -> Value {
     })
 }
 
-fn validate_spec(spec: &StatefulSetSpec, gates: &FeatureGates) -> Vec<FieldError> {
+fn validate_spec(spec: &StatefulSetSpec, normalized: &PodTemplateSpec) -> Vec<FieldError> {
     let mut errs = Vec::new();
     // 2. podManagementPolicy
     match spec.pod_management_policy.as_str() {
@@ -143,7 +159,8 @@ fn validate_spec(spec: &StatefulSetSpec, gates: &FeatureGates) -> Vec<FieldError
     // 14. selector and template metadata (not the pod spec)
     errs.extend(validate_selector_and_template(spec));
     // 15. restartPolicy and activeDeadlineSeconds of the (defaulted) template
-    let pod_spec = normalized_template(&spec.template, gates).spec.unwrap_or_default();
+    let no_spec = PodSpec::default();
+    let pod_spec = normalized.spec.as_ref().unwrap_or(&no_spec);
     if let Some(policy) = pod_spec.restart_policy.as_deref().filter(|p| !p.is_empty() && *p != "Always") {
         errs.push(FieldError::not_supported("spec.template.spec.restartPolicy", policy, &["Always"]));
     }

@@ -13,6 +13,8 @@
 //! normalisation ([`crate::compat::normalize::omit_empty`]), so a kubectl merge patch that dropped a
 //! defaulted or empty field is not a false rejection (spec §10.4).
 
+use std::cell::OnceCell;
+
 use k8s_openapi::api::core::v1::PodTemplateSpec;
 use serde_json::Value;
 
@@ -22,6 +24,51 @@ use crate::core::defaults::pod::default_pod_spec;
 use crate::core::features::{FeatureGates, Gate};
 use crate::core::inplace::classify::{self, ClassifyOptions, classify_template_update};
 use crate::core::inplace::guard::check_in_place_only;
+
+/// The templates of an UPDATE, each normalised ([`normalized_template`]) at most once per
+/// review: the rules, the InPlaceOnly guard and the InPlaceIfPossible warning all read them, and
+/// a normalisation (default, serialise, drop empties, decode) is a fifth of an UPDATE review.
+pub struct UpdateTemplates<'a> {
+    old: &'a PodTemplateSpec,
+    new: &'a PodTemplateSpec,
+    gates: &'a FeatureGates,
+    old_normalized: OnceCell<PodTemplateSpec>,
+    new_normalized: OnceCell<PodTemplateSpec>,
+}
+
+impl<'a> UpdateTemplates<'a> {
+    pub fn new(old: &'a PodTemplateSpec, new: &'a PodTemplateSpec, gates: &'a FeatureGates) -> Self {
+        UpdateTemplates { old, new, gates, old_normalized: OnceCell::new(), new_normalized: OnceCell::new() }
+    }
+
+    /// The old template, normalised.
+    pub fn old(&self) -> &PodTemplateSpec {
+        self.old_normalized.get_or_init(|| normalized_template(self.old, self.gates))
+    }
+
+    /// The new template, normalised.
+    pub fn new_template(&self) -> &PodTemplateSpec {
+        self.new_normalized.get_or_init(|| normalized_template(self.new, self.gates))
+    }
+
+    /// [`in_place_only_violation`] of these templates.
+    pub fn in_place_only_violation(&self, strategy_field: &str) -> Option<FieldError> {
+        normalized_in_place_only_violation(self.old(), self.new_template(), strategy_field)
+    }
+
+    /// [`recreate_warning`] of these templates.
+    pub fn recreate_warning(&self, claims_changed: bool) -> Option<String> {
+        if claims_changed && self.gates.enabled(Gate::RecreatePodWhenChangeVCTInCloneSetGate) {
+            return Some(fit(format!("{RECREATE_PREFIX}: volumeClaimTemplates changed")));
+        }
+        let opts = ClassifyOptions { gates: classify::Gates::from_features(self.gates), ..Default::default() };
+        let refused = classify_template_update(self.old(), self.new_template(), &opts).err()?;
+        Some(fit(match &refused.op {
+            Some(op) => format!("{RECREATE_PREFIX}, because of {op}"),
+            None => format!("{RECREATE_PREFIX}: {}", refused.reason),
+        }))
+    }
+}
 
 /// Longest warning the apiserver shows in full (kubectl prints warnings one per line).
 pub const MAX_WARNING_CHARS: usize = 120;
@@ -85,18 +132,10 @@ pub fn recreate_warning(
     gates: &FeatureGates,
     claims_changed: bool,
 ) -> Option<String> {
-    let prefix = "InPlaceIfPossible: pods will be recreated, not updated in place";
-    if claims_changed && gates.enabled(Gate::RecreatePodWhenChangeVCTInCloneSetGate) {
-        return Some(fit(format!("{prefix}: volumeClaimTemplates changed")));
-    }
-    let opts = ClassifyOptions { gates: classify::Gates::from_features(gates), ..Default::default() };
-    let refused =
-        classify_template_update(&normalized_template(old, gates), &normalized_template(new, gates), &opts).err()?;
-    Some(fit(match &refused.op {
-        Some(op) => format!("{prefix}, because of {op}"),
-        None => format!("{prefix}: {}", refused.reason),
-    }))
+    UpdateTemplates::new(old, new, gates).recreate_warning(claims_changed)
 }
+
+const RECREATE_PREFIX: &str = "InPlaceIfPossible: pods will be recreated, not updated in place";
 
 /// Cuts a warning to [`MAX_WARNING_CHARS`] characters, ending with "..." when cut.
 fn fit(text: String) -> String {
