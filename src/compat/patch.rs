@@ -15,6 +15,8 @@
 mod ops;
 pub(crate) mod typed;
 
+use typed::Fallback;
+
 pub(crate) use ops::{Ops, push_index, push_token};
 
 use json_patch::Patch;
@@ -133,17 +135,24 @@ impl<T: Serialize> Serialize for SpecOf<'_, T> {
 }
 
 /// `json_patch::diff(raw, &overlay(raw, typed))` at `path`, appended to `ops`, without building
-/// the overlay: objects compare only the keys `typed` carries (the raw-only keys are the same
-/// on both sides, and `json_patch` writes nothing for them), in key order; arrays of equal
-/// length element by element; anything else is `typed` itself, diffed as `json_patch` does.
+/// the overlay ([`overlay_diff_by`] with `json_patch`'s own diff).
 pub(crate) fn overlay_diff(raw: &Value, typed: &Value, path: &mut String, ops: &mut Ops) {
+    overlay_diff_by(raw, typed, path, ops, diff);
+}
+
+/// `diff(raw, &overlay(raw, typed))` at `path` without building the overlay, for a `diff` that
+/// compares objects key by key (writing nothing for equal values) and arrays of equal length
+/// index by index: objects compare only the keys `typed` carries (the raw-only keys are the same
+/// on both sides), in key order; arrays of equal length element by element; anything else is
+/// `typed` itself, handed to `diff`. The pod patch uses it with its own list diff.
+pub(crate) fn overlay_diff_by(raw: &Value, typed: &Value, path: &mut String, ops: &mut Ops, diff: Fallback) {
     match (raw, typed) {
         (Value::Object(r), Value::Object(t)) => {
             let len = path.len();
             for (key, tv) in t {
                 push_token(path, key);
                 match r.get(key) {
-                    Some(rv) => overlay_diff(rv, tv, path, ops),
+                    Some(rv) => overlay_diff_by(rv, tv, path, ops, diff),
                     None => ops.add(path, tv.clone()),
                 }
                 path.truncate(len);
@@ -153,7 +162,7 @@ pub(crate) fn overlay_diff(raw: &Value, typed: &Value, path: &mut String, ops: &
             let len = path.len();
             for (i, (rv, tv)) in r.iter().zip(t).enumerate() {
                 push_index(path, i);
-                overlay_diff(rv, tv, path, ops);
+                overlay_diff_by(rv, tv, path, ops, diff);
                 path.truncate(len);
             }
         }

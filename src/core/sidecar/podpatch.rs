@@ -20,7 +20,7 @@ use serde::Serialize;
 use serde_json::{Map, Value};
 
 use crate::compat::patch::typed::{self, Hook};
-use crate::compat::patch::{Ops, overlay, push_index, push_token};
+use crate::compat::patch::{Ops, overlay, overlay_diff_by, push_index, push_token};
 use crate::core::defaults::pod::default_pod_spec;
 use crate::core::features::FeatureGates;
 
@@ -393,32 +393,10 @@ fn diff_node(from: &Value, to: Node<'_>, path: &mut String, ops: &mut Ops) {
     }
 }
 
-/// `diff_into(raw, &overlay(raw, typed))` without building the overlay: objects compare only
-/// the keys `typed` carries (the others are `raw`'s own on both sides), arrays of equal length
-/// element by element, anything else is `typed` as it is.
+/// `diff_into(raw, &overlay(raw, typed))` without building the overlay (objects key by key,
+/// arrays of equal length element by element, anything else through [`diff_into`]).
 fn overlay_diff(raw: &Value, typed: &Value, path: &mut String, ops: &mut Ops) {
-    match (raw, typed) {
-        (Value::Object(r), Value::Object(t)) => {
-            let len = path.len();
-            for (key, tv) in t {
-                push_token(path, key);
-                match r.get(key) {
-                    Some(rv) => overlay_diff(rv, tv, path, ops),
-                    None => ops.add(path, tv.clone()),
-                }
-                path.truncate(len);
-            }
-        }
-        (Value::Array(r), Value::Array(t)) if r.len() == t.len() => {
-            let len = path.len();
-            for (i, (rv, tv)) in r.iter().zip(t).enumerate() {
-                push_index(path, i);
-                overlay_diff(rv, tv, path, ops);
-                path.truncate(len);
-            }
-        }
-        _ => diff_into(raw, typed, path, ops),
-    }
+    overlay_diff_by(raw, typed, path, ops, diff_into);
 }
 
 /// The RFC 6902 patch turning `from` into `to`; `None` when they are equal.
