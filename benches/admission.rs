@@ -9,9 +9,11 @@ use std::sync::Arc;
 use criterion::{Criterion, criterion_group, criterion_main};
 use kruise::cluster::files::Snapshot;
 use kruise::core::features::FeatureGates;
-use kruise::webhook::paths::Handler;
 use kruise::webhook::review::{decode, encode};
 use kruise::webhook::{Context, handle};
+
+#[path = "reviews.rs"]
+mod reviews;
 
 fn example(name: &str) -> Vec<u8> {
     std::fs::read(std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("examples").join(name)).unwrap()
@@ -22,14 +24,7 @@ fn bench(c: &mut Criterion) {
     let sample: serde_json::Value = serde_yaml_ng::from_slice(&example("sidecarset.yaml")).unwrap();
     assert!(snapshot.insert(sample).unwrap());
     let ctx = Context::with_gates(FeatureGates::default(), Arc::new(snapshot));
-    for (name, file, handler) in [
-        ("mutate_pod_create", "reviews/pod-create.json", Handler::MutatePod),
-        ("mutate_cloneset_create", "reviews/cloneset-create.json", Handler::MutateCloneSet),
-        ("validate_cloneset_create", "reviews/cloneset-create.json", Handler::ValidateCloneSet),
-        ("validate_cloneset_update", "reviews/cloneset-update-inplaceonly-env.json", Handler::ValidateCloneSet),
-        ("mutate_statefulset_create", "reviews/statefulset-create.json", Handler::MutateStatefulSet),
-        ("validate_statefulset_create", "reviews/statefulset-create.json", Handler::ValidateStatefulSet),
-    ] {
+    for (name, file, handler) in reviews::CASES {
         let body = example(file);
         c.bench_function(name, |b| {
             b.iter(|| {

@@ -32,14 +32,9 @@ use kruise::webhook::{Context, handle};
 static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
 
 /// The reviews of the criterion bench `admission`, with its names.
-const CASES: [(&str, &str, Handler); 6] = [
-    ("mutate_pod_create", "reviews/pod-create.json", Handler::MutatePod),
-    ("mutate_cloneset_create", "reviews/cloneset-create.json", Handler::MutateCloneSet),
-    ("validate_cloneset_create", "reviews/cloneset-create.json", Handler::ValidateCloneSet),
-    ("validate_cloneset_update", "reviews/cloneset-update-inplaceonly-env.json", Handler::ValidateCloneSet),
-    ("mutate_statefulset_create", "reviews/statefulset-create.json", Handler::MutateStatefulSet),
-    ("validate_statefulset_create", "reviews/statefulset-create.json", Handler::ValidateStatefulSet),
-];
+#[path = "../benches/reviews.rs"]
+mod reviews;
+use reviews::CASES;
 
 /// The views of n SidecarSets and the pod review of the criterion bench `injection`.
 #[allow(dead_code)]
