@@ -133,7 +133,7 @@ pub fn validate_update_with(
         errs.extend(templates.in_place_only_violation(shape.strategy_field()));
     }
     // The new template as kruise validates it (defaulted), shared by the guard and the rules.
-    errs.extend(validate_cloneset(new, Some(&old.spec), templates.new_template(), pods, shape));
+    errs.extend(validate_cloneset(new, Some(&old.spec), templates.new_normalized(), pods, shape));
     errs
 }
 

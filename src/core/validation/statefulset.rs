@@ -77,7 +77,7 @@ pub fn validate_update_with(
     templates: &UpdateTemplates<'_>,
     gates: &FeatureGates,
 ) -> Vec<FieldError> {
-    let mut errs = validate_object(new, templates.new_template());
+    let mut errs = validate_object(new, templates.new_normalized());
     errs.extend(validate_object_meta_update(&new.metadata, &old.metadata, "metadata"));
     if !semantic_eq(&immutable_part(&new.spec), &immutable_part(&old.spec)) {
         errs.push(FieldError::forbidden("spec", IMMUTABLE_MSG));

@@ -42,18 +42,18 @@ impl<'a> UpdateTemplates<'a> {
     }
 
     /// The old template, normalised.
-    pub fn old(&self) -> &PodTemplateSpec {
+    pub fn old_normalized(&self) -> &PodTemplateSpec {
         self.old_normalized.get_or_init(|| normalized_template(self.old, self.gates))
     }
 
     /// The new template, normalised.
-    pub fn new_template(&self) -> &PodTemplateSpec {
+    pub fn new_normalized(&self) -> &PodTemplateSpec {
         self.new_normalized.get_or_init(|| normalized_template(self.new, self.gates))
     }
 
     /// [`in_place_only_violation`] of these templates.
     pub fn in_place_only_violation(&self, strategy_field: &str) -> Option<FieldError> {
-        normalized_in_place_only_violation(self.old(), self.new_template(), strategy_field)
+        normalized_in_place_only_violation(self.old_normalized(), self.new_normalized(), strategy_field)
     }
 
     /// [`recreate_warning`] of these templates.
@@ -62,7 +62,7 @@ impl<'a> UpdateTemplates<'a> {
             return Some(fit(format!("{RECREATE_PREFIX}: volumeClaimTemplates changed")));
         }
         let opts = ClassifyOptions { gates: classify::Gates::from_features(self.gates), ..Default::default() };
-        let refused = classify_template_update(self.old(), self.new_template(), &opts).err()?;
+        let refused = classify_template_update(self.old_normalized(), self.new_normalized(), &opts).err()?;
         Some(fit(match &refused.op {
             Some(op) => format!("{RECREATE_PREFIX}, because of {op}"),
             None => format!("{RECREATE_PREFIX}: {}", refused.reason),
