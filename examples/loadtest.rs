@@ -357,26 +357,41 @@ fn load_average() -> String {
         .join(" ")
 }
 
-fn spread(values: &[f64]) -> String {
-    let min = values.iter().cloned().fold(f64::INFINITY, f64::min);
-    let max = values.iter().cloned().fold(0.0, f64::max);
-    let median = {
-        let mut v = values.to_vec();
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v[v.len() / 2]
-    };
-    format!("{median:.0} ({min:.0}–{max:.0})")
-}
-
-/// `spread` of millisecond figures, with three decimals.
-fn spread_ms(values: &[f64]) -> String {
+/// Median, minimum and maximum (`None` without values).
+fn stats(values: &[f64]) -> Option<(f64, f64, f64)> {
     let mut v = values.to_vec();
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    match v.as_slice() {
-        [] => "-".into(),
-        [only] => format!("{only:.3}"),
-        _ => format!("{:.3} ({:.3}–{:.3})", v[v.len() / 2], v[0], v[v.len() - 1]),
+    Some((*v.get(v.len() / 2)?, v[0], v[v.len() - 1]))
+}
+
+/// `median (min–max)` with `decimals` decimals.
+fn spread(values: &[f64], decimals: usize) -> String {
+    match stats(values) {
+        None => "-".into(),
+        Some((median, min, max)) => format!("{median:.decimals$} ({min:.decimals$}–{max:.decimals$})"),
     }
+}
+
+/// Alternating rounds: each round visits every server, starting one further along, so that no
+/// server is always measured right after the same other one. `report` prints each run; the runs
+/// come back per server.
+async fn alternating(
+    load_gen: &Generator,
+    servers: &[Server],
+    rounds: usize,
+    load: &Load,
+    report: impl Fn(usize, &Server, &Run),
+) -> Vec<Vec<Run>> {
+    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); servers.len()];
+    for round in 0..rounds {
+        for k in 0..servers.len() {
+            let i = (round + k) % servers.len();
+            let r = load_gen.run(&servers[i], load).await;
+            report(round + 1, &servers[i], &r);
+            runs[i].push(r);
+        }
+    }
+    runs
 }
 
 /// Instructions per request under callgrind: warm up, zero the counters, send `n` requests on one
@@ -497,45 +512,33 @@ async fn main() {
     tokio::time::sleep(Duration::from_millis(500)).await;
     let idle: Vec<u64> = servers.iter().map(Server::rss_kib).collect();
 
-    // Alternating rounds: each round visits every server, starting one further along.
-    let mut runs: Vec<Vec<Run>> = vec![Vec::new(); servers.len()];
     let closed = Load::Closed { connections, seconds, count: None };
-    for round in 0..rounds {
-        for k in 0..servers.len() {
-            let i = (round + k) % servers.len();
-            let r = load_gen.run(&servers[i], &closed).await;
-            println!(
-                "  round {} {:<7} {:>8.0} req/s  p50 {:.3} ms  p99 {:.3} ms  cpu {:.1} µs/req  (load avg {})",
-                round + 1,
-                servers[i].name,
-                r.rps,
-                r.pct(0.5),
-                r.pct(0.99),
-                r.cpu_ns as f64 / r.requests as f64 / 1000.0,
-                load_average()
-            );
-            runs[i].push(r);
-        }
-    }
+    let runs = alternating(&load_gen, &servers, rounds, &closed, |round, s, r| {
+        println!(
+            "  round {round} {:<7} {:>8.0} req/s  p50 {:.3} ms  p99 {:.3} ms  cpu {:.1} µs/req  (load avg {})",
+            s.name,
+            r.rps,
+            r.pct(0.5),
+            r.pct(0.99),
+            r.cpu_ns as f64 / r.requests as f64 / 1000.0,
+            load_average()
+        )
+    })
+    .await;
     // The fixed rate in alternating rounds too: the p99 of one window moves with whatever
     // else the host runs, so each round's is printed and the table gives their median and range.
-    let mut fixed: Vec<Vec<Run>> = vec![Vec::new(); servers.len()];
-    for round in 0..rounds {
-        for k in 0..servers.len() {
-            let i = (round + k) % servers.len();
-            let r = load_gen.run(&servers[i], &Load::Rate { connections: 4, rate, seconds }).await;
-            println!(
-                "  fixed {rate} req/s round {} {:<7} p50 {:.3} ms  p99 {:.3} ms  p99.9 {:.3} ms  (load avg {})",
-                round + 1,
-                servers[i].name,
-                r.pct(0.5),
-                r.pct(0.99),
-                r.pct(0.999),
-                load_average()
-            );
-            fixed[i].push(r);
-        }
-    }
+    let fixed_rate = Load::Rate { connections: 4, rate, seconds };
+    let fixed = alternating(&load_gen, &servers, rounds, &fixed_rate, |round, s, r| {
+        println!(
+            "  fixed {rate} req/s round {round} {:<7} p50 {:.3} ms  p99 {:.3} ms  p99.9 {:.3} ms  (load avg {})",
+            s.name,
+            r.pct(0.5),
+            r.pct(0.99),
+            r.pct(0.999),
+            load_average()
+        )
+    })
+    .await;
     let mut after = Vec::new();
     for (i, s) in servers.iter().enumerate() {
         let served: u64 = runs[i].iter().chain(&fixed[i]).map(|r| r.requests).sum::<u64>() + 1;
@@ -551,7 +554,7 @@ async fn main() {
         println!("{label:<34}{}", cells.iter().map(|c| format!("{c:>22}")).collect::<String>())
     };
     let rps: Vec<Vec<f64>> = runs.iter().map(|rs| rs.iter().map(|r| r.rps).collect()).collect();
-    row(&format!("req/s, {connections} conns (median, range)"), rps.iter().map(|v| spread(v)).collect());
+    row(&format!("req/s, {connections} conns (median, range)"), rps.iter().map(|v| spread(v, 0)).collect());
     let merged: Vec<Run> = runs
         .iter()
         .map(|rs| {
@@ -572,31 +575,24 @@ async fn main() {
     );
     row(
         &format!("p99 at {rate} req/s (ms, median, range)"),
-        fixed.iter().map(|rs| spread_ms(&rs.iter().map(|r| r.pct(0.99)).collect::<Vec<_>>())).collect(),
+        fixed.iter().map(|rs| spread(&rs.iter().map(|r| r.pct(0.99)).collect::<Vec<_>>(), 3)).collect(),
     );
     row("RSS idle (MiB)", idle.iter().map(|k| format!("{:.1}", *k as f64 / 1024.0)).collect());
     row(
         &format!("RSS after {total} requests (MiB)"),
         after.iter().map(|k| format!("{:.1}", *k as f64 / 1024.0)).collect(),
     );
-    let median = |v: &[f64]| {
-        let mut v = v.to_vec();
-        v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-        v[v.len() / 2]
-    };
+    let median = |v: &[f64]| stats(v).map_or(f64::NAN, |(median, _, _)| median);
     if let Some(k) = names.iter().position(|n| *n == "kruise") {
         for (i, other) in names.iter().enumerate().filter(|(i, _)| *i != k) {
             // Each round measures the servers back to back, so the ratio within a round is not
             // moved by the host's speed drifting from one minute to the next, as the ratio of
             // the medians over all rounds can be.
             let per_round: Vec<f64> = rps[k].iter().zip(&rps[i]).map(|(a, b)| a / b).collect();
-            let (lo, hi) = per_round.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), r| (lo.min(*r), hi.max(*r)));
             println!(
-                "kruise / {other}: {:.2}× the requests/s (medians); per round {:.2}× (median, range {:.2}–{:.2})",
+                "kruise / {other}: {:.2}× the requests/s (medians); per round {}× (median, range)",
                 median(&rps[k]) / median(&rps[i]),
-                median(&per_round),
-                lo,
-                hi
+                spread(&per_round, 2)
             );
         }
     }
