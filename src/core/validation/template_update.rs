@@ -54,7 +54,14 @@ impl<'a> UpdateTemplates<'a> {
 
     /// [`in_place_only_violation`] of these templates.
     pub fn in_place_only_violation(&self, strategy_field: &str) -> Option<FieldError> {
-        normalized_in_place_only_violation(self.old_normalized(), self.new_normalized(), strategy_field)
+        let op = check_in_place_only(&spec_json(self.old_normalized()), &spec_json(self.new_normalized())).err()?;
+        Some(FieldError::forbidden(
+            "spec.template.spec",
+            format!(
+                "only allowed to update images in spec for InPlaceOnly, but found {op}; set {strategy_field} to \
+                 InPlaceIfPossible to let pods be recreated for this change"
+            ),
+        ))
     }
 
     /// [`recreate_warning`] of these templates.
@@ -101,27 +108,7 @@ pub fn in_place_only_violation(
     gates: &FeatureGates,
     strategy_field: &str,
 ) -> Option<FieldError> {
-    normalized_in_place_only_violation(
-        &normalized_template(old, gates),
-        &normalized_template(new, gates),
-        strategy_field,
-    )
-}
-
-/// [`in_place_only_violation`] of templates already normalised by [`normalized_template`].
-pub fn normalized_in_place_only_violation(
-    old: &PodTemplateSpec,
-    new: &PodTemplateSpec,
-    strategy_field: &str,
-) -> Option<FieldError> {
-    let op = check_in_place_only(&spec_json(old), &spec_json(new)).err()?;
-    Some(FieldError::forbidden(
-        "spec.template.spec",
-        format!(
-            "only allowed to update images in spec for InPlaceOnly, but found {op}; set {strategy_field} to \
-             InPlaceIfPossible to let pods be recreated for this change"
-        ),
-    ))
+    UpdateTemplates::new(old, new, gates).in_place_only_violation(strategy_field)
 }
 
 /// The InPlaceIfPossible warning: `Some` when the template change cannot be applied in place.
