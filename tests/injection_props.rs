@@ -291,8 +291,9 @@ fn inject(raw: &Value, sets: &[Arc<SidecarSet>], now: &str) -> (Pod, Option<json
         InjectionInput { namespace_labels: &labels, revisions: &revisions, draw: 0.5, now, sort_by_name: false };
     let plan = plan_injection(&pod, sets, &input).unwrap();
     let mut mutated = pod.clone();
+    let replaced = plan.injected_names();
     plan.apply(&mut mutated);
-    let target = podpatch::target(raw, &serde_json::to_value(&mutated).unwrap(), &plan.injected_names());
+    let target = podpatch::target(raw, &serde_json::to_value(&mutated).unwrap(), &replaced);
     (mutated, podpatch::diff(raw, &target))
 }
 

@@ -137,7 +137,9 @@ fn kind(v: &Value) -> &'static str {
 
 /// Writes a hash annotation as Go's `json.Marshal(map[string]SidecarSetUpgradeSpec)`.
 pub fn write_hashes(map: &HashMap) -> String {
-    let mut out = String::from("{");
+    // An entry is about 200 bytes: growing from one byte copied it seven times.
+    let mut out = String::with_capacity(256 * map.len().max(1));
+    out.push('{');
     for (i, (k, v)) in map.iter().enumerate() {
         if i > 0 {
             out.push(',');

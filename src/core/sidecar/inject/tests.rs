@@ -193,3 +193,46 @@ fn subscripts() {
     assert_eq!(split_subscripted("metadata.name"), None);
     assert_eq!(split_subscripted("['a']"), None);
 }
+
+/// The env var a transferEnv reads is the one kruise's `container/env` map ends up holding: the
+/// map is filled in pod order, so the last var of that name in the last container of that name
+/// that has one.
+#[test]
+fn transfer_env_source_is_the_last_of_its_name() {
+    let p = pod(json!({"containers": [
+        {"name": "a", "image": "x", "env": [{"name": "X", "value": "1"}, {"name": "X", "value": "2"}]},
+        {"name": "b", "image": "x", "env": [{"name": "X", "value": "3"}]},
+        {"name": "a", "image": "x", "env": [{"name": "Y", "value": "4"}]},
+        {"name": "c", "image": "x"},
+    ]}));
+    let context = PodContext::new(&p);
+    for (container, name, want) in [
+        ("a", "X", Some("2")),
+        ("a", "Y", Some("4")),
+        ("b", "X", Some("3")),
+        ("b", "Y", None),
+        ("c", "X", None),
+        ("d", "X", None),
+    ] {
+        let got = context.env(container, name).and_then(|e| e.value.as_deref());
+        assert_eq!(got, want, "{container}/{name}");
+    }
+}
+
+/// A sidecar named like a pod container replaces it where it stands; with two pod containers
+/// of that name it is the last one (kruise's name-to-index map keeps the last index).
+#[test]
+fn merge_replaces_the_last_same_named_container() {
+    let c = |name: &str, image: &str| Container { name: name.into(), image: Some(image.into()), ..Default::default() };
+    let origins = vec![c("app", "1"), c("log", "1"), c("app", "2")];
+    let injected = vec![
+        Injected { container: c("app", "sidecar"), before: true },
+        Injected { container: c("new", "a"), before: true },
+        Injected { container: c("tail", "a"), before: false },
+        Injected { container: c("new", "b"), before: false },
+    ];
+    let merged = merge_containers(origins, injected);
+    let got: Vec<(&str, &str)> =
+        merged.iter().map(|c| (c.name.as_str(), c.image.as_deref().unwrap_or_default())).collect();
+    assert_eq!(got, [("new", "b"), ("app", "1"), ("log", "1"), ("app", "sidecar"), ("tail", "a")]);
+}
