@@ -5,6 +5,13 @@
 //! server's CPU time per request, p99 at a fixed request rate, and the resident memory idle and
 //! after `--total` requests.
 //!
+//! The fixed rate is measured twice. Once as the host is. Once with both CPUs kept awake: a
+//! busy loop at `SCHED_IDLE` on each of them runs only when nothing else wants the CPU, so the
+//! kernel never idles it. On a VM an idle vCPU is halted, and waking it for the next request
+//! takes the hypervisor hundreds of µs to milliseconds: at 1,000 req/s both sides sleep between
+//! requests, and that wake-up, not the server, makes most of the tail (issue 16). The second
+//! figure is what the servers give on a host whose CPUs are not idle, as on a busy node.
+//!
 //! The load generator is h2load (Debian's `nghttp2-client`) over HTTP/1.1 with keep-alive; when
 //! it is not installed, a built-in tokio-rustls client stands in (and says so). Every loop is
 //! bounded in time and count, and only 127.0.0.1 is contacted.
@@ -47,6 +54,39 @@ fn has(program: &str) -> bool {
         .stdout(Stdio::null())
         .status()
         .is_ok_and(|s| s.success())
+}
+
+/// Busy loops at `SCHED_IDLE` pinned to some CPUs, stopped when dropped (see the module
+/// documentation). `None` when `chrt` cannot start them.
+struct Awake(Vec<Child>);
+
+impl Awake {
+    fn start(cpus: &[&str]) -> Option<Awake> {
+        let mut spinners = Vec::new();
+        for cpu in cpus {
+            let child = Command::new("taskset")
+                .args(["-c", cpu, "chrt", "--idle", "0", "sh", "-c", "while :; do :; done"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::null())
+                .spawn()
+                .ok()?;
+            spinners.push(child);
+        }
+        std::thread::sleep(Duration::from_millis(200));
+        // A spinner that exited at once (no `chrt`, or the policy refused) keeps nothing awake.
+        let running = spinners.iter_mut().all(|c| c.try_wait().is_ok_and(|status| status.is_none()));
+        let awake = Awake(spinners);
+        running.then_some(awake)
+    }
+}
+
+impl Drop for Awake {
+    fn drop(&mut self) {
+        for c in &mut self.0 {
+            let _ = c.kill();
+            let _ = c.wait();
+        }
+    }
 }
 
 /// One server under test.
@@ -528,20 +568,31 @@ async fn main() {
     // The fixed rate in alternating rounds too: the p99 of one window moves with whatever
     // else the host runs, so each round's is printed and the table gives their median and range.
     let fixed_rate = Load::Rate { connections: 4, rate, seconds };
-    let fixed = alternating(&load_gen, &servers, rounds, &fixed_rate, |round, s, r| {
-        println!(
-            "  fixed {rate} req/s round {round} {:<7} p50 {:.3} ms  p99 {:.3} ms  p99.9 {:.3} ms  (load avg {})",
-            s.name,
-            r.pct(0.5),
-            r.pct(0.99),
-            r.pct(0.999),
-            load_average()
-        )
-    })
-    .await;
+    let fixed_report = |condition: &'static str| {
+        move |round: usize, s: &Server, r: &Run| {
+            println!(
+                "  fixed {rate} req/s{condition} round {round} {:<7} p50 {:.3} ms  p99 {:.3} ms  p99.9 {:.3} ms  (load avg {})",
+                s.name,
+                r.pct(0.5),
+                r.pct(0.99),
+                r.pct(0.999),
+                load_average()
+            )
+        }
+    };
+    let fixed = alternating(&load_gen, &servers, rounds, &fixed_rate, fixed_report("")).await;
+    let awake = Awake::start(&[&setup.server_cpu, &load_gen.client_cpu]);
+    let fixed_awake = match &awake {
+        Some(_) => alternating(&load_gen, &servers, rounds, &fixed_rate, fixed_report(", CPUs kept awake,")).await,
+        None => {
+            println!("  fixed {rate} req/s, CPUs kept awake: skipped, `chrt --idle` could not start a busy loop");
+            vec![Vec::new(); servers.len()]
+        }
+    };
+    drop(awake);
     let mut after = Vec::new();
     for (i, s) in servers.iter().enumerate() {
-        let served: u64 = runs[i].iter().chain(&fixed[i]).map(|r| r.requests).sum::<u64>() + 1;
+        let served: u64 = runs[i].iter().chain(&fixed[i]).chain(&fixed_awake[i]).map(|r| r.requests).sum::<u64>() + 1;
         if served < total {
             load_gen.run(s, &Load::Closed { connections, seconds, count: Some(total - served) }).await;
         }
@@ -549,9 +600,9 @@ async fn main() {
     }
 
     println!();
-    println!("{:<34}{}", "", names.iter().map(|n| format!("{n:>22}")).collect::<String>());
+    println!("{:<40}{}", "", names.iter().map(|n| format!("{n:>22}")).collect::<String>());
     let row = |label: &str, cells: Vec<String>| {
-        println!("{label:<34}{}", cells.iter().map(|c| format!("{c:>22}")).collect::<String>())
+        println!("{label:<40}{}", cells.iter().map(|c| format!("{c:>22}")).collect::<String>())
     };
     let rps: Vec<Vec<f64>> = runs.iter().map(|rs| rs.iter().map(|r| r.rps).collect()).collect();
     row(&format!("req/s, {connections} conns (median, range)"), rps.iter().map(|v| spread(v, 0)).collect());
@@ -576,6 +627,10 @@ async fn main() {
     row(
         &format!("p99 at {rate} req/s (ms, median, range)"),
         fixed.iter().map(|rs| spread(&rs.iter().map(|r| r.pct(0.99)).collect::<Vec<_>>(), 3)).collect(),
+    );
+    row(
+        "  … with the CPUs kept awake",
+        fixed_awake.iter().map(|rs| spread(&rs.iter().map(|r| r.pct(0.99)).collect::<Vec<_>>(), 3)).collect(),
     );
     row("RSS idle (MiB)", idle.iter().map(|k| format!("{:.1}", *k as f64 / 1024.0)).collect());
     row(
