@@ -401,7 +401,11 @@ fn load_average() -> String {
 fn stats(values: &[f64]) -> Option<(f64, f64, f64)> {
     let mut v = values.to_vec();
     v.sort_by(|a, b| a.partial_cmp(b).unwrap());
-    Some((*v.get(v.len() / 2)?, v[0], v[v.len() - 1]))
+    let n = v.len();
+    // Of an even count, the mean of the two middle values (the upper one alone, as before,
+    // leaned every median of six rounds upwards).
+    let median = if n.is_multiple_of(2) { (v.get(n / 2)? + v[n / 2 - 1]) / 2.0 } else { *v.get(n / 2)? };
+    Some((median, v[0], v[n - 1]))
 }
 
 /// `median (min–max)` with `decimals` decimals.
