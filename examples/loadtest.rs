@@ -65,7 +65,9 @@ impl Awake {
         let mut spinners = Vec::new();
         for cpu in cpus {
             let child = Command::new("taskset")
-                .args(["-c", cpu, "chrt", "--idle", "0", "sh", "-c", "while :; do :; done"])
+                // The loop ends by itself once the load test is gone (`kill -0` on the parent
+                // fails), so an interrupted run leaves no busy loop behind.
+                .args(["-c", cpu, "chrt", "--idle", "0", "sh", "-c", "while kill -0 $PPID 2>/dev/null; do :; done"])
                 .stdout(Stdio::null())
                 .stderr(Stdio::null())
                 .spawn()
