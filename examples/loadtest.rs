@@ -62,7 +62,8 @@ struct Awake(Vec<Child>);
 
 impl Awake {
     fn start(cpus: &[&str]) -> Option<Awake> {
-        let mut spinners = Vec::new();
+        // Held from the first spawn, so a failed later spawn stops the loops already started.
+        let mut awake = Awake(Vec::new());
         for cpu in cpus {
             let child = Command::new("taskset")
                 // The loop ends by itself once the load test is gone (`kill -0` on the parent
@@ -72,12 +73,11 @@ impl Awake {
                 .stderr(Stdio::null())
                 .spawn()
                 .ok()?;
-            spinners.push(child);
+            awake.0.push(child);
         }
         std::thread::sleep(Duration::from_millis(200));
         // A spinner that exited at once (no `chrt`, or the policy refused) keeps nothing awake.
-        let running = spinners.iter_mut().all(|c| c.try_wait().is_ok_and(|status| status.is_none()));
-        let awake = Awake(spinners);
+        let running = awake.0.iter_mut().all(|c| c.try_wait().is_ok_and(|status| status.is_none()));
         running.then_some(awake)
     }
 }
@@ -630,14 +630,11 @@ async fn main() {
         "server CPU per request (µs)",
         merged.iter().map(|r| format!("{:.1}", r.cpu_ns as f64 / r.requests as f64 / 1000.0)).collect(),
     );
-    row(
-        &format!("p99 at {rate} req/s (ms, median, range)"),
-        fixed.iter().map(|rs| spread(&rs.iter().map(|r| r.pct(0.99)).collect::<Vec<_>>(), 3)).collect(),
-    );
-    row(
-        "  … with the CPUs kept awake",
-        fixed_awake.iter().map(|rs| spread(&rs.iter().map(|r| r.pct(0.99)).collect::<Vec<_>>(), 3)).collect(),
-    );
+    let p99_spreads = |per_server: &[Vec<Run>]| -> Vec<String> {
+        per_server.iter().map(|rs| spread(&rs.iter().map(|r| r.pct(0.99)).collect::<Vec<_>>(), 3)).collect()
+    };
+    row(&format!("p99 at {rate} req/s (ms, median, range)"), p99_spreads(&fixed));
+    row("  … with the CPUs kept awake", p99_spreads(&fixed_awake));
     row("RSS idle (MiB)", idle.iter().map(|k| format!("{:.1}", *k as f64 / 1024.0)).collect());
     row(
         &format!("RSS after {total} requests (MiB)"),
