@@ -27,7 +27,7 @@ use serde_json::json;
 /// The allocator of the `kruise` binary, so the memory figures are the product's.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: kruise_alloc::Mimalloc = kruise_alloc::Mimalloc;
 
 /// The line that ends one metrics snapshot on the child's stdout.
 const END: &str = "# END";

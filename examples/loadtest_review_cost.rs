@@ -29,7 +29,7 @@ use kruise::webhook::{Context, handle};
 /// The allocator of the `kruise` binary, so the figures are the server's.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: kruise_alloc::Mimalloc = kruise_alloc::Mimalloc;
 
 /// The reviews of the criterion bench `admission`, with its names.
 #[path = "../benches/reviews.rs"]

@@ -5,7 +5,7 @@ use clap::Parser;
 /// The global allocator (feature `mimalloc`, on by default; see Cargo.toml).
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
-static GLOBAL: mimalloc::MiMalloc = mimalloc::MiMalloc;
+static GLOBAL: kruise_alloc::Mimalloc = kruise_alloc::Mimalloc;
 
 fn main() {
     // ring, not aws-lc-rs: it builds without cmake. Ignored if already installed.
