@@ -7,7 +7,7 @@ ADMIN_ADDR ?= 127.0.0.1:8000
 GO_WEBHOOK := target/bench/go-webhook
 BENCH_ARGS ?=
 
-.PHONY: help build run test unit lint fmt certs manifests verify bench bench-servers loadtest callgrind controlplane cluster fuzz soak clean
+.PHONY: help build run test unit lint fmt certs manifests verify bench bench-servers pgo loadtest callgrind controlplane cluster fuzz soak clean
 
 help: ## List targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -52,17 +52,21 @@ bench: ## Criterion benchmarks, then kruise, the Go baseline and the Rust floor 
 	$(CARGO) bench --locked --bench admission --bench injection
 	$(MAKE) loadtest
 
-bench-servers: ## Build the three servers of the load test and the load test itself (release)
+pgo: ## The release kruise binary optimised with a profile of its admission path: target/pgo/kruise (tools/pgo.sh)
+	CARGO="$(CARGO)" tools/pgo.sh
+
+bench-servers: pgo ## Build the servers of the load test (kruise with and without PGO, Go, floor) and the load test (release)
 	$(CARGO) build --locked --release --bin kruise --example floor --example loadtest --example loadtest_review_cost
 	cd benches/go-webhook && go build -trimpath -o ../../$(GO_WEBHOOK) .
 
+LOADTEST := target/release/examples/loadtest --kruise target/pgo/kruise --kruise-nopgo target/release/kruise \
+	--go $(GO_WEBHOOK) --floor target/release/examples/floor --servers kruise,kruise-nopgo,go,floor
+
 loadtest: bench-servers ## Side-by-side load test on /mutate-pod (h2load if installed); BENCH_ARGS passes options
-	target/release/examples/loadtest --kruise target/release/kruise --go $(GO_WEBHOOK) \
-		--floor target/release/examples/floor $(BENCH_ARGS)
+	$(LOADTEST) $(BENCH_ARGS)
 
 callgrind: bench-servers ## Instructions per /mutate-pod request (servers) and per review in-process, under valgrind
-	target/release/examples/loadtest --kruise target/release/kruise --go $(GO_WEBHOOK) \
-		--floor target/release/examples/floor --callgrind 2000 $(BENCH_ARGS)
+	$(LOADTEST) --callgrind 2000 $(BENCH_ARGS)
 	target/release/examples/loadtest_review_cost --callgrind
 
 FUZZ_SECONDS ?= 60

@@ -12,6 +12,11 @@ use kruise::core::features::FeatureGates;
 use kruise::webhook::review::{decode, encode};
 use kruise::webhook::{Context, handle};
 
+/// The allocator of the `kruise` binary, so the figures are the server's.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: kruise_alloc::Mimalloc = kruise_alloc::Mimalloc;
+
 #[path = "reviews.rs"]
 mod reviews;
 

@@ -21,6 +21,11 @@ use kruise::cluster::files::Snapshot;
 use kruise::webhook::{Context, Handler, handle};
 use serde_json::json;
 
+/// The allocator of the `kruise` binary, so the figures are the server's.
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static GLOBAL: kruise_alloc::Mimalloc = kruise_alloc::Mimalloc;
+
 /// The views of n SidecarSets and the pod review (shared with examples/loadtest_review_cost.rs).
 mod views;
 use views::{review, snapshot};

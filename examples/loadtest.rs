@@ -12,12 +12,17 @@
 //! requests, and that wake-up, not the server, makes most of the tail (issue 16). The second
 //! figure is what the servers give on a host whose CPUs are not idle, as on a busy node.
 //!
+//! `make bench` runs two builds of kruise: `kruise` is the binary `make pgo` builds, optimised with a
+//! profile of its own admission path (`tools/pgo.sh`), and `kruise-nopgo` is the plain
+//! `cargo build --release` binary, so the gain of the profile is measured in the same run.
+//!
 //! The load generator is h2load (Debian's `nghttp2-client`) over HTTP/1.1 with keep-alive; when
 //! it is not installed, a built-in tokio-rustls client stands in (and says so). Every loop is
 //! bounded in time and count, and only 127.0.0.1 is contacted.
 //!
 //! `cargo run --release --example loadtest -- [--kruise target/release/kruise]
-//! [--go target/bench/go-webhook] [--floor target/release/examples/floor] [--servers kruise,go,floor]
+//! [--kruise-nopgo target/release/kruise] [--go target/bench/go-webhook]
+//! [--floor target/release/examples/floor] [--servers kruise,kruise-nopgo,go,floor]
 //! [--review examples/reviews/pod-create.json] [--objects-dir examples] [--path /mutate-pod]
 //! [--connections 16] [--seconds 5] [--rounds 6] [--rate 1000] [--total 1000000]
 //! [--server-cpu 0] [--client-cpu 1] [--callgrind N]`
@@ -151,6 +156,7 @@ struct Setup {
     objects_dir: String,
     server_cpu: String,
     kruise: String,
+    kruise_nopgo: String,
     go: String,
     floor: String,
 }
@@ -163,9 +169,10 @@ fn start(name: &'static str, setup: &Setup, wrapper: &[String]) -> Server {
     let mut argv: Vec<String> = vec!["taskset".into(), "-c".into(), setup.server_cpu.clone()];
     argv.extend(wrapper.iter().cloned());
     match name {
-        "kruise" => {
+        "kruise" | "kruise-nopgo" => {
             let admin = format!("127.0.0.1:{}", free_port());
-            argv.extend([setup.kruise.clone(), "serve".into(), "--addr".into(), addr, "--admin-addr".into(), admin]);
+            let bin = if name == "kruise" { &setup.kruise } else { &setup.kruise_nopgo };
+            argv.extend([bin.clone(), "serve".into(), "--addr".into(), addr, "--admin-addr".into(), admin]);
             argv.extend(["--cert-dir".into(), certs, "--shutdown-delay".into(), "0s".into()]);
             argv.extend(["--standalone".into(), "--objects-dir".into(), setup.objects_dir.clone()]);
         }
@@ -448,7 +455,7 @@ async fn callgrind(names: &[&'static str], setup: &Setup, load_gen: &Generator, 
     println!("callgrind: {n} requests on one keep-alive connection, server instructions per request");
     for &name in names {
         if name == "go" {
-            println!("  go      (skipped: the Go runtime does not run under valgrind)");
+            println!("  go           (skipped: the Go runtime does not run under valgrind)");
             continue;
         }
         let out = profile_dir.join(format!("callgrind.{name}.out"));
@@ -490,7 +497,7 @@ async fn callgrind(names: &[&'static str], setup: &Setup, load_gen: &Generator, 
             .filter_map(|l| l.split_whitespace().nth(1).and_then(|v| v.parse::<u64>().ok()))
             .max()
             .unwrap_or(0);
-        println!("  {name:<7} {:>10} instructions/request   (profile: {})", total / n, out.display());
+        println!("  {name:<12} {:>10} instructions/request   (profile: {})", total / n, out.display());
     }
 }
 
@@ -501,9 +508,10 @@ async fn main() {
         .split(',')
         .map(|s| match s {
             "kruise" => "kruise",
+            "kruise-nopgo" => "kruise-nopgo",
             "go" => "go",
             "floor" => "floor",
-            other => panic!("unknown server {other}: kruise, go or floor"),
+            other => panic!("unknown server {other}: kruise, kruise-nopgo, go or floor"),
         })
         .collect();
     let connections: usize = arg("--connections", "16").parse().unwrap();
@@ -518,6 +526,7 @@ async fn main() {
         objects_dir: arg("--objects-dir", "examples"),
         server_cpu: arg("--server-cpu", "0"),
         kruise: arg("--kruise", "target/release/kruise"),
+        kruise_nopgo: arg("--kruise-nopgo", "target/release/kruise"),
         go: arg("--go", "target/bench/go-webhook"),
         floor: arg("--floor", "target/release/examples/floor"),
     };
@@ -561,7 +570,7 @@ async fn main() {
     let closed = Load::Closed { connections, seconds, count: None };
     let runs = alternating(&load_gen, &servers, rounds, &closed, |round, s, r| {
         println!(
-            "  round {round} {:<7} {:>8.0} req/s  p50 {:.3} ms  p99 {:.3} ms  cpu {:.1} µs/req  (load avg {})",
+            "  round {round} {:<12} {:>8.0} req/s  p50 {:.3} ms  p99 {:.3} ms  cpu {:.1} µs/req  (load avg {})",
             s.name,
             r.rps,
             r.pct(0.5),
@@ -577,7 +586,7 @@ async fn main() {
     let fixed_report = |condition: &'static str| {
         move |round: usize, s: &Server, r: &Run| {
             println!(
-                "  fixed {rate} req/s{condition} round {round} {:<7} p50 {:.3} ms  p99 {:.3} ms  p99.9 {:.3} ms  (load avg {})",
+                "  fixed {rate} req/s{condition} round {round} {:<12} p50 {:.3} ms  p99 {:.3} ms  p99.9 {:.3} ms  (load avg {})",
                 s.name,
                 r.pct(0.5),
                 r.pct(0.99),
