@@ -47,7 +47,8 @@ train_profile() {
     if [ -n "$pid" ]; then kill -TERM "$pid" 2>/dev/null || true; fi
     rm -rf "$scratch"
   }
-  trap cleanup EXIT INT TERM
+  trap cleanup EXIT
+  trap 'exit 130' INT TERM
 
   "$bin" certs --out "$scratch/certs" >/dev/null 2>&1
   port=$((20000 + $$ % 20000))
