@@ -135,6 +135,12 @@ pub struct Metrics {
     pub queue_adds: Family<QueueLabels, Counter>,
     /// Seconds from a workload's first trigger to its reconcile (`workqueue_queue_duration_seconds`).
     pub queue_wait: Family<QueueLabels, Histogram>,
+    /// Watches the leader's shared informers run, by kind (one each while leading).
+    pub informer_watches: Family<KindLabels, Gauge>,
+    /// Objects the shared informers hold, by kind.
+    pub informer_objects: Family<KindLabels, Gauge>,
+    /// Objects of the shared informers that did not decode and were skipped, by kind.
+    pub informer_decode_failures: Family<KindLabels, Counter>,
 }
 
 /// Reconcile time buckets in seconds (controller-runtime's are 5 ms to 60 s).
@@ -243,6 +249,24 @@ impl Metrics {
             "How long in seconds an item stays in workqueue before being requested",
             queue_wait.clone(),
         );
+        let informer_watches = Family::<KindLabels, Gauge>::default();
+        let informer_objects = Family::<KindLabels, Gauge>::default();
+        let informer_decode_failures = Family::<KindLabels, Counter>::default();
+        registry.register(
+            "kruise_informer_watches",
+            "Watches the leader's shared informers run, by kind",
+            informer_watches.clone(),
+        );
+        registry.register(
+            "kruise_informer_objects",
+            "Objects the shared informers hold, by kind",
+            informer_objects.clone(),
+        );
+        registry.register(
+            "kruise_informer_decode_failures",
+            "Objects of the shared informers that could not be decoded and were skipped, by kind",
+            informer_decode_failures.clone(),
+        );
         Metrics {
             registry: Arc::new(registry),
             requests,
@@ -262,6 +286,9 @@ impl Metrics {
             queue_depth,
             queue_adds,
             queue_wait,
+            informer_watches,
+            informer_objects,
+            informer_decode_failures,
         }
     }
 

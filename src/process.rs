@@ -191,20 +191,17 @@ impl LeaderTasks {
         if let Some(settings) = &self.certs {
             tasks.push(tokio::spawn(crate::certs::lead(self.client.clone(), Arc::clone(settings), token.clone())));
         }
-        let (view, metrics, identity) = (Arc::clone(&self.view), self.metrics.clone(), self.identity.clone());
-        tasks.push(tokio::spawn(crate::failopen::watch(self.client.clone(), view, metrics, identity, token.clone())));
-        let settings = crate::controller::Settings {
-            gates: self.gates.clone(),
-            instance: Some(self.identity.clone()),
-            ..crate::controller::Settings::default()
+        let leader = crate::controller::Leader {
+            client: self.client.clone(),
+            settings: crate::controller::Settings {
+                gates: self.gates.clone(),
+                instance: Some(self.identity.clone()),
+                ..crate::controller::Settings::default()
+            },
+            metrics: self.metrics.clone(),
+            view: Arc::clone(&self.view),
         };
-        let stop = token.clone();
-        let cloneset =
-            crate::controller::cloneset::run(self.client.clone(), settings, self.metrics.clone(), async move {
-                stop.cancelled().await
-            });
-        tasks.push(tokio::spawn(cloneset));
-        tasks.push(tokio::spawn(crate::podreadiness::run(self.client.clone(), token.clone())));
+        tasks.extend(leader.start(token));
         tasks
     }
 }

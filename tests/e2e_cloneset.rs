@@ -381,3 +381,75 @@ async fn deleting_the_cloneset_removes_its_pods() {
     t.eventually_all("every pod gone", |pods| pods.is_empty().then_some(())).await;
     assert_eq!(t.history.created().await, 2, "nothing was recreated while the CloneSet went away");
 }
+
+/// Issue 26 item 8: env read from a pod label changes under InPlaceIfPossible. In place, only a
+/// kruise-daemon on the node could restart the container and confirm it; no daemon runs here, so
+/// the controller recreates the pods (with an Event saying why) and the rollout finishes instead
+/// of waiting forever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_env_from_metadata_change_without_a_daemon_recreates_and_finishes() {
+    let t = Scenario::start("cs-env-meta").await;
+    let mut s = spec(3, "nginx:1.25", json!({"type": "InPlaceIfPossible"}));
+    s["template"]["metadata"]["labels"]["ver"] = json!("v1");
+    s["template"]["spec"]["containers"][0]["env"] =
+        json!([{"name": "VER", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['ver']"}}}]);
+    t.create("web", s).await;
+    let first = t.wait_status("web", "3 ready replicas", |s| s.ready_replicas == 3 && s.updated_replicas == 3).await;
+    let before: BTreeSet<String> = t.pods().await.iter().map(|p| p.metadata.uid.clone().unwrap()).collect();
+    t.patch_spec("web", json!({"template": {"metadata": {"labels": {"app": "web", "ver": "v2"}}}})).await;
+    let st = t
+        .wait_status("web", "the rollout to finish", |s| {
+            s.update_revision != first.update_revision
+                && s.updated_ready_replicas == 3
+                && s.ready_replicas == 3
+                && s.replicas == 3
+                && s.current_revision == s.update_revision
+        })
+        .await;
+    let pods = t.pods().await;
+    assert_eq!(pods.len(), 3);
+    for p in &pods {
+        assert_eq!(label(p, "ver"), "v2");
+        assert_eq!(label(p, "controller-revision-hash"), st.update_revision);
+        assert!(!before.contains(p.metadata.uid.as_deref().unwrap()), "recreated, not updated in place");
+    }
+    let (notes, count) = poll("RecreateForEnvFromMetadata events", || async {
+        let (notes, count) = t.events("web", "RecreateForEnvFromMetadata").await;
+        (count >= 1).then_some((notes, count))
+    })
+    .await;
+    assert!(count >= 1);
+    assert!(notes.iter().all(|n| n.contains("kruise-daemon")), "{notes:?}");
+    t.history.assert_never_more_live_than(3 + 1).await;
+}
+
+/// Issue 26: a stored CloneSet that does not decode (its schemaless template holds a string where
+/// containers are a list) is skipped and counted, and another CloneSet of the same namespace still
+/// rolls out.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_undecodable_cloneset_is_skipped_while_another_rolls_out() {
+    let t = Scenario::start("cs-undecodable").await;
+    let dynamic: Api<kube::api::DynamicObject> =
+        Api::namespaced_with(t.client.clone(), t.ns(), &kube::api::ApiResource::erase::<CloneSet>(&()));
+    let mut broken = spec(2, "nginx:1.25", json!({}));
+    broken["selector"] = json!({"matchLabels": {"app": "broken"}});
+    broken["template"] = json!({"metadata": {"labels": {"app": "broken"}}, "spec": {"containers": "oops"}});
+    let broken: kube::api::DynamicObject = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+        "metadata": {"name": "broken"}, "spec": broken,
+    }))
+    .unwrap();
+    dynamic.create(&kube::api::PostParams::default(), &broken).await.unwrap();
+    t.create("web", spec(2, "nginx:1.25", json!({"type": "InPlaceIfPossible"}))).await;
+    t.wait_status("web", "2 ready replicas", |s| s.ready_replicas == 2).await;
+    t.patch_spec("web", json!({"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.26"}]}}})).await;
+    t.wait_status("web", "the update to finish", |s| s.updated_ready_replicas == 2 && s.ready_replicas == 2).await;
+    assert!(t.pods().await.iter().all(|p| label(p, "app") == "web"), "nothing was made for the broken CloneSet");
+    let metrics = t.metrics.encode();
+    assert!(
+        metrics
+            .lines()
+            .any(|l| l.starts_with("kruise_informer_decode_failures_total{kind=\"CloneSet\"}") && !l.ends_with(" 0")),
+        "{metrics}"
+    );
+}

@@ -100,19 +100,17 @@ fn meta_of<K: Resource>(o: &K) -> Outcome {
 
 impl<W> Applier<W>
 where
-    W: Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
-        + Clone
-        + DeserializeOwned
-        + Serialize
-        + Debug,
+    W: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug,
 {
-    /// An applier for one round in `namespace`.
-    pub fn new(client: Client, namespace: &str) -> Self {
+    /// An applier for one round of the workloads of `workloads` (namespaced, or cluster-scoped
+    /// as a SidecarSet is), writing pods, PVCs and revisions in `namespace` (the manager
+    /// namespace's revisions for a cluster-scoped workload).
+    pub fn new(client: Client, namespace: &str, workloads: Api<W>) -> Self {
         Applier {
             pods: Api::namespaced(client.clone(), namespace),
             pvcs: Api::namespaced(client.clone(), namespace),
             revisions: Api::namespaced(client.clone(), namespace),
-            workloads: Api::namespaced(client.clone(), namespace),
+            workloads,
             client,
             namespace: namespace.to_string(),
             latest: HashMap::new(),
@@ -210,15 +208,17 @@ where
                 self.remember("controllerrevision", name, &patched);
                 Ok(meta_of(&patched))
             }
-            Write::PatchWorkload { name, .. } => {
+            Write::PatchWorkload { name, .. } | Write::PatchWorkloadStatus { name, .. } => {
                 let patch =
                     Patch::Json::<()>(write.request_patch(self.latest_for("workload", name)).unwrap_or_default());
-                let what = self.what("patch", W::kind(&()).as_ref(), name);
-                let patched = self
-                    .workloads
-                    .patch(name, &patch_params, &patch)
-                    .await
-                    .map_err(|source| WriteError { what, source })?;
+                let status = matches!(write, Write::PatchWorkloadStatus { .. });
+                let what = self.what(if status { "patch status of" } else { "patch" }, W::kind(&()).as_ref(), name);
+                let result = if status {
+                    self.workloads.patch_status(name, &patch_params, &patch).await
+                } else {
+                    self.workloads.patch(name, &patch_params, &patch).await
+                };
+                let patched = result.map_err(|source| WriteError { what, source })?;
                 self.remember("workload", name, &patched);
                 Ok(meta_of(&patched))
             }
@@ -259,34 +259,6 @@ where
             }
             Err(source) => Err(WriteError { what, source }),
         }
-    }
-
-    /// Writes a workload's status through the status subresource as a JSON patch pinned to the
-    /// observed resourceVersion (`patch` is the diff of the observed and the intended workload).
-    pub async fn patch_status(
-        &mut self,
-        name: &str,
-        resource_version: &str,
-        patch: json_patch::Patch,
-    ) -> Result<Outcome, WriteError> {
-        self.sent += 1;
-        // After this round's own write of the workload (a `podsToDelete` trim), its version.
-        let pin = match self.latest.get(&format!("workload/{name}")) {
-            Some(rv) => rv.clone(),
-            None => resource_version.to_string(),
-        };
-        let write = Write::PatchWorkload {
-            name: name.to_string(),
-            pin: crate::core::rollout::actions::Pin::Observed(pin.clone()),
-            patch,
-        };
-        let patch = Patch::Json::<()>(write.request_patch(&pin).unwrap_or_default());
-        let params = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
-        let what = self.what("patch status of", W::kind(&()).as_ref(), name);
-        let patched =
-            self.workloads.patch_status(name, &params, &patch).await.map_err(|source| WriteError { what, source })?;
-        self.remember("workload", name, &patched);
-        Ok(meta_of(&patched))
     }
 }
 

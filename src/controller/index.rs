@@ -39,7 +39,11 @@ impl<K> Clone for Index<K> {
 }
 
 fn object_key<K: Resource>(o: &K) -> String {
-    let meta = o.meta();
+    meta_key(o.meta())
+}
+
+/// The `namespace/name` key objects are stored under (`/name` for cluster-scoped ones).
+pub fn meta_key(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
     format!("{}/{}", meta.namespace.as_deref().unwrap_or(""), meta.name.as_deref().unwrap_or(""))
 }
 
@@ -51,6 +55,25 @@ pub fn owner_uids<K: Resource>(o: &K) -> Vec<String> {
 /// The object's namespace.
 pub fn namespace_of<K: Resource>(o: &K) -> Vec<String> {
     vec![o.meta().namespace.clone().unwrap_or_default()]
+}
+
+/// The key a pod's node files it under in [`pod_keys`].
+pub fn node_key(node: &str) -> String {
+    format!("node/{node}")
+}
+
+/// A pod's keys: the uid of each owner, and [`node_key`] of its node once it has one.
+pub fn pod_keys(p: &k8s_openapi::api::core::v1::Pod) -> Vec<String> {
+    let mut keys = owner_uids(p);
+    if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty()) {
+        keys.push(node_key(node));
+    }
+    keys
+}
+
+/// No key: objects are only read all together ([`Index::all`]) or by name.
+pub fn no_keys<K>(_: &K) -> Vec<String> {
+    Vec::new()
 }
 
 impl<K: Resource + Clone> Index<K> {
@@ -70,14 +93,26 @@ impl<K: Resource + Clone> Index<K> {
 
     /// Applies one watcher event.
     pub fn apply(&self, event: &Event<K>) {
+        let shared = match event {
+            Event::Apply(o) => Event::Apply(Arc::new(o.clone())),
+            Event::Delete(o) => Event::Delete(Arc::new(o.clone())),
+            Event::Init => Event::Init,
+            Event::InitApply(o) => Event::InitApply(Arc::new(o.clone())),
+            Event::InitDone => Event::InitDone,
+        };
+        self.apply_shared(&shared);
+    }
+
+    /// Applies one watcher event whose object is shared already (no copy is made).
+    pub fn apply_shared(&self, event: &Event<Arc<K>>) {
         let keys = self.keys;
         let mut inner = self.write();
         match event {
-            Event::Apply(o) => inner.upsert(keys, Arc::new(o.clone())),
-            Event::Delete(o) => inner.remove(keys, &object_key(o)),
+            Event::Apply(o) => inner.upsert(keys, Arc::clone(o)),
+            Event::Delete(o) => inner.remove(keys, &object_key(o.as_ref())),
             Event::Init => inner.buffer = Some(HashMap::new()),
             Event::InitApply(o) => {
-                inner.buffer.get_or_insert_with(HashMap::new).insert(object_key(o), Arc::new(o.clone()));
+                inner.buffer.get_or_insert_with(HashMap::new).insert(object_key(o.as_ref()), Arc::clone(o));
             }
             Event::InitDone => {
                 let listed = inner.buffer.take().unwrap_or_default();
@@ -89,6 +124,33 @@ impl<K: Resource + Clone> Index<K> {
                 inner.synced = true;
             }
         }
+    }
+
+    /// Takes the object stored under `namespace/name` out (an object that no longer decodes, when
+    /// the caller must not plan on its last good version).
+    pub fn remove(&self, key: &str) {
+        let keys = self.keys;
+        self.write().remove(keys, key);
+    }
+
+    /// During a listing (between `Init` and `InitDone`): carries the object stored under `key`
+    /// into the listing, so an object the listing has but that no longer decodes keeps its last
+    /// good version instead of vanishing from the index.
+    pub fn keep_in_listing(&self, key: &str) {
+        let mut inner = self.write();
+        if let Some(old) = inner.objects.get(key).cloned() {
+            inner.buffer.get_or_insert_with(HashMap::new).insert(key.to_string(), old);
+        }
+    }
+
+    /// The object stored under `namespace/name`.
+    pub fn get_object(&self, key: &str) -> Option<Arc<K>> {
+        self.read().objects.get(key).cloned()
+    }
+
+    /// Every object, in no particular order.
+    pub fn all(&self) -> Vec<Arc<K>> {
+        self.read().objects.values().cloned().collect()
     }
 
     /// Whether the first listing is complete.

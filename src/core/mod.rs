@@ -12,9 +12,9 @@
 //!   applied, and when it is complete (spec §3).
 //! - [`rollout`]: the workload planners — the CloneSet controller's round as a pure function,
 //!   with the actions it asks for (spec §5).
-//! - [`history`], [`lifecycle`], [`expectations`], [`pods`]: what every workload controller
-//!   shares — ControllerRevisions (spec §5.8), lifecycle hooks (§5.9), expectations (§5.1), pod
-//!   predicates.
+//! - [`history`], [`revision`], [`lifecycle`], [`expectations`], [`pods`]: what every workload
+//!   controller shares — ControllerRevisions (spec §5.8) and the pod labels naming them, lifecycle
+//!   hooks (§5.9), expectations (§5.1), pod predicates.
 //! - [`sidecar`]: SidecarSets: defaults, hashes, validity, which apply to a pod and what
 //!   injecting them changes (spec §1.3, §2.3, §4).
 //! - [`pod_mutation`]: the other pod mutators, readiness gate and launch priority (spec §4.1).
@@ -39,6 +39,7 @@ pub mod lifecycle;
 pub mod pod_mutation;
 pub mod podreadiness;
 pub mod pods;
+pub mod revision;
 pub mod rollout;
 pub mod sidecar;
 pub mod validation;

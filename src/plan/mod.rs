@@ -23,6 +23,7 @@ use crate::apis::cloneset::CloneSet;
 use crate::check::input::Manifest;
 use crate::compat::selector::Selector;
 use crate::core::features::FeatureGates;
+use crate::core::rollout::cloneset::owner;
 use crate::core::rollout::cloneset::plan::{Input, Plan, RevisionSource, plan};
 
 /// Why the input cannot be planned.
@@ -95,70 +96,6 @@ fn namespace(meta: &ObjectMeta) -> &str {
     meta.namespace.as_deref().unwrap_or("default")
 }
 
-/// Whether an owner reference points at this CloneSet (by uid when both have one, else by kind
-/// and name).
-fn is_ref_to(owner: &k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference, cs: &CloneSet) -> bool {
-    if owner.kind != "CloneSet" || !owner.api_version.starts_with("apps.kruise.io/") {
-        return false;
-    }
-    match (cs.metadata.uid.as_deref(), owner.uid.as_str()) {
-        (Some(uid), o) if !uid.is_empty() && !o.is_empty() => uid == o,
-        _ => Some(owner.name.as_str()) == cs.metadata.name.as_deref(),
-    }
-}
-
-/// Whether the CloneSet owns the object: kruise lists pods and PVCs by an index of every owner
-/// reference's uid.
-fn owned_by(meta: &ObjectMeta, cs: &CloneSet) -> bool {
-    meta.owner_references.iter().flatten().any(|r| is_ref_to(r, cs))
-}
-
-/// Whether the object's controller reference is this CloneSet (revisions: kruise keeps those
-/// whose controller is the CloneSet or nobody).
-fn controlled_by(meta: &ObjectMeta, cs: &CloneSet) -> bool {
-    meta.owner_references.iter().flatten().find(|r| r.controller == Some(true)).is_some_and(|r| is_ref_to(r, cs))
-}
-
-/// What the CloneSet controller sees of one CloneSet.
-#[derive(Debug, Default)]
-pub struct Owned {
-    /// Pods whose controller reference is the CloneSet.
-    pub pods: Vec<Pod>,
-    /// PVCs with an owner reference to the CloneSet.
-    pub pvcs: Vec<PersistentVolumeClaim>,
-    /// Revisions matching its selector that it or nobody controls.
-    pub revisions: Vec<ControllerRevision>,
-}
-
-/// The objects of a CloneSet's namespace the controller plans with (kruise never adopts orphan
-/// pods; it adopts orphan revisions): shared by `kruise plan` and the reconciler, which hands it
-/// what its indexes file under the CloneSet's uid and namespace.
-pub fn owned<'a>(
-    cs: &CloneSet,
-    pods: impl IntoIterator<Item = &'a Pod>,
-    pvcs: impl IntoIterator<Item = &'a PersistentVolumeClaim>,
-    revisions: impl IntoIterator<Item = &'a ControllerRevision>,
-) -> Owned {
-    let ns = namespace(&cs.metadata);
-    let selector = Selector::from_validated(cs.spec.selector.as_ref()).ok();
-    let in_ns = |m: &ObjectMeta| namespace(m) == ns;
-    let matches =
-        |m: &ObjectMeta| selector.as_ref().is_some_and(|s| s.matches(m.labels.as_ref().unwrap_or(&Default::default())));
-    Owned {
-        pods: pods.into_iter().filter(|p| in_ns(&p.metadata) && controlled_by(&p.metadata, cs)).cloned().collect(),
-        pvcs: pvcs.into_iter().filter(|p| in_ns(&p.metadata) && owned_by(&p.metadata, cs)).cloned().collect(),
-        revisions: revisions
-            .into_iter()
-            .filter(|r| in_ns(&r.metadata) && matches(&r.metadata))
-            .filter(|r| {
-                let controller = r.metadata.owner_references.iter().flatten().any(|o| o.controller == Some(true));
-                !controller || controlled_by(&r.metadata, cs)
-            })
-            .cloned()
-            .collect(),
-    }
-}
-
 /// Plans every CloneSet of the input, in namespace/name order.
 pub fn plan_manifests(manifests: &[Manifest], gates: &FeatureGates, now: Timestamp) -> Result<Vec<Planned>, PlanError> {
     let mut o = group(manifests)?;
@@ -169,18 +106,11 @@ pub fn plan_manifests(manifests: &[Manifest], gates: &FeatureGates, now: Timesta
         .sort_by(|a, b| (namespace(&a.metadata), &a.metadata.name).cmp(&(namespace(&b.metadata), &b.metadata.name)));
     let mut out = Vec::new();
     for cs in &o.clonesets {
-        let view = owned(cs, &o.pods, &o.pvcs, &o.revisions);
-        let (pods, pvcs, revisions) = (view.pods, view.pvcs, view.revisions);
-        let ns = namespace(&cs.metadata);
         let selector = Selector::from_validated(cs.spec.selector.as_ref()).ok();
-        let not_owned = o
-            .pods
-            .iter()
-            .filter(|p| namespace(&p.metadata) == ns && !owned_by(&p.metadata, cs))
-            .filter(|p| {
-                selector.as_ref().is_some_and(|s| s.matches(p.metadata.labels.as_ref().unwrap_or(&Default::default())))
-            })
-            .count();
+        let owner = owner(cs, selector.as_ref());
+        let view = owner.sort(&o.pods, &o.pvcs, &o.revisions);
+        let (pods, pvcs, revisions) = (view.pods, view.pvcs, view.revisions);
+        let not_owned = owner.not_owned(&o.pods);
         let status = cs.status.as_ref();
         let seen = status.is_some_and(|s| {
             s.observed_generation == cs.metadata.generation.unwrap_or(0) && !s.update_revision.is_empty()

@@ -62,6 +62,9 @@ pub enum Write {
     DeleteRevision { name: String, uid: Option<String>, resource_version: Option<String> },
     /// JSON-patch the workload's spec (e.g. `scaleStrategy.podsToDelete`).
     PatchWorkload { name: String, pin: Pin, patch: Patch },
+    /// JSON-patch the workload's `status` subresource (the round's status, planned as a diff by
+    /// [`super::plan::status_write`]).
+    PatchWorkloadStatus { name: String, pin: Pin, patch: Patch },
 }
 
 impl Write {
@@ -80,6 +83,7 @@ impl Write {
             Write::PatchRevision { .. } => "patch_revision",
             Write::DeleteRevision { .. } => "delete_revision",
             Write::PatchWorkload { .. } => "patch_workload",
+            Write::PatchWorkloadStatus { .. } => "workload_status",
         }
     }
 
@@ -104,7 +108,8 @@ impl Write {
             | Write::PatchPodResize { pin, patch, .. }
             | Write::PatchPvc { pin, patch, .. }
             | Write::PatchRevision { pin, patch, .. }
-            | Write::PatchWorkload { pin, patch, .. } => (pin, patch),
+            | Write::PatchWorkload { pin, patch, .. }
+            | Write::PatchWorkloadStatus { pin, patch, .. } => (pin, patch),
             _ => return None,
         };
         let rv = match pin {

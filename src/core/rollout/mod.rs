@@ -1,8 +1,13 @@
 //! Workload rollout planners (spec §5, §6): given a workload and what it owns, this round's actions
-//! with their reasons. [`cloneset`] is the CloneSet planner; [`actions`] (what a plan asks a
-//! reconciler to do) and [`order`] (priority and scatter update ordering) are shared with the
-//! Advanced StatefulSet and SidecarSet planners to come.
+//! with their reasons. [`cloneset`] is the CloneSet planner; what every planner shares is here:
+//! [`actions`] (what a plan asks a reconciler to write), [`plan`] (steps, Events, the planned
+//! status write), [`ownership`] (which pods, PVCs and revisions a workload owns), [`podupdate`]
+//! (the in-place update and lifecycle machine every workload runs on its pods) and [`order`]
+//! (priority and scatter update ordering).
 
 pub mod actions;
 pub mod cloneset;
 pub mod order;
+pub mod ownership;
+pub mod plan;
+pub mod podupdate;

@@ -4,6 +4,7 @@
 //! [`diff`] (the scale/update arithmetic), [`scale`] with [`pods`] (new pods, PVCs, instance
 //! ids) and [`ranking`] (which pods go first on scale-down), [`update`] (in-place and recreate
 //! updates, their order and limits), [`status`] (status and the Progressing condition).
+//! [`owner`] says what a CloneSet plans with (it never adopts orphan pods).
 
 pub mod diff;
 pub mod plan;
@@ -19,3 +20,13 @@ pub mod status;
 #[cfg(test)]
 pub(crate) mod testkit;
 pub mod update;
+
+use crate::apis::cloneset::CloneSet;
+use crate::compat::selector::Selector;
+use crate::core::rollout::ownership::Owner;
+
+/// The CloneSet as the owner its pods, PVCs and revisions are sorted out for: kruise never adopts
+/// orphan pods into a CloneSet (it adopts orphan revisions).
+pub fn owner<'a>(cs: &'a CloneSet, selector: Option<&'a Selector>) -> Owner<'a> {
+    Owner { group: "apps.kruise.io", kind: "CloneSet", meta: &cs.metadata, selector, adopt_orphans: false }
+}

@@ -34,6 +34,7 @@ use crate::core::features::FeatureGates;
 use crate::core::history;
 use crate::core::pods;
 use crate::core::rollout::actions::{Action, ActionKind, Pin, PodChanges, Write, object_patch};
+use crate::core::rollout::plan::{min_positive, status_write};
 
 /// Where the current and update revisions come from.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,11 +50,11 @@ pub enum RevisionSource {
 pub struct Input<'a> {
     pub cloneset: &'a CloneSet,
     /// Pods owned by the CloneSet (active or not).
-    pub pods: &'a [Pod],
+    pub pods: &'a [&'a Pod],
     /// PVCs owned by the CloneSet.
-    pub pvcs: &'a [PersistentVolumeClaim],
+    pub pvcs: &'a [&'a PersistentVolumeClaim],
     /// Revisions matching the selector, owned by the CloneSet or by nobody.
-    pub revisions: &'a [ControllerRevision],
+    pub revisions: &'a [&'a ControllerRevision],
     /// Nodes the pods run on (for topology-spread scale-down ranking).
     pub nodes: &'a [Node],
     pub gates: &'a FeatureGates,
@@ -81,12 +82,14 @@ pub struct Plan {
     /// The status to write, and whether kruise would write it.
     pub status: CloneSetStatus,
     pub status_changed: bool,
+    /// The write of that status (when kruise would write it and it differs), after the actions.
+    pub status_write: Option<Write>,
     pub requeue_after: Option<SignedDuration>,
 }
 
 /// The active pods of a listing.
-fn active(pods: &[Pod]) -> Vec<&Pod> {
-    pods.iter().filter(|p| pods::is_active(p)).collect()
+fn active<'a>(pods: &[&'a Pod]) -> Vec<&'a Pod> {
+    pods.iter().copied().filter(|p| pods::is_active(p)).collect()
 }
 
 fn failed(type_: &str, message: String, now: Timestamp) -> CloneSetCondition {
@@ -142,6 +145,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
         errors: Vec::new(),
         status: old_status.clone(),
         status_changed: false,
+        status_write: None,
         requeue_after: None,
     };
 
@@ -158,7 +162,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
     let all_pods = input.pods;
     let mut pods: Vec<&Pod> = active(all_pods);
     let mut pvcs: Vec<&PersistentVolumeClaim> =
-        input.pvcs.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
+        input.pvcs.iter().copied().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
     if settings.disable_pvc_reuse {
         pvcs = cleanup_pvcs(cs, &pods, all_pods, pvcs, &mut out.actions);
     }
@@ -175,7 +179,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
     }
 
     // 3. Revisions.
-    let mut sorted: Vec<ControllerRevision> = input.revisions.to_vec();
+    let mut sorted: Vec<ControllerRevision> = input.revisions.iter().map(|r| (*r).clone()).collect();
     history::sort_revisions(&mut sorted);
     let active_revs = match input.revision_source {
         RevisionSource::Compute => revision::active_revisions(cs, &sorted),
@@ -258,7 +262,17 @@ pub fn plan(input: &Input<'_>) -> Plan {
         requeue = min_positive(requeue, SignedDuration::from_secs(i64::from(settings.min_ready_seconds)));
     }
     out.status = new_status;
-    if let Some(a) = trim_pods_to_delete(cs, &pods) {
+    let trim = trim_pods_to_delete(cs, &pods);
+    if out.status_changed {
+        out.status_write = status_write(
+            cs,
+            cs.metadata.name.as_deref().unwrap_or(""),
+            cs.metadata.resource_version.as_deref().unwrap_or(""),
+            |c| c.status = Some(out.status.clone()),
+            trim.is_some(),
+        );
+    }
+    if let Some(a) = trim {
         out.actions.push(a);
     }
     out.actions.extend(truncate_history(cs, &pods, &sorted, &active_revs));
@@ -266,25 +280,18 @@ pub fn plan(input: &Input<'_>) -> Plan {
     out
 }
 
-fn min_positive(cur: Option<SignedDuration>, d: SignedDuration) -> Option<SignedDuration> {
-    if d <= SignedDuration::ZERO {
-        return cur;
-    }
-    Some(cur.map_or(d, |c| c.min(d)))
-}
-
 /// `cleanupPVCs`: PVCs of active pods stay; those of finished pods are handed to the pod (so they
 /// go with it); the others are deleted. Returns the PVCs still in use.
 fn cleanup_pvcs<'a>(
     cs: &CloneSet,
     active: &[&Pod],
-    all: &[Pod],
+    all: &[&Pod],
     pvcs: Vec<&'a PersistentVolumeClaim>,
     actions: &mut Vec<Action>,
 ) -> Vec<&'a PersistentVolumeClaim> {
     let active_ids: std::collections::BTreeSet<&str> =
         active.iter().map(|p| instance_id(p.metadata.labels.as_ref())).filter(|i| !i.is_empty()).collect();
-    let inactive: Vec<&Pod> = all.iter().filter(|p| !pods::is_active(p)).collect();
+    let inactive: Vec<&Pod> = all.iter().copied().filter(|p| !pods::is_active(p)).collect();
     let mut kept = Vec::new();
     for pvc in pvcs {
         let id = instance_id(pvc.metadata.labels.as_ref());

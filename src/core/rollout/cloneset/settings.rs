@@ -46,10 +46,9 @@ pub struct Gates {
     pub short_hash: bool,
     /// InPlaceWorkloadVerticalScaling.
     pub vertical_scaling: bool,
-    /// InPlaceUpdateEnvFromMetadata.
-    pub env_from_metadata: bool,
-    /// RecreatePodWhenChangeVCTInCloneSetGate.
-    pub recreate_on_vct_change: bool,
+    /// The in-place classifier's gates (InPlaceUpdateEnvFromMetadata, vertical scaling,
+    /// RecreatePodWhenChangeVCTInCloneSetGate), read once.
+    pub in_place: crate::core::inplace::classify::Gates,
 }
 
 impl Gates {
@@ -60,8 +59,7 @@ impl Gates {
             preparing_update_as_update: g.enabled(Gate::PreparingUpdateAsUpdate),
             short_hash: g.enabled(Gate::CloneSetShortHash),
             vertical_scaling: g.enabled(Gate::InPlaceWorkloadVerticalScaling),
-            env_from_metadata: g.enabled(Gate::InPlaceUpdateEnvFromMetadata),
-            recreate_on_vct_change: g.enabled(Gate::RecreatePodWhenChangeVCTInCloneSetGate),
+            in_place: crate::core::inplace::classify::Gates::from_features(g),
         }
     }
 }

@@ -91,11 +91,14 @@ impl World {
 
     /// One planning round.
     pub fn plan(&self) -> Plan {
+        let pods: Vec<&Pod> = self.pods.iter().collect();
+        let pvcs: Vec<&PersistentVolumeClaim> = self.pvcs.iter().collect();
+        let revisions: Vec<&ControllerRevision> = self.revisions.iter().collect();
         plan(&Input {
             cloneset: &self.cs,
-            pods: &self.pods,
-            pvcs: &self.pvcs,
-            revisions: &self.revisions,
+            pods: &pods,
+            pvcs: &pvcs,
+            revisions: &revisions,
             nodes: &self.nodes,
             gates: &self.gates,
             now: self.now,
@@ -121,7 +124,8 @@ impl World {
             | Write::PatchPodResize { pin, .. }
             | Write::PatchPvc { pin, .. }
             | Write::PatchRevision { pin, .. }
-            | Write::PatchWorkload { pin, .. } => match pin {
+            | Write::PatchWorkload { pin, .. }
+            | Write::PatchWorkloadStatus { pin, .. } => match pin {
                 Pin::Observed(rv) => rv.clone(),
                 Pin::Latest => latest.to_string(),
             },
@@ -163,11 +167,12 @@ impl World {
         Ok(())
     }
 
-    /// Applies a plan's writes in order; stops at the first refused write.
+    /// Applies a plan's writes in order, then its status write (the planned patch, applied with
+    /// its pin checked); stops at the first refused write.
     pub fn apply(&mut self, plan: &Plan) -> Result<(), Refused> {
         self.apply_actions(&plan.actions)?;
-        if plan.status_changed {
-            self.cs.status = Some(plan.status.clone());
+        if let Some(w) = &plan.status_write {
+            self.apply_write(w, &mut BTreeMap::new())?;
         }
         Ok(())
     }
@@ -229,7 +234,7 @@ impl World {
             Write::DeleteRevision { name, .. } => {
                 self.revisions.retain(|r| r.metadata.name.as_deref() != Some(name.as_str()))
             }
-            Write::PatchWorkload { .. } => {
+            Write::PatchWorkload { .. } | Write::PatchWorkloadStatus { .. } => {
                 let name = self.cs.metadata.name.clone().unwrap_or_default();
                 let mut one = vec![self.cs.clone()];
                 Self::patch_object(&mut one, &name, w, &mut self.next_rv)?;

@@ -17,33 +17,51 @@
 //!    it (under InPlaceOnly that is an error instead).
 
 use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::jiff::SignedDuration;
 
 use super::diff::{self, ExpectationDiffs};
 use super::revision::{POD_TEMPLATE_HASH, Revision, equal_to_revision_hash, short_hash, write_revision_hash};
 use super::round::{Event, Round, Step, name_list};
 use super::settings::{Policy, Settings};
 use crate::apis::keys::SPECIFIED_DELETE;
-use crate::core::inplace::apply::{self, Options};
-use crate::core::inplace::classify::{
-    ClassifyOptions, Gates, UpdateSpec, VCT_HASH_ANNOTATION, classify_revision_update,
-};
-use crate::core::inplace::refresh::{self, Refresh};
+use crate::core::inplace::apply::Options;
+use crate::core::inplace::classify::{ClassifyOptions, UpdateSpec, VCT_HASH_ANNOTATION, classify_revision_update};
 use crate::core::inplace::state;
 use crate::core::rollout::actions::{Action, ActionKind};
 use crate::core::rollout::order::{PodLabels, sort_by_priority, sort_by_scatter};
+use crate::core::rollout::podupdate::{self, Machine};
 use crate::core::{lifecycle, pods};
 
 fn in_place_options(s: &Settings) -> Options {
     Options { grace_period_seconds: s.grace_period_seconds, vertical_scaling: s.gates.vertical_scaling }
 }
 
+/// The shared pod-update machine, with the CloneSet's lifecycle, options and revision labels.
+fn machine<'a>(
+    s: &'a Settings,
+    update_revision: &'a str,
+    now: k8s_openapi::jiff::Timestamp,
+    write_revision: &'a dyn Fn(&mut Pod, &str),
+) -> Machine<'a> {
+    Machine {
+        lifecycle: s.lifecycle.as_ref(),
+        options: in_place_options(s),
+        now,
+        update_revision,
+        at_revision: equal_to_revision_hash,
+        write_revision,
+    }
+}
+
 /// The update step.
 pub fn update(r: &mut Round<'_>) -> (Step, ExpectationDiffs) {
     let mut step = Step::default();
     let pods: Vec<&Pod> = r.pods.to_vec();
+    let (settings, update_revision) = (r.settings, r.update);
+    let short = settings.gates.short_hash;
+    let write_revision = move |pod: &mut Pod, revision: &str| write_revision_hash(pod, revision, short);
+    let m = machine(settings, update_revision.name(), r.now, &write_revision);
     for p in &pods {
-        if let Err(e) = refresh_pod(r, &mut step, p) {
+        if let Err(e) = m.refresh(&mut r.changes, &mut step, p) {
             step.error = Some(e);
             return (step, ExpectationDiffs::default());
         }
@@ -186,108 +204,6 @@ fn limit_wait(
     msg
 }
 
-/// `refreshPodState`: in-place progress, then lifecycle.
-fn refresh_pod(r: &mut Round<'_>, step: &mut Step, p: &Pod) -> Result<(), String> {
-    let s = r.settings;
-    let opts = in_place_options(s);
-    let revision = pods::label(p, super::revision::CONTROLLER_REVISION_HASH).unwrap_or("").to_string();
-    let refreshed = refresh::refresh(r.changes.current(p), opts, r.now, equal_to_revision_hash)?;
-    match refreshed {
-        Refresh::Nothing => {}
-        Refresh::InGracePeriod(d) => {
-            step.requeue_after(d);
-            step.waiting.push(format!(
-                "{} waits {}s more in its in-place update grace period",
-                pods::name(p),
-                d.as_secs()
-            ));
-        }
-        Refresh::Updating(why) => step.waiting.push(format!("{} is updating in place: {why}", pods::name(p))),
-        Refresh::FinishGrace { pod, applied } => {
-            let reason = if applied {
-                "its grace period ended: the new images are applied".to_string()
-            } else {
-                "it moved to another revision during its grace period: the parked update is dropped".to_string()
-            };
-            push_change(r, step, p, *pod, ActionKind::FinishGracePeriod, &revision, reason);
-        }
-        Refresh::NextBatch { pod, containers } => {
-            let reason = format!("the previous batch is ready: updating containers {}", containers.join(", "));
-            push_change(r, step, p, *pod, ActionKind::UpdateNextBatch, &revision, reason);
-        }
-        Refresh::MarkReady { pod } => {
-            let reason = if state::state_text(p).is_some() {
-                "its in-place update completed".to_string()
-            } else {
-                "it has the InPlaceUpdateReady readiness gate and no update in progress".to_string()
-            };
-            push_change(r, step, p, *pod, ActionKind::MarkInPlaceUpdateReady, &revision, reason);
-        }
-    }
-
-    let lc = s.lifecycle.as_ref();
-    let in_place_hook = lc.and_then(|l| l.in_place_update.as_ref());
-    let next = match lifecycle::state(p) {
-        lifecycle::PREPARING_NORMAL => {
-            let normal = match lc.and_then(|l| l.pre_normal.as_ref()) {
-                None => pods::is_scheduled(p),
-                Some(hook) => lifecycle::is_all_hooked(Some(hook), p),
-            };
-            if !normal {
-                let why = if lc.and_then(|l| l.pre_normal.as_ref()).is_some() {
-                    "waits in PreparingNormal until its preNormal hook labels/finalizers are all present"
-                } else {
-                    "waits in PreparingNormal until it is scheduled"
-                };
-                step.waiting.push(format!("{} {why}", pods::name(p)));
-            }
-            normal.then_some(lifecycle::NORMAL)
-        }
-        lifecycle::PREPARING_UPDATE if equal_to_revision_hash(p, r.update.name()) => {
-            Some(if lc.is_some() && !lifecycle::is_all_hooked(in_place_hook, p) {
-                lifecycle::UPDATED
-            } else {
-                lifecycle::NORMAL
-            })
-        }
-        lifecycle::UPDATING => match refresh::update_completed(p, opts) {
-            Ok(()) => Some(if lc.is_some() && !lifecycle::is_all_hooked(in_place_hook, p) {
-                lifecycle::UPDATED
-            } else {
-                lifecycle::NORMAL
-            }),
-            Err(_) => None,
-        },
-        lifecycle::UPDATED => (lc.is_none() || in_place_hook.is_none() || lifecycle::is_all_hooked(in_place_hook, p))
-            .then_some(lifecycle::NORMAL),
-        _ => None,
-    };
-    if let Some(next) = next {
-        let mark = in_place_hook.is_some_and(|h| h.mark_pod_not_ready);
-        let current = r.changes.current(p).clone();
-        if let Some(after) = lifecycle::update_lifecycle(&current, next, mark, r.now) {
-            let writes = r.changes.change(p, after);
-            let reason = format!("{} -> {next}", lifecycle::state(p));
-            step.actions.push(Action::new(ActionKind::SetLifecycle, Some(pods::name(p)), &revision, reason, writes));
-        }
-    }
-    Ok(())
-}
-
-/// An action changing `p` to `intended`.
-fn push_change(
-    r: &mut Round<'_>,
-    step: &mut Step,
-    p: &Pod,
-    intended: Pod,
-    kind: ActionKind,
-    revision: &str,
-    reason: String,
-) {
-    let writes = r.changes.change(p, intended);
-    step.actions.push(Action::new(kind, Some(pods::name(p)), revision, reason, writes));
-}
-
 /// `fixPodTemplateHashLabel`: pods made before kruise v1.1 lack `pod-template-hash`.
 fn fix_template_hash(r: &mut Round<'_>, step: &mut Step, p: &Pod) {
     if pods::labels(p).contains_key(POD_TEMPLATE_HASH) {
@@ -325,17 +241,15 @@ fn in_place_spec(r: &Round<'_>, p: &Pod, target: &Revision) -> Result<UpdateSpec
         rev.metadata.annotations.as_ref().and_then(|a| a.get(VCT_HASH_ANNOTATION)).cloned()
     };
     let opts = ClassifyOptions {
-        gates: Gates {
-            in_place_update_env_from_metadata: s.gates.env_from_metadata,
-            in_place_workload_vertical_scaling: s.gates.vertical_scaling,
-            recreate_pod_when_change_vct_in_cloneset: s.gates.recreate_on_vct_change,
-        },
+        gates: s.gates.in_place,
         old_vct_hash: vct(old),
         new_vct_hash: vct(&target.object),
         ignore_vct_hash_diff: s.policy == Policy::InPlaceOnly,
     };
     let old_data = old.data.as_ref().map(|d| d.0.clone()).unwrap_or_default();
-    classify_revision_update(&old_data, &target.data_value(), &opts).map_err(|e| e.to_string())
+    let spec = classify_revision_update(&old_data, &target.data_value(), &opts).map_err(|e| e.to_string())?;
+    podupdate::in_place_possible_on(p, &spec)?;
+    Ok(spec)
 }
 
 /// `updatePod`.
@@ -345,7 +259,12 @@ fn update_pod(r: &mut Round<'_>, step: &mut Step, p: &Pod, target: &Revision) ->
     let mut refused = None;
     if matches!(s.policy, Policy::InPlaceIfPossible | Policy::InPlaceOnly) {
         match in_place_spec(r, p, target) {
-            Ok(spec) => return update_in_place(r, step, p, target, &spec),
+            Ok(spec) => {
+                let short = s.gates.short_hash;
+                let write_revision = move |pod: &mut Pod, revision: &str| write_revision_hash(pod, revision, short);
+                let m = machine(s, r.update.name(), r.now, &write_revision);
+                return m.update_in_place(&mut r.changes, step, p, target.name(), &spec);
+            }
             Err(why) => refused = Some(why),
         }
         if s.policy == Policy::InPlaceOnly {
@@ -358,118 +277,22 @@ fn update_pod(r: &mut Round<'_>, step: &mut Step, p: &Pod, target: &Revision) ->
     let mut after = r.changes.current(p).clone();
     after.metadata.labels.get_or_insert_with(Default::default).insert(SPECIFIED_DELETE.into(), "true".into());
     let writes = r.changes.change(p, after);
-    let reason = match refused {
+    let reason = match &refused {
         Some(why) => format!("cannot update in place ({why}): recreated at {}", target.name()),
         None => format!("updateStrategy ReCreate: recreated at {}", target.name()),
     };
+    if let Some(why) = refused.as_deref().filter(|w| w.starts_with(podupdate::ENV_FROM_METADATA_NEEDS_DAEMON)) {
+        step.events.push(Event::normal(
+            podupdate::RECREATE_FOR_ENV_FROM_METADATA,
+            format!("pod {name} is recreated at revision {} instead of updated in place: {why}", target.name()),
+        ));
+    }
     step.actions.push(Action::new(ActionKind::Recreate, Some(&name), target.name(), reason, writes));
     step.events.push(Event::normal(
         "SuccessfulUpdatePodReCreate",
         format!("successfully patch pod {name} specified-delete for update(revision {})", target.name()),
     ));
     Ok(())
-}
-
-fn update_in_place(
-    r: &mut Round<'_>,
-    step: &mut Step,
-    p: &Pod,
-    target: &Revision,
-    spec: &UpdateSpec,
-) -> Result<(), String> {
-    let s = r.settings;
-    let name = pods::name(p).to_string();
-    let hook = s.lifecycle.as_ref().and_then(|l| l.in_place_update.as_ref());
-    match lifecycle::state(p) {
-        "" | lifecycle::PREPARING_NORMAL | lifecycle::NORMAL if lifecycle::is_hooked(hook, p) => {
-            let mark = hook.is_some_and(|h| h.mark_pod_not_ready);
-            let current = r.changes.current(p).clone();
-            if let Some(after) = lifecycle::update_lifecycle(&current, lifecycle::PREPARING_UPDATE, mark, r.now) {
-                let writes = r.changes.change(p, after);
-                let reason = format!(
-                    "{} -> PreparingUpdate: its inPlaceUpdate hook holds it before the update to {}",
-                    lifecycle::state(p),
-                    target.name()
-                );
-                step.actions.push(Action::new(ActionKind::SetLifecycle, Some(&name), target.name(), reason, writes));
-            }
-            return Ok(());
-        }
-        "" | lifecycle::PREPARING_NORMAL | lifecycle::NORMAL | lifecycle::UPDATING => {}
-        lifecycle::UPDATED => {
-            let current = r.changes.current(p).clone();
-            if let Some(after) =
-                lifecycle::update_lifecycle_with_handler(&current, lifecycle::PREPARING_UPDATE, hook, r.now)
-            {
-                let writes = r.changes.change(p, after);
-                let reason = format!(
-                    "Updated -> PreparingUpdate: the inPlaceUpdate hook is put back before the update to {}",
-                    target.name()
-                );
-                step.actions.push(Action::new(ActionKind::SetLifecycle, Some(&name), target.name(), reason, writes));
-            }
-            return Ok(());
-        }
-        lifecycle::PREPARING_UPDATE => {
-            if lifecycle::is_hooked(hook, p) {
-                step.waiting.push(format!(
-                    "{name} waits in PreparingUpdate until its inPlaceUpdate hook labels/finalizers are removed"
-                ));
-                return Ok(());
-            }
-        }
-        other => return Err(format!("not allowed to in-place update pod {name} in state {other}")),
-    }
-    let short = s.gates.short_hash;
-    let target_name = target.name().to_string();
-    let now = r.now;
-    let current = r.changes.current(p).clone();
-    let after = apply::begin(
-        &current,
-        spec,
-        &target_name,
-        in_place_options(s),
-        now,
-        |pod| write_revision_hash(pod, &target_name, short),
-        |pod| lifecycle::set_state(pod, lifecycle::UPDATING, now),
-    )?;
-    let writes = r.changes.change(p, after);
-    let mut action = Action::new(
-        ActionKind::UpdateInPlace,
-        Some(&name),
-        target.name(),
-        in_place_reason(spec, s.grace_period_seconds),
-        writes,
-    );
-    action.images = spec.container_images.clone();
-    step.actions.push(action);
-    if s.grace_period_seconds > 0 {
-        step.requeue_after(SignedDuration::from_secs(i64::from(s.grace_period_seconds)));
-    }
-    step.events.push(Event::normal(
-        "SuccessfulUpdatePodInPlace",
-        format!("successfully update pod {name} in-place(revision {})", target.name()),
-    ));
-    Ok(())
-}
-
-fn in_place_reason(spec: &UpdateSpec, grace: i32) -> String {
-    let mut parts = Vec::new();
-    if !spec.container_images.is_empty() {
-        let images: Vec<String> = spec.container_images.iter().map(|(c, i)| format!("{c}={i}")).collect();
-        parts.push(format!("images {}", images.join(", ")));
-    }
-    if spec.update_env_from_metadata {
-        parts.push("env from labels/annotations".into());
-    }
-    if !spec.container_resources.is_empty() {
-        parts.push("resources".into());
-    }
-    if spec.meta_data_patch.as_ref().is_some_and(|p| p.as_object().is_some_and(|o| !o.is_empty())) {
-        parts.push("labels/annotations".into());
-    }
-    let what = if parts.is_empty() { "nothing but the revision".to_string() } else { parts.join("; ") };
-    if grace > 0 { format!("in place: {what} (after a {grace}s grace period)") } else { format!("in place: {what}") }
 }
 
 #[cfg(test)]

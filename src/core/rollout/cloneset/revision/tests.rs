@@ -6,6 +6,8 @@
 
 use super::*;
 use crate::apis::cloneset::CloneSetSpec;
+use crate::core::pods;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 use serde_json::json;
 
