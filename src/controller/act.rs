@@ -271,3 +271,126 @@ impl Actor {
 fn log_action(action: &Action) {
     tracing::debug!(action = ?action.kind, pod = action.pod.as_deref().unwrap_or(""), revision = %action.revision, "{}", action.reason);
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::apis::SidecarSet;
+    use crate::core::rollout::actions::{ActionKind, Pin};
+    use bytes::Bytes;
+    use http_body_util::{BodyExt, Full};
+    use json_patch::jsonptr::PointerBuf;
+    use json_patch::{Patch, PatchOperation, ReplaceOperation};
+    use serde_json::{Value, json};
+    use std::sync::Arc;
+
+    type Seen = Arc<Mutex<Vec<(String, String, Value)>>>;
+
+    /// A fake API server: records every request (method, path, JSON body) and answers with the
+    /// object a real one would return.
+    fn fake_api(seen: Seen) -> Client {
+        let svc = tower::service_fn(move |req: axum::http::Request<kube::client::Body>| {
+            let seen = Arc::clone(&seen);
+            async move {
+                let (parts, body) = req.into_parts();
+                let bytes = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+                let body: Value = serde_json::from_slice(&bytes).unwrap_or(Value::Null);
+                let path = parts.uri.path().to_string();
+                seen.lock().unwrap().push((parts.method.to_string(), path.clone(), body.clone()));
+                let answer = if path.ends_with("/status") {
+                    json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+                        "metadata": {"name": "logs", "uid": "u1", "resourceVersion": "8"}, "spec": {}})
+                } else if path.ends_with("/pods") {
+                    let mut pod = body.clone();
+                    pod["metadata"]["uid"] = json!("pod-uid");
+                    pod["metadata"]["resourceVersion"] = json!("9");
+                    pod
+                } else {
+                    body.clone()
+                };
+                let response = axum::http::Response::builder()
+                    .status(if parts.method == axum::http::Method::POST { 201 } else { 200 })
+                    .header("content-type", "application/json")
+                    .body(Full::new(Bytes::from(answer.to_string())))
+                    .unwrap();
+                Ok::<_, std::convert::Infallible>(response)
+            }
+        });
+        Client::new(svc, "default")
+    }
+
+    #[tokio::test]
+    async fn a_cluster_scoped_workload_gets_its_writes_status_and_events_and_the_gate_waits_for_them() {
+        let seen: Seen = Arc::default();
+        let client = fake_api(Arc::clone(&seen));
+        let settings = ActSettings {
+            writes_in_flight: 1,
+            expectation_timeout: Duration::from_secs(300),
+            force_expectation_timeout: false,
+        };
+        let metrics = Metrics::new();
+        let actor = Actor::new("sidecarset", client.clone(), settings, metrics.clone(), Some("replica-a".into()));
+        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "logs-a", "namespace": "apps"}})).unwrap();
+        let create = Action::new(
+            ActionKind::Create,
+            None,
+            "logs-1",
+            "test".into(),
+            vec![Write::CreatePod { pod: Box::new(pod.clone()) }],
+        );
+        let status = Write::PatchWorkloadStatus {
+            name: "logs".into(),
+            pin: Pin::Observed("7".into()),
+            patch: Patch(vec![PatchOperation::Replace(ReplaceOperation {
+                path: PointerBuf::from_tokens(["status", "matchedPods"]),
+                value: json!(3),
+            })]),
+        };
+        let planned =
+            PlannedWrites { actions: std::slice::from_ref(&create), status: Some(&status), on_collision: &|_| None };
+        let again = actor.apply::<SidecarSet>("/logs", "apps", kube::Api::all(client.clone()), planned).await.unwrap();
+        assert_eq!(again, None);
+        {
+            let seen = seen.lock().unwrap();
+            assert_eq!((seen[0].0.as_str(), seen[0].1.as_str()), ("POST", "/api/v1/namespaces/apps/pods"));
+            let (method, path, body) = &seen[1];
+            assert_eq!(
+                (method.as_str(), path.as_str()),
+                ("PATCH", "/apis/apps.kruise.io/v1alpha1/sidecarsets/logs/status"),
+                "a cluster-scoped parent's status has no namespace in its path"
+            );
+            assert_eq!(body[0], json!({"op": "replace", "path": "/metadata/resourceVersion", "value": "7"}), "pinned");
+            assert_eq!(body[1]["path"], "/status/matchedPods");
+        }
+        // The gate holds the next round until the cache shows the new pod and the status write.
+        assert!(actor.gate("/logs", "u1", "8", &[], &[]).is_some(), "the created pod is not cached yet");
+        let mut cached = pod.clone();
+        cached.metadata.uid = Some("pod-uid".into());
+        cached.metadata.resource_version = Some("9".into());
+        assert!(actor.gate("/logs", "u1", "7", &[&cached], &[]).is_some(), "the workload's status write is not cached");
+        assert_eq!(actor.gate("/logs", "u1", "8", &[&cached], &[]), None);
+        let writes = metrics.encode();
+        for line in [
+            "kruise_controller_api_writes_total{controller=\"sidecarset\",write=\"create_pod\"} 1",
+            "kruise_controller_api_writes_total{controller=\"sidecarset\",write=\"workload_status\"} 1",
+        ] {
+            assert!(writes.lines().any(|l| l == line), "{line} not in\n{writes}");
+        }
+
+        // Events go to the events API with kruise's reason and type.
+        let reference = ObjectReference {
+            api_version: Some("apps.kruise.io/v1alpha1".into()),
+            kind: Some("SidecarSet".into()),
+            name: Some("logs".into()),
+            uid: Some("u1".into()),
+            ..Default::default()
+        };
+        actor.publish(&reference, &[Event::warning("UpdateImmutableField", "sidecar env changed".into())]).await;
+        let seen = seen.lock().unwrap();
+        let (method, path, body) = seen.last().unwrap();
+        assert_eq!((method.as_str(), path.as_str()), ("POST", "/apis/events.k8s.io/v1/namespaces/default/events"));
+        assert_eq!((body["reason"].as_str(), body["type"].as_str()), (Some("UpdateImmutableField"), Some("Warning")));
+        assert_eq!(body["note"], "sidecar env changed");
+        assert_eq!(body["regarding"]["name"], "logs");
+    }
+}
