@@ -11,3 +11,5 @@ pub mod order;
 pub mod ownership;
 pub mod plan;
 pub mod podupdate;
+#[cfg(test)]
+pub(crate) mod testkit;
