@@ -37,8 +37,76 @@ pub const PRE_DELETE_HOOK_KEY: &str = "preDeleteHook";
 /// `KruisePodReady` message key added while a pod waits in `PreparingUpdate`.
 pub const PRE_UPDATE_HOOK_KEY: &str = "preUpdateHook";
 
-/// The pod's lifecycle state ("" when it has none).
-pub fn state(pod: &Pod) -> &str {
+/// A pod's lifecycle state (the `lifecycle.apps.kruise.io/state` label).
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum State {
+    /// No label: a pod made without lifecycle states (kruise treats it as `Normal`).
+    Unset,
+    PreparingNormal,
+    Normal,
+    PreparingUpdate,
+    Updating,
+    Updated,
+    PreparingDelete,
+    /// A label kruise does not know (see [`state_text`] for it).
+    Unknown,
+}
+
+impl State {
+    /// The label value ("" for [`State::Unset`], "Unknown" for [`State::Unknown`]).
+    pub fn as_str(self) -> &'static str {
+        match self {
+            State::Unset => "",
+            State::PreparingNormal => PREPARING_NORMAL,
+            State::Normal => NORMAL,
+            State::PreparingUpdate => PREPARING_UPDATE,
+            State::Updating => UPDATING,
+            State::Updated => UPDATED,
+            State::PreparingDelete => PREPARING_DELETE,
+            State::Unknown => "Unknown",
+        }
+    }
+
+    /// The state a label value names.
+    pub fn parse(label: &str) -> State {
+        match label {
+            "" => State::Unset,
+            PREPARING_NORMAL => State::PreparingNormal,
+            NORMAL => State::Normal,
+            PREPARING_UPDATE => State::PreparingUpdate,
+            UPDATING => State::Updating,
+            UPDATED => State::Updated,
+            PREPARING_DELETE => State::PreparingDelete,
+            _ => State::Unknown,
+        }
+    }
+}
+
+impl From<&str> for State {
+    fn from(label: &str) -> State {
+        State::parse(label)
+    }
+}
+
+impl PartialEq<&str> for State {
+    fn eq(&self, other: &&str) -> bool {
+        self.as_str() == *other && (*self != State::Unknown || State::parse(other) == State::Unknown)
+    }
+}
+
+impl std::fmt::Display for State {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(self.as_str())
+    }
+}
+
+/// The pod's lifecycle state.
+pub fn state(pod: &Pod) -> State {
+    State::parse(state_text(pod))
+}
+
+/// The pod's lifecycle label as written ("" when it has none).
+pub fn state_text(pod: &Pod) -> &str {
     pods::label(pod, LIFECYCLE_STATE).unwrap_or("")
 }
 
@@ -69,8 +137,9 @@ pub fn marks_pod_not_ready(lifecycle: Option<&Lifecycle>) -> bool {
 }
 
 /// `SetPodLifecycle`: the state label and its RFC 3339 timestamp annotation.
-pub fn set_state(pod: &mut Pod, state: &str, now: Timestamp) {
-    pod.metadata.labels.get_or_insert_with(Default::default).insert(LIFECYCLE_STATE.into(), state.into());
+pub fn set_state(pod: &mut Pod, state: impl Into<State>, now: Timestamp) {
+    let state = state.into();
+    pod.metadata.labels.get_or_insert_with(Default::default).insert(LIFECYCLE_STATE.into(), state.as_str().into());
     pod.metadata
         .annotations
         .get_or_insert_with(Default::default)
@@ -161,17 +230,18 @@ pub fn remove_not_ready_key(pod: &mut Pod, msg: &NotReadyMessage, now: Timestamp
 
 /// `executePodNotReadyPolicy`: entering PreparingDelete or PreparingUpdate adds a key, entering
 /// Updated removes the update key.
-fn not_ready_policy(pod: &mut Pod, state: &str, now: Timestamp) {
+fn not_ready_policy(pod: &mut Pod, state: State, now: Timestamp) {
     match state {
-        PREPARING_DELETE => add_not_ready_key(pod, &lifecycle_message(PRE_DELETE_HOOK_KEY), now),
-        PREPARING_UPDATE => add_not_ready_key(pod, &lifecycle_message(PRE_UPDATE_HOOK_KEY), now),
-        UPDATED => remove_not_ready_key(pod, &lifecycle_message(PRE_UPDATE_HOOK_KEY), now),
+        State::PreparingDelete => add_not_ready_key(pod, &lifecycle_message(PRE_DELETE_HOOK_KEY), now),
+        State::PreparingUpdate => add_not_ready_key(pod, &lifecycle_message(PRE_UPDATE_HOOK_KEY), now),
+        State::Updated => remove_not_ready_key(pod, &lifecycle_message(PRE_UPDATE_HOOK_KEY), now),
         _ => {}
     }
 }
 
 /// `UpdatePodLifecycle`: the pod after moving to `state` (`None` when nothing changes).
-pub fn update_lifecycle(pod: &Pod, state: &str, mark_pod_not_ready: bool, now: Timestamp) -> Option<Pod> {
+pub fn update_lifecycle(pod: &Pod, state: impl Into<State>, mark_pod_not_ready: bool, now: Timestamp) -> Option<Pod> {
+    let state = state.into();
     let mut after = pod.clone();
     if mark_pod_not_ready {
         not_ready_policy(&mut after, state, now);
@@ -186,10 +256,11 @@ pub fn update_lifecycle(pod: &Pod, state: &str, mark_pod_not_ready: bool, now: T
 /// finalizers are put (back) on the pod; nothing happens without a hook.
 pub fn update_lifecycle_with_handler(
     pod: &Pod,
-    state: &str,
+    state: impl Into<State>,
     hook: Option<&LifecycleHook>,
     now: Timestamp,
 ) -> Option<Pod> {
+    let state = state.into();
     let hook = hook?;
     let mut after = pod.clone();
     if hook.mark_pod_not_ready {

@@ -33,6 +33,7 @@ use crate::core::inplace::apply::{self, Options};
 use crate::core::inplace::classify::UpdateSpec;
 use crate::core::inplace::refresh::{self, Refresh};
 use crate::core::inplace::state;
+use crate::core::lifecycle::State;
 use crate::core::revision::CONTROLLER_REVISION_HASH;
 use crate::core::{lifecycle, pods};
 
@@ -117,7 +118,7 @@ impl Machine<'_> {
         let lc = self.lifecycle;
         let in_place_hook = self.in_place_hook();
         let next = match lifecycle::state(p) {
-            lifecycle::PREPARING_NORMAL => {
+            State::PreparingNormal => {
                 let normal = match lc.and_then(|l| l.pre_normal.as_ref()) {
                     None => pods::is_scheduled(p),
                     Some(hook) => lifecycle::is_all_hooked(Some(hook), p),
@@ -130,27 +131,25 @@ impl Machine<'_> {
                     };
                     step.waiting.push(format!("{} {why}", pods::name(p)));
                 }
-                normal.then_some(lifecycle::NORMAL)
+                normal.then_some(State::Normal)
             }
-            lifecycle::PREPARING_UPDATE if (self.at_revision)(p, self.update_revision) => {
+            State::PreparingUpdate if (self.at_revision)(p, self.update_revision) => {
                 Some(if lc.is_some() && !lifecycle::is_all_hooked(in_place_hook, p) {
-                    lifecycle::UPDATED
+                    State::Updated
                 } else {
-                    lifecycle::NORMAL
+                    State::Normal
                 })
             }
-            lifecycle::UPDATING => match refresh::update_completed(p, opts) {
+            State::Updating => match refresh::update_completed(p, opts) {
                 Ok(()) => Some(if lc.is_some() && !lifecycle::is_all_hooked(in_place_hook, p) {
-                    lifecycle::UPDATED
+                    State::Updated
                 } else {
-                    lifecycle::NORMAL
+                    State::Normal
                 }),
                 Err(_) => None,
             },
-            lifecycle::UPDATED => {
-                (lc.is_none() || in_place_hook.is_none() || lifecycle::is_all_hooked(in_place_hook, p))
-                    .then_some(lifecycle::NORMAL)
-            }
+            State::Updated => (lc.is_none() || in_place_hook.is_none() || lifecycle::is_all_hooked(in_place_hook, p))
+                .then_some(State::Normal),
             _ => None,
         };
         if let Some(next) = next {
@@ -184,10 +183,10 @@ impl Machine<'_> {
         let hook = self.in_place_hook();
         let now = self.now;
         match lifecycle::state(p) {
-            "" | lifecycle::PREPARING_NORMAL | lifecycle::NORMAL if lifecycle::is_hooked(hook, p) => {
+            State::Unset | State::PreparingNormal | State::Normal if lifecycle::is_hooked(hook, p) => {
                 let mark = hook.is_some_and(|h| h.mark_pod_not_ready);
                 let current = changes.current(p).clone();
-                if let Some(after) = lifecycle::update_lifecycle(&current, lifecycle::PREPARING_UPDATE, mark, now) {
+                if let Some(after) = lifecycle::update_lifecycle(&current, State::PreparingUpdate, mark, now) {
                     let writes = changes.change(p, after);
                     let reason = format!(
                         "{} -> PreparingUpdate: its inPlaceUpdate hook holds it before the update to {target}",
@@ -197,11 +196,11 @@ impl Machine<'_> {
                 }
                 return Ok(());
             }
-            "" | lifecycle::PREPARING_NORMAL | lifecycle::NORMAL | lifecycle::UPDATING => {}
-            lifecycle::UPDATED => {
+            State::Unset | State::PreparingNormal | State::Normal | State::Updating => {}
+            State::Updated => {
                 let current = changes.current(p).clone();
                 if let Some(after) =
-                    lifecycle::update_lifecycle_with_handler(&current, lifecycle::PREPARING_UPDATE, hook, now)
+                    lifecycle::update_lifecycle_with_handler(&current, State::PreparingUpdate, hook, now)
                 {
                     let writes = changes.change(p, after);
                     let reason = format!(
@@ -211,7 +210,7 @@ impl Machine<'_> {
                 }
                 return Ok(());
             }
-            lifecycle::PREPARING_UPDATE => {
+            State::PreparingUpdate => {
                 if lifecycle::is_hooked(hook, p) {
                     step.waiting.push(format!(
                         "{name} waits in PreparingUpdate until its inPlaceUpdate hook labels/finalizers are removed"
@@ -219,7 +218,10 @@ impl Machine<'_> {
                     return Ok(());
                 }
             }
-            other => return Err(format!("not allowed to in-place update pod {name} in state {other}")),
+            State::PreparingDelete | State::Unknown => {
+                let state = lifecycle::state_text(p);
+                return Err(format!("not allowed to in-place update pod {name} in state {state}"));
+            }
         }
         let current = changes.current(p).clone();
         let write_revision = self.write_revision;
@@ -230,7 +232,7 @@ impl Machine<'_> {
             self.options,
             now,
             |pod| write_revision(pod, target),
-            |pod| lifecycle::set_state(pod, lifecycle::UPDATING, now),
+            |pod| lifecycle::set_state(pod, State::Updating, now),
         )?;
         let writes = changes.change(p, after);
         let grace = self.options.grace_period_seconds;

@@ -17,6 +17,7 @@ use serde::Serialize;
 
 use super::settings::Settings;
 use crate::core::lifecycle;
+use crate::core::lifecycle::State;
 
 /// kruise's `expectationDiffs`, every field (the `diff` of `kruise plan -o json`).
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Serialize)]
@@ -76,9 +77,9 @@ pub fn counts(
 ) -> Counts {
     let mut c = Counts::default();
     for p in pods {
-        let is_new = (preparing_update_as_update && lifecycle::state(p) == lifecycle::PREPARING_UPDATE)
+        let is_new = (preparing_update_as_update && lifecycle::state(p) == State::PreparingUpdate)
             || super::revision::equal_to_revision_hash(p, update_revision);
-        let pre_deleting = lifecycle::state(p) == lifecycle::PREPARING_DELETE;
+        let pre_deleting = lifecycle::state(p) == State::PreparingDelete;
         let to_delete = !pre_deleting && s.is_specified_delete(p);
         let unavailable = !pre_deleting && !to_delete && !s.is_available(p, now);
         let (total, active, unavail, del, pre) = if is_new {

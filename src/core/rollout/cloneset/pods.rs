@@ -24,6 +24,7 @@ use crate::apis::cloneset::CloneSet;
 use crate::apis::keys::IN_PLACE_UPDATE_READY;
 use crate::core::history::ALPHANUMS;
 use crate::core::lifecycle;
+use crate::core::lifecycle::State;
 
 /// Pod and PVC label with the instance id.
 pub const INSTANCE_ID: &str = "apps.kruise.io/cloneset-instance-id";
@@ -185,7 +186,7 @@ pub fn new_pod(
         volumes.extend(template_volumes.into_iter().filter(|v| !claimed.contains(&v.name)));
         spec.volumes = Some(volumes);
     }
-    lifecycle::set_state(&mut pod, lifecycle::PREPARING_NORMAL, now);
+    lifecycle::set_state(&mut pod, State::PreparingNormal, now);
     pod
 }
 

@@ -417,7 +417,7 @@ fn created(a: &Action) -> Option<&Pod> {
 
 /// The lifecycle state an action leaves its pod in, read from the state after the round.
 fn state_after<'a>(after: &'a World, a: &Action) -> &'a str {
-    a.pod.as_deref().and_then(|n| find(after, n)).map_or("", lifecycle::state)
+    a.pod.as_deref().and_then(|n| find(after, n)).map_or("", lifecycle::state_text)
 }
 
 fn describe(p: &Plan) -> String {

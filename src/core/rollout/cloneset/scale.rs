@@ -21,11 +21,12 @@ use super::ranking::{SpreadConstraint, same_node_ranks, sort_for_deletion, sprea
 use super::revision::{Revision, equal_to_revision_hash, template_of};
 use super::round::{Event, Round, Step, name_list};
 use crate::core::lifecycle;
+use crate::core::lifecycle::State;
 use crate::core::pods;
 use crate::core::rollout::actions::{Action, ActionKind, Write, slow_start_batch};
 
 fn is_update(r: &Round<'_>, p: &Pod) -> bool {
-    (r.settings.gates.preparing_update_as_update && lifecycle::state(p) == lifecycle::PREPARING_UPDATE)
+    (r.settings.gates.preparing_update_as_update && lifecycle::state(p) == State::PreparingUpdate)
         || equal_to_revision_hash(p, r.update.name())
 }
 
@@ -37,9 +38,9 @@ pub fn scale(r: &mut Round<'_>) -> (Step, ExpectationDiffs) {
 
     let specified: Vec<&Pod> = pods.iter().copied().filter(|p| s.is_specified_delete(p)).collect();
     let pre_delete: Vec<&Pod> =
-        pods.iter().copied().filter(|p| lifecycle::state(p) == lifecycle::PREPARING_DELETE).collect();
+        pods.iter().copied().filter(|p| lifecycle::state(p) == State::PreparingDelete).collect();
     let num_to_delete =
-        pods.iter().filter(|p| s.is_specified_delete(p) || lifecycle::state(p) == lifecycle::PREPARING_DELETE).count()
+        pods.iter().filter(|p| s.is_specified_delete(p) || lifecycle::state(p) == State::PreparingDelete).count()
             as i32;
 
     // 1. Cancel PreparingDelete for pods replicas still want.
@@ -53,10 +54,10 @@ pub fn scale(r: &mut Round<'_>) -> (Step, ExpectationDiffs) {
                 continue;
             }
             let current = r.changes.current(p).clone();
-            if let Some(after) = lifecycle::update_lifecycle(&current, lifecycle::PREPARING_NORMAL, false, r.now) {
+            if let Some(after) = lifecycle::update_lifecycle(&current, State::PreparingNormal, false, r.now) {
                 let writes = r.changes.change(p, after);
                 let reason = format!("replicas {} want it again: its deletion is cancelled", s.replicas);
-                step.actions.push(set_lifecycle(p, lifecycle::PREPARING_NORMAL, r.update.name(), reason, writes));
+                step.actions.push(set_lifecycle(p, State::PreparingNormal, r.update.name(), reason, writes));
             }
             want -= 1;
         }
@@ -99,7 +100,7 @@ pub fn scale(r: &mut Round<'_>) -> (Step, ExpectationDiffs) {
 
     // 4. Specified deletions.
     let to_delete: Vec<&Pod> =
-        specified.iter().copied().filter(|p| lifecycle::state(p) != lifecycle::PREPARING_DELETE).collect();
+        specified.iter().copied().filter(|p| lifecycle::state(p) != State::PreparingDelete).collect();
     if !to_delete.is_empty() {
         let mut limit = diff.delete_ready_limit;
         let mut chosen = Vec::new();
@@ -177,7 +178,7 @@ fn unavailable_wait(r: &Round<'_>, held: &[&Pod], what: &str, limit: i32) -> Str
     msg
 }
 
-fn set_lifecycle(p: &Pod, state: &str, revision: &str, reason: String, writes: Vec<Write>) -> Action {
+fn set_lifecycle(p: &Pod, state: State, revision: &str, reason: String, writes: Vec<Write>) -> Action {
     Action::new(ActionKind::SetLifecycle, Some(pods::name(p)), revision, format!("{state}: {reason}"), writes)
 }
 
@@ -242,11 +243,11 @@ fn delete_pods(r: &mut Round<'_>, step: &mut Step, list: &[&Pod], reason: impl F
         if lifecycle::is_hooked(pre_delete.as_ref(), p) {
             let mark = pre_delete.as_ref().is_some_and(|h| h.mark_pod_not_ready);
             let current = r.changes.current(p).clone();
-            match lifecycle::update_lifecycle(&current, lifecycle::PREPARING_DELETE, mark, r.now) {
+            match lifecycle::update_lifecycle(&current, State::PreparingDelete, mark, r.now) {
                 Some(after) => {
                     let writes = r.changes.change(p, after);
                     let why = format!("{}; its preDelete hook holds it", reason(p));
-                    step.actions.push(set_lifecycle(p, lifecycle::PREPARING_DELETE, r.update.name(), why, writes));
+                    step.actions.push(set_lifecycle(p, State::PreparingDelete, r.update.name(), why, writes));
                 }
                 None => step.waiting.push(format!(
                     "{} is PreparingDelete: waiting for its preDelete hook labels/finalizers to be removed",

@@ -17,6 +17,7 @@ use crate::apis::common::Lifecycle;
 use crate::apis::keys::{IN_PLACE_UPDATE_READY, SPECIFIED_DELETE};
 use crate::compat::intstr::{calculate_partition_replicas, k8s_value_from_int_or_percent};
 use crate::core::features::{FeatureGates, Gate};
+use crate::core::lifecycle::State;
 use crate::core::{lifecycle, pods};
 
 /// CloneSet label asking to leave PreparingDelete pods out of the scale arithmetic.
@@ -158,13 +159,13 @@ impl Settings {
 
     /// `IsPodAvailable`: lifecycle state "" or Normal, and update-ready for minReadySeconds.
     pub fn is_available(&self, pod: &Pod, now: Timestamp) -> bool {
-        matches!(lifecycle::state(pod), "" | lifecycle::NORMAL)
+        matches!(lifecycle::state(pod), State::Unset | State::Normal)
             && self.is_update_ready(pod, self.min_ready_seconds, now)
     }
 
     /// `isPodReady`: available without minReadySeconds.
     pub fn is_ready(&self, pod: &Pod, now: Timestamp) -> bool {
-        matches!(lifecycle::state(pod), "" | lifecycle::NORMAL) && self.is_update_ready(pod, 0, now)
+        matches!(lifecycle::state(pod), State::Unset | State::Normal) && self.is_update_ready(pod, 0, now)
     }
 }
 

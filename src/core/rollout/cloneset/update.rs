@@ -26,6 +26,7 @@ use crate::apis::keys::SPECIFIED_DELETE;
 use crate::core::inplace::apply::Options;
 use crate::core::inplace::classify::{ClassifyOptions, UpdateSpec, VCT_HASH_ANNOTATION, classify_revision_update};
 use crate::core::inplace::state;
+use crate::core::lifecycle::State;
 use crate::core::rollout::actions::{Action, ActionKind};
 use crate::core::rollout::order::{PodLabels, sort_by_priority, sort_by_scatter};
 use crate::core::rollout::podupdate::{self, Machine};
@@ -98,8 +99,8 @@ pub fn update(r: &mut Round<'_>) -> (Step, ExpectationDiffs) {
             continue;
         }
         match lifecycle::state(p) {
-            lifecycle::PREPARING_DELETE => {}
-            lifecycle::UPDATED => candidates.push(i),
+            State::PreparingDelete => {}
+            State::Updated => candidates.push(i),
             _ if state::grace_text(p).is_some() => waiting_grace.push(*p),
             _ => candidates.push(i),
         }
@@ -134,7 +135,7 @@ pub fn sort_update_indexes(cs: &crate::apis::cloneset::CloneSet, pods: &[&Pod], 
     if !us.scatter_strategy.is_empty() {
         indexes = sort_by_scatter(&us.scatter_strategy, &labels, indexes);
     }
-    let preparing = |i: usize| lifecycle::state(pods[i]) == lifecycle::PREPARING_UPDATE;
+    let preparing = |i: usize| lifecycle::state(pods[i]) == State::PreparingUpdate;
     indexes.sort_by_key(|&i| !preparing(i));
     indexes
 }
