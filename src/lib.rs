@@ -9,6 +9,7 @@ pub mod apis;
 pub mod certs;
 pub mod check;
 pub mod cli;
+pub mod client;
 pub mod cluster;
 pub mod compat;
 pub mod config;
