@@ -181,6 +181,7 @@ pub async fn run(
                     lock(&cleanup.last_plan).remove(&key);
                 }
                 Err(controller::Error::ReconcilerFailed(e, r)) => tracing::debug!(cloneset = %r, "{e}"),
+                Err(controller::Error::QueueError(e)) => crate::cluster::watch_errors::log(CONTROLLER, &e),
                 Err(e) => tracing::warn!(controller = CONTROLLER, "{e}"),
             }
             std::future::ready(())
