@@ -66,7 +66,7 @@ fn kruise_main(args: Vec<String>) -> ! {
     kruise::init_tracing(cli.log_format, &cli.log);
     let runtime = tokio::runtime::Builder::new_multi_thread().enable_all().build().unwrap();
     let code = runtime.block_on(kruise::run(cli));
-    kruise::logsink::flush();
+    kruise::log::sink::flush();
     std::process::exit(code);
 }
 
