@@ -8,7 +8,10 @@
 //! ready), the leader's resident memory once synced, after the idle window and at its peak, its
 //! CPU while idle (the default 30 s, starting 5 s after the sync), its reconciles, and the watch
 //! requests it holds open on the apiserver by resource (`apiserver_longrunning_requests` with
-//! `verb="WATCH"`, after minus before its start). It asserts nothing about speed.
+//! `verb="WATCH"`, after minus before its start). To tell a busy idle from a busy cluster it also
+//! shows the controller's work-queue adds and writes before and during the idle window, the pod
+//! and CloneSet changes seen in 10 s after it by last writer (a steady state has none), and what
+//! `kruise plan` makes of the first CloneSet. It asserts nothing about speed.
 //!
 //! How the steady state is built without 10,000 pods on the simulated kubelet:
 //! 1. The CloneSets are created with one replica and a `kruise serve` started for the purpose
@@ -257,6 +260,46 @@ fn copy_of(pod: &Pod, set: &str, i: usize) -> Pod {
     copy
 }
 
+/// The last writer of an object: (manager, subresource) of its newest managedFields entry.
+fn last_writer(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> String {
+    let newest = meta.managed_fields.iter().flatten().max_by_key(|m| m.time.as_ref().map(|t| t.0));
+    newest.map_or("?".into(), |m| {
+        format!("{}/{}", m.manager.as_deref().unwrap_or("?"), m.subresource.as_deref().unwrap_or(""))
+    })
+}
+
+/// Changes to the namespace's pods and CloneSets during `window` (a steady state has none), by
+/// kind and last writer.
+async fn changes_while_idle(pods: &Api<Pod>, sets: &Api<CloneSet>, window: Duration) -> BTreeMap<String, usize> {
+    use kube::runtime::watcher::{Event, watcher};
+    let mut out = BTreeMap::new();
+    let deadline = tokio::time::sleep(window);
+    tokio::pin!(deadline);
+    let pod_events = watcher(pods.clone(), Default::default());
+    let set_events = watcher(sets.clone(), Default::default());
+    tokio::pin!(pod_events, set_events);
+    let (mut pods_listed, mut sets_listed) = (false, false);
+    loop {
+        tokio::select! {
+            () = &mut deadline => return out,
+            Some(event) = pod_events.next() => match event {
+                Ok(Event::InitDone) => pods_listed = true,
+                Ok(Event::Apply(p) | Event::Delete(p)) if pods_listed => {
+                    *out.entry(format!("pod by {}", last_writer(&p.metadata))).or_insert(0) += 1;
+                }
+                _ => {}
+            },
+            Some(event) = set_events.next() => match event {
+                Ok(Event::InitDone) => sets_listed = true,
+                Ok(Event::Apply(c) | Event::Delete(c)) if sets_listed => {
+                    *out.entry(format!("CloneSet by {}", last_writer(&c.metadata))).or_insert(0) += 1;
+                }
+                _ => {}
+            },
+        }
+    }
+}
+
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--kruise") {
@@ -398,11 +441,20 @@ async fn drive(sets: usize, per_set: usize, idle: Duration) {
     let (peak, rss_idle) = serve.rss_mib();
     let watches_after = apiserver_watches(&client).await;
     let reconciles = "controller_runtime_reconcile_total{controller=\"cloneset\"";
-    let (reconciled, idle_reconciles) =
-        (metric_sum(&metrics_before, reconciles), metric_sum(&metrics_after, reconciles) - metric_sum(&metrics_before, reconciles));
+    let (reconciled, idle_reconciles) = (
+        metric_sum(&metrics_before, reconciles),
+        metric_sum(&metrics_after, reconciles) - metric_sum(&metrics_before, reconciles),
+    );
+    let changes = changes_while_idle(&pod_api, &api, Duration::from_secs(10)).await;
     let warnings = serve.warnings();
     serve.stop();
-
+    // What the planner makes of one CloneSet now (`kruise plan`, read-only).
+    let plan = Command::new(std::env::current_exe().unwrap())
+        .args(["--kruise", "plan", "cloneset", &names[0], "-n", ns.name()])
+        .env("KUBECONFIG", cluster.kubeconfig())
+        .output()
+        .unwrap();
+    let plan = String::from_utf8_lossy(&plan.stdout).into_owned();
     let pods_total = sets * per_set;
     println!();
     println!("kruise serve (leader) with {sets} CloneSets, {pods_total} pods; load average at start: {}", load.trim());
@@ -418,6 +470,26 @@ async fn drive(sets: usize, per_set: usize, idle: Duration) {
         cpu_idle.as_secs_f64() * 100.0 / idle.as_secs_f64()
     );
     println!("  reconciles up to the idle window {reconciled:>6}, during it {idle_reconciles}");
+    let adds = "workqueue_adds_total{controller=\"cloneset\"";
+    println!(
+        "  work-queue adds (watch triggers) up to the idle window {}, during it {}",
+        metric_sum(&metrics_before, adds),
+        metric_sum(&metrics_after, adds) - metric_sum(&metrics_before, adds)
+    );
+    let writes = |text: &str| -> BTreeMap<String, f64> {
+        let prefix = "kruise_controller_api_writes_total{controller=\"cloneset\",write=\"";
+        text.lines()
+            .filter_map(|l| l.strip_prefix(prefix))
+            .filter_map(|rest| {
+                let (kind, value) = rest.split_once("\"}")?;
+                Some((kind.to_string(), value.trim().parse().ok()?))
+            })
+            .collect()
+    };
+    let (writes_before, writes_after) = (writes(&metrics_before), writes(&metrics_after));
+    let idle_writes: Vec<String> =
+        writes_after.iter().map(|(k, v)| format!("{k} {}", v - writes_before.get(k).copied().unwrap_or(0.0))).collect();
+    println!("  controller writes up to the idle window {writes_before:?}; during it: {}", idle_writes.join(", "));
     let resources: std::collections::BTreeSet<&String> = watches_before.keys().chain(watches_after.keys()).collect();
     let opened: Vec<String> = resources
         .into_iter()
@@ -427,6 +499,8 @@ async fn drive(sets: usize, per_set: usize, idle: Duration) {
         })
         .collect();
     println!("  watches opened on the apiserver: {}", opened.join(", "));
+    println!("  kruise plan of {} after the idle window:\n{plan}", names[0]);
+    println!("  pod and CloneSet changes in 10 s after it, by last writer: {changes:?}");
     println!("  warnings logged: {}", warnings.len());
     for line in warnings.iter().take(5) {
         println!("    {line}");
