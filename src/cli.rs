@@ -206,9 +206,26 @@ pub struct ServeArgs {
     #[arg(long, default_value = "5s", value_parser = parse_duration)]
     pub cert_check_interval: Duration,
     /// The manager namespace: SidecarSet revisions, the certificate Secret, the webhook Service
-    /// and the leader Lease live there.
+    /// and the leader Lease live there. Kruise reads it from `POD_NAMESPACE` only; its
+    /// `--namespace` is the controllers' scope (below).
     #[arg(long, env = "POD_NAMESPACE", default_value = crate::config::DEFAULT_NAMESPACE)]
-    pub namespace: String,
+    pub manager_namespace: String,
+    /// Restricts the controllers to objects of this namespace (kruise's `--namespace`, which
+    /// "restricts the manager's cache to watch objects in the desired namespace"); all
+    /// namespaces when empty. Cluster-scoped objects are still watched.
+    #[arg(long = "namespace", default_value = "")]
+    pub scope: String,
+    /// Objects the CloneSet controller reconciles at the same time (kruise's `--cloneset-workers`).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    pub cloneset_workers: u16,
+    /// Requests per second the Kubernetes client sends at most, on average (kruise's
+    /// `--rest-config-qps`, client-go's token bucket); 0: no client-side limit.
+    #[arg(long, default_value_t = 30)]
+    pub rest_config_qps: u32,
+    /// Requests the Kubernetes client may send at once above the average (kruise's
+    /// `--rest-config-burst`: the token bucket's size; at least 1).
+    #[arg(long, default_value_t = 50)]
+    pub rest_config_burst: u32,
     /// Kubeconfig to reach the cluster (default: $KUBECONFIG, ~/.kube/config, then the in-cluster
     /// service account).
     #[arg(long)]
@@ -329,6 +346,36 @@ mod tests {
         assert!(parse_duration("abc").is_err());
         assert!(parse_duration("-1s").is_err());
         assert!(parse_duration("1d").is_err());
+    }
+
+    #[test]
+    fn kruise_process_flags() {
+        let serve = |args: &[&str]| {
+            let cli = Cli::try_parse_from([&["kruise", "serve"], args].concat())?;
+            let Command::Serve(args) = cli.command else { panic!("serve") };
+            Ok::<_, clap::Error>(args)
+        };
+        // kruise's defaults: every namespace, 3 workers, 30 QPS with bursts of 50.
+        let defaults = serve(&[]).unwrap();
+        assert_eq!(defaults.scope, "");
+        assert_eq!((defaults.cloneset_workers, defaults.rest_config_qps, defaults.rest_config_burst), (3, 30, 50));
+        let args = serve(&[
+            "--namespace",
+            "team-a",
+            "--manager-namespace",
+            "kruise",
+            "--cloneset-workers",
+            "8",
+            "--rest-config-qps",
+            "100",
+            "--rest-config-burst=200",
+        ])
+        .unwrap();
+        assert_eq!((args.scope.as_str(), args.manager_namespace.as_str()), ("team-a", "kruise"));
+        assert_eq!((args.cloneset_workers, args.rest_config_qps, args.rest_config_burst), (8, 100, 200));
+        // No worker would reconcile anything (and kube-runtime reads 0 as "no limit").
+        assert!(serve(&["--cloneset-workers", "0"]).is_err());
+        assert!(serve(&["--rest-config-qps", "-1"]).is_err());
     }
 
     #[test]

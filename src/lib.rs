@@ -9,15 +9,14 @@ pub mod apis;
 pub mod certs;
 pub mod check;
 pub mod cli;
+pub mod client;
 pub mod cluster;
 pub mod compat;
 pub mod config;
 pub mod controller;
 pub mod core;
 pub mod leader;
-pub mod logfields;
-pub mod logsink;
-pub mod logtime;
+pub mod log;
 pub mod manifests;
 pub mod metrics;
 pub mod plan;
@@ -26,32 +25,8 @@ pub mod server;
 pub mod source;
 pub mod webhook;
 
-use cli::{Cli, Command, LogFormat};
-
-/// Installs the tracing subscriber: lines go to standard error in batches ([`logsink`]), so the
-/// process calls [`logsink::flush`] before it exits.
-pub fn init_tracing(format: LogFormat, filter: &str) {
-    let filter =
-        tracing_subscriber::EnvFilter::try_new(filter).unwrap_or_else(|_| tracing_subscriber::EnvFilter::new("info"));
-    // Colours only on a terminal: escape codes are noise in collected logs, and cost a tenth of
-    // the per-review log line (issue 16).
-    let ansi = std::io::IsTerminal::is_terminal(&std::io::stderr());
-    let builder = tracing_subscriber::fmt()
-        .with_env_filter(filter)
-        .with_writer(logsink::stderr())
-        .with_ansi(ansi)
-        .with_timer(logtime::CachedSystemTime);
-    // A panic's message comes after the lines logged before it.
-    let previous = std::panic::take_hook();
-    std::panic::set_hook(Box::new(move |info| {
-        logsink::flush();
-        previous(info);
-    }));
-    let _ = match format {
-        LogFormat::Text => builder.fmt_fields(logfields::TextFields).try_init(),
-        LogFormat::Json => builder.json().flatten_event(true).try_init(),
-    };
-}
+use cli::{Cli, Command};
+pub use log::init_tracing;
 
 /// Runs a parsed command line; returns the process exit code.
 pub async fn run(cli: Cli) -> i32 {

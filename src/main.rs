@@ -20,6 +20,6 @@ fn main() {
         }
     };
     let code = runtime.block_on(kruise::run(cli));
-    kruise::logsink::flush();
+    kruise::log::sink::flush();
     std::process::exit(code);
 }

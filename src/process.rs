@@ -50,7 +50,7 @@ pub enum RunError {
 
 /// The settings every task shares, from the command line.
 pub fn config(args: &ServeArgs) -> Config {
-    Config { namespace: args.namespace.clone(), gates: args.feature_gates.clone(), clock: Clock::System }
+    Config { namespace: args.manager_namespace.clone(), gates: args.feature_gates.clone(), clock: Clock::System }
 }
 
 /// Serves until SIGTERM or SIGINT, then shuts down gracefully.
@@ -140,6 +140,8 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
         metrics: metrics.clone(),
         identity: identity.clone(),
         gates: config.gates.clone(),
+        scope: Some(args.scope.clone()).filter(|ns| !ns.is_empty()),
+        cloneset_workers: args.cloneset_workers,
     };
 
     if args.leader_elect {
@@ -183,6 +185,10 @@ struct LeaderTasks {
     metrics: Metrics,
     identity: String,
     gates: crate::core::features::FeatureGates,
+    /// `--namespace`: the controllers' namespace (all when `None`).
+    scope: Option<String>,
+    /// `--cloneset-workers`.
+    cloneset_workers: u16,
 }
 
 impl LeaderTasks {
@@ -196,6 +202,8 @@ impl LeaderTasks {
             settings: crate::controller::Settings {
                 gates: self.gates.clone(),
                 instance: Some(self.identity.clone()),
+                namespace: self.scope.clone(),
+                concurrency: self.cloneset_workers,
                 ..crate::controller::Settings::default()
             },
             metrics: self.metrics.clone(),
@@ -301,17 +309,8 @@ async fn until_cancelled(stop: CancellationToken, task: impl std::future::Future
 }
 
 async fn client(args: &ServeArgs) -> Result<kube::Client, RunError> {
-    let err = |e: &dyn std::fmt::Display| RunError::Client(e.to_string());
-    let config = match &args.kubeconfig {
-        Some(path) => {
-            let kubeconfig = kube::config::Kubeconfig::read_from(path).map_err(|e| err(&e))?;
-            kube::Config::from_custom_kubeconfig(kubeconfig, &kube::config::KubeConfigOptions::default())
-                .await
-                .map_err(|e| err(&e))?
-        }
-        None => kube::Config::infer().await.map_err(|e| err(&e))?,
-    };
-    kube::Client::try_from(config).map_err(|e| err(&e))
+    let limit = crate::client::RateLimit { qps: args.rest_config_qps, burst: args.rest_config_burst };
+    crate::client::connect(args.kubeconfig.as_deref(), limit).await.map_err(RunError::Client)
 }
 
 fn files_view(args: &ServeArgs, stop: &CancellationToken) -> Result<Arc<dyn ClusterView>, RunError> {

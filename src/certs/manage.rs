@@ -101,7 +101,15 @@ enum Change {
 
 /// A change, or a watch error logged (an error is not a change: polling covers it).
 fn noted(result: Result<(), watcher::Error>) -> Option<()> {
-    result.map_err(|e| tracing::warn!(error = %e, "watching for certificate changes (polling meanwhile)")).ok()
+    result
+        .map_err(|e| {
+            if crate::cluster::watch_errors::harmless(&e) {
+                tracing::debug!(error = %e, "watching for certificate changes: listing again");
+            } else {
+                tracing::warn!(error = %e, "watching for certificate changes (polling meanwhile)");
+            }
+        })
+        .ok()
 }
 
 /// Whether `name` is the name of a CRD of one of `groups` (`<plural>.<group>`).

@@ -177,7 +177,7 @@ impl LiveView {
                 Err(watcher::Error::InitialListFailed(error)) if switch_on_list_failure => {
                     return Some(ListFailed { error, listed });
                 }
-                Err(e) => tracing::warn!(kind = kind.name(), error = %e, "watch failed; retrying"),
+                Err(e) => super::watch_errors::log(kind.name(), &e),
                 Ok(Event::Init) => listing.clear(),
                 Ok(Event::InitApply(o)) => listing.push(json_of(kind, api_version, o)),
                 Ok(Event::InitDone) => {

@@ -9,6 +9,7 @@
 pub mod files;
 pub mod live;
 pub mod snapshot;
+pub mod watch_errors;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

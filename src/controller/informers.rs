@@ -13,7 +13,8 @@
 //! CloneSet that no longer decodes is not reconciled on its old spec).
 //!
 //! A watch restart for a known, harmless reason (410 Gone: "too old resource version", after which
-//! the watcher lists again) is logged at debug; other watch errors at warn.
+//! the watcher lists again) is logged at debug, other watch errors at warn
+//! ([`crate::cluster::watch_errors`]).
 
 use std::fmt::Debug;
 use std::sync::{Arc, RwLock};
@@ -187,27 +188,11 @@ where
             while let Some(event) = stream.next().await {
                 match event {
                     Ok(event) => me.handle(event, &metrics),
-                    Err(e) if is_expected_restart(&e) => {
-                        tracing::debug!(kind = me.kind, "watch restarts: {e}");
-                    }
-                    Err(e) => tracing::warn!(kind = me.kind, "watch failed, retrying: {e}"),
+                    Err(e) => crate::cluster::watch_errors::log(me.kind, &e),
                 }
             }
             metrics.informer_watches.get_or_create(&labels).dec();
         })
-    }
-}
-
-/// Whether a watch error is a known, harmless restart: 410 Gone ("too old resource version",
-/// "Expired") after which the watcher lists again — e.g. when a CRD's watch cache restarts after
-/// its conversion settings (the leader's own caBundle) change.
-pub fn is_expected_restart(e: &watcher::Error) -> bool {
-    match e {
-        watcher::Error::WatchError(s) => s.code == 410,
-        watcher::Error::WatchFailed(kube::Error::Api(s)) | watcher::Error::WatchStartFailed(kube::Error::Api(s)) => {
-            s.code == 410
-        }
-        _ => false,
     }
 }
 
@@ -369,13 +354,5 @@ mod tests {
         informer.handle(Event::Apply(bad), &metrics);
         assert!(informer.index().get_object("ns/p1").is_none());
         assert_eq!(*deleted.lock().unwrap(), ["ns/p1"]);
-    }
-
-    #[test]
-    fn expected_restarts_are_410s() {
-        let status = |code| kube::core::Status { code, ..Default::default() };
-        assert!(is_expected_restart(&watcher::Error::WatchError(Box::new(status(410)))));
-        assert!(!is_expected_restart(&watcher::Error::WatchError(Box::new(status(500)))));
-        assert!(!is_expected_restart(&watcher::Error::NoResourceVersion));
     }
 }

@@ -93,6 +93,40 @@ pub(crate) fn decode_object<T: DeserializeOwned>(raw: Option<&Value>, what: &str
     crate::compat::decode::from_value(raw).map_err(|e| Verdict::errored(400, format!("cannot decode {what}: {e}")))
 }
 
+/// The objects of a review a validating handler decides on, decoded.
+pub(crate) enum Objects<T> {
+    /// CREATE: the new object.
+    Create(T),
+    /// UPDATE: the new object, then the old one.
+    Update(T, T),
+    /// DELETE: the object being deleted (`oldObject`).
+    Delete(T),
+    /// Nothing to decide on: CONNECT, or a DELETE without `oldObject` (Kubernetes < 1.16 sends
+    /// none).
+    Nothing,
+}
+
+/// The first step of every validating handler: decodes the objects the operation carries with
+/// `decode` — `names` are the new and the old object's names in a 400 ("CloneSet", "old
+/// CloneSet"); the new one is decoded first, so its error is the one answered when both fail.
+pub(crate) fn decode_objects<T>(
+    review: &Review,
+    names: [&str; 2],
+    decode: impl Fn(Option<&Value>, &str) -> Result<T, Verdict>,
+) -> Result<Objects<T>, Verdict> {
+    let [new, old] = names;
+    Ok(match review.request.operation {
+        Operation::Create => Objects::Create(decode(review.object.as_ref(), new)?),
+        Operation::Update => {
+            let object = decode(review.object.as_ref(), new)?;
+            Objects::Update(object, decode(review.old_object.as_ref(), old)?)
+        }
+        Operation::Delete if review.old_object.is_none() => Objects::Nothing,
+        Operation::Delete => Objects::Delete(decode(review.old_object.as_ref(), old)?),
+        Operation::Connect => Objects::Nothing,
+    })
+}
+
 /// Whether the operation carries a new object (CREATE or UPDATE).
 pub(crate) fn writes_object(op: &Operation) -> bool {
     matches!(op, Operation::Create | Operation::Update)

@@ -10,7 +10,7 @@ use kube::core::admission::Operation;
 use serde_json::Value;
 
 use super::review::{Review, Verdict};
-use super::{CLONESET, Context, decode_object, decode_on_v1alpha1, deletion_verdict};
+use super::{CLONESET, Context, Objects, decode_object, decode_objects, decode_on_v1alpha1, deletion_verdict};
 use crate::apis::CloneSet;
 use crate::apis::cloneset::{IN_PLACE_IF_POSSIBLE, v1beta1};
 use crate::compat::field::FieldError;
@@ -28,25 +28,18 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
         Ok(pair) => pair,
         Err(v) => return v,
     };
-    match review.request.operation {
-        Operation::Create => {
-            let new = match decode(review.object.as_ref(), "CloneSet") {
-                Ok(c) => c,
-                Err(v) => return v,
-            };
+    let objects = match decode_objects(review, ["CloneSet", "old CloneSet"], decode) {
+        Ok(objects) => objects,
+        Err(v) => return v,
+    };
+    match objects {
+        Objects::Create(new) => {
             let pods = lookup(ctx, &new, None);
             let mut errs = validate_create_as(&new, &pods, &ctx.config.gates, shape);
             errs.extend(v1beta1_errors);
             Verdict::validated(&errs)
         }
-        Operation::Update => {
-            let (new, old) = match (
-                decode(review.object.as_ref(), "CloneSet"),
-                decode(review.old_object.as_ref(), "old CloneSet"),
-            ) {
-                (Ok(n), Ok(o)) => (n, o),
-                (Err(v), _) | (_, Err(v)) => return v,
-            };
+        Objects::Update(new, old) => {
             let pods = lookup(ctx, &new, Some(&old));
             let templates = UpdateTemplates::new(&old.spec.template, &new.spec.template, &ctx.config.gates);
             let mut errs = validate_update_with(&new, &old, &templates, &pods, shape);
@@ -61,17 +54,8 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
             );
             answer.with_warning(templates.recreate_warning(claims_changed))
         }
-        Operation::Delete => {
-            // Kubernetes < 1.16 sends no oldObject on DELETE: nothing to check.
-            if review.old_object.is_none() {
-                return Verdict::allow();
-            }
-            match decode(review.old_object.as_ref(), "old CloneSet") {
-                Ok(old) => deletion_verdict(&old.metadata, old.spec.replicas, &ctx.config.gates),
-                Err(v) => v,
-            }
-        }
-        Operation::Connect => Verdict::allow(),
+        Objects::Delete(old) => deletion_verdict(&old.metadata, old.spec.replicas, &ctx.config.gates),
+        Objects::Nothing => Verdict::allow(),
     }
 }
 

@@ -2,10 +2,8 @@
 //! spec §2.3 and the other SidecarSets of the cluster view, answering 422 when invalid (decision
 //! §11.1). Both API versions, decided on the v1alpha1 model (a v1beta1 object is converted).
 
-use kube::core::admission::Operation;
-
 use super::review::{Review, Verdict};
-use super::{Context, SIDECARSET, decode_on_v1alpha1, writes_object};
+use super::{Context, Objects, SIDECARSET, decode_objects, decode_on_v1alpha1, writes_object};
 use crate::apis::SidecarSet;
 use crate::core::sidecar::validate::{CONFIGURATION_NAME, ValidationInput, WHITELIST_KEY, validate_sidecarset};
 
@@ -16,17 +14,14 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
         return Verdict::allow();
     }
     let version = req.resource.version.as_str();
-    let set: SidecarSet = match decode_on_v1alpha1(review.object.as_ref(), "SidecarSet", version, SIDECARSET) {
-        Ok((o, _)) => o,
-        Err(v) => return v,
+    let decode = |raw: Option<&serde_json::Value>, what: &str| {
+        decode_on_v1alpha1::<SidecarSet>(raw, what, version, SIDECARSET).map(|(s, _)| s)
     };
-    let old: Option<SidecarSet> = if req.operation == Operation::Update {
-        match decode_on_v1alpha1(review.old_object.as_ref(), "old SidecarSet", version, SIDECARSET) {
-            Ok((s, _)) => Some(s),
-            Err(v) => return v,
-        }
-    } else {
-        None
+    let (set, old) = match decode_objects(review, ["SidecarSet", "old SidecarSet"], decode) {
+        Ok(Objects::Create(set)) => (set, None),
+        Ok(Objects::Update(set, old)) => (set, Some(old)),
+        Ok(Objects::Delete(_) | Objects::Nothing) => return Verdict::allow(),
+        Err(v) => return v,
     };
     let namespace = ctx.config.namespace.as_str();
     let all = ctx.cluster.sidecarsets();

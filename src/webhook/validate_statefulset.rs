@@ -4,10 +4,8 @@
 //! 403 for deletion protection, 400 for an object that cannot be decoded, and, under
 //! InPlaceIfPossible, a warning when the template change will recreate pods.
 
-use kube::core::admission::Operation;
-
 use super::review::{Review, Verdict};
-use super::{Context, decode_statefulset, deletion_verdict};
+use super::{Context, Objects, decode_objects, decode_statefulset, deletion_verdict};
 use crate::apis::statefulset::IN_PLACE_IF_POSSIBLE;
 use crate::core::validation::statefulset::{validate_create, validate_update_with};
 use crate::core::validation::template_update::UpdateTemplates;
@@ -15,20 +13,14 @@ use crate::core::validation::template_update::UpdateTemplates;
 /// Answers an Advanced StatefulSet CREATE, UPDATE or DELETE.
 pub fn validate(ctx: &Context, review: &Review) -> Verdict {
     let version = review.request.resource.version.as_str();
-    let decode = |raw, what| decode_statefulset(raw, what, version);
-    match review.request.operation {
-        Operation::Create => match decode(review.object.as_ref(), "StatefulSet") {
-            Ok(new) => Verdict::validated(&validate_create(&new, &ctx.config.gates)),
-            Err(v) => v,
-        },
-        Operation::Update => {
-            let (new, old) = match (
-                decode(review.object.as_ref(), "StatefulSet"),
-                decode(review.old_object.as_ref(), "old StatefulSet"),
-            ) {
-                (Ok(n), Ok(o)) => (n, o),
-                (Err(v), _) | (_, Err(v)) => return v,
-            };
+    let decode = |raw: Option<&serde_json::Value>, what: &str| decode_statefulset(raw, what, version);
+    let objects = match decode_objects(review, ["StatefulSet", "old StatefulSet"], decode) {
+        Ok(objects) => objects,
+        Err(v) => return v,
+    };
+    match objects {
+        Objects::Create(new) => Verdict::validated(&validate_create(&new, &ctx.config.gates)),
+        Objects::Update(new, old) => {
             let templates = UpdateTemplates::new(&old.spec.template, &new.spec.template, &ctx.config.gates);
             let answer = Verdict::validated(&validate_update_with(&new, &old, &templates, &ctx.config.gates));
             let policy = new.spec.update_strategy.rolling_update.as_ref().map(|r| r.pod_update_policy.as_str());
@@ -37,16 +29,7 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
             }
             answer.with_warning(templates.recreate_warning(false))
         }
-        Operation::Delete => {
-            // Kubernetes < 1.16 sends no oldObject on DELETE: nothing to check.
-            if review.old_object.is_none() {
-                return Verdict::allow();
-            }
-            match decode(review.old_object.as_ref(), "old StatefulSet") {
-                Ok(old) => deletion_verdict(&old.metadata, old.spec.replicas, &ctx.config.gates),
-                Err(v) => v,
-            }
-        }
-        Operation::Connect => Verdict::allow(),
+        Objects::Delete(old) => deletion_verdict(&old.metadata, old.spec.replicas, &ctx.config.gates),
+        Objects::Nothing => Verdict::allow(),
     }
 }
