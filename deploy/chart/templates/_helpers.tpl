@@ -1,0 +1,26 @@
+{{/* The manager's image. */}}
+{{- define "kruise.image" -}}
+{{- printf "%s:%s" .Values.manager.image.repository (.Values.manager.image.tag | default .Chart.AppVersion) -}}
+{{- end -}}
+
+{{/* `--cert-mode`: manager.certMode, else external with EnableExternalCerts=true, else managed. */}}
+{{- define "kruise.certMode" -}}
+{{- if .Values.manager.certMode -}}
+{{- .Values.manager.certMode -}}
+{{- else if contains "EnableExternalCerts=true" .Values.featureGates -}}
+external
+{{- else -}}
+managed
+{{- end -}}
+{{- end -}}
+
+{{/* The log filter for OpenKruise's klog verbosity manager.log.level ("" or info: no flag). */}}
+{{- define "kruise.logFilter" -}}
+{{- $level := toString .Values.manager.log.level -}}
+{{- if regexMatch "^[0-9]+$" $level -}}
+{{- $v := atoi $level -}}
+{{- if le $v 4 }}info{{ else if eq $v 5 }}info,kruise=debug{{ else }}debug,kruise=trace{{ end -}}
+{{- else -}}
+{{- $level | default "info" -}}
+{{- end -}}
+{{- end -}}
