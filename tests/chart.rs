@@ -403,17 +403,27 @@ async fn install_upgrade_uninstall_on_the_control_plane() {
     assert!(ok, "a CloneSet admitted after the upgrade: {out}");
 
     // Uninstall: the CRDs and the CloneSet stay.
+    drop(kruise);
     let uninstall =
         helm_ok(helm, home.path(), &["uninstall", "kruise", "--kubeconfig", &kubeconfig, "--namespace", "default"]);
-    drop(kruise);
     for name in ["clonesets", "statefulsets", "sidecarsets", "imagepulljobs"] {
         let (ok, out) = kubectl(&["get", "crd", &format!("{name}.apps.kruise.io")], None);
         assert!(ok, "CRD {name} deleted by helm uninstall ({uninstall}): {out}");
     }
-    let (ok, out) = kubectl(&["get", "cloneset", "survivor", "-n", workloads.name(), "-o", "name"], None);
+    // Read at its storage version: another version needs /convert, whose Service is gone with the
+    // release (until kruise is installed again).
+    let (ok, out) =
+        kubectl(&["get", "clonesets.v1alpha1.apps.kruise.io", "survivor", "-n", workloads.name(), "-o", "name"], None);
     assert!(ok && out.trim() == "cloneset.apps.kruise.io/survivor", "the CloneSet after uninstall: {out}");
     for kind in ["mutatingwebhookconfiguration", "validatingwebhookconfiguration", "clusterrole"] {
         let (_, out) = kubectl(&["get", kind, "-o", "name"], None);
         assert!(!out.contains("kruise"), "{kind} left after uninstall: {out}");
     }
+
+    // Installing again adopts the kept CRDs (same release), and the CloneSet is still there.
+    helm_ok(helm, home.path(), &[&["install", "kruise", "deploy/chart"][..], &base].concat());
+    let (ok, out) =
+        kubectl(&["get", "clonesets.v1alpha1.apps.kruise.io", "survivor", "-n", workloads.name(), "-o", "name"], None);
+    assert!(ok, "the CloneSet after installing again: {out}");
+    helm_ok(helm, home.path(), &["uninstall", "kruise", "--kubeconfig", &kubeconfig, "--namespace", "default"]);
 }

@@ -57,7 +57,8 @@ fn in_image(rootfs: &Path, args: &[&str]) -> Output {
         c.args(["--user", "--map-root-user", "chroot"]);
         c
     };
-    cmd.env_clear().arg(rootfs).arg("/kruise").args(args);
+    // Nothing of the host's environment but a PATH to find chroot by.
+    cmd.env_clear().env("PATH", "/usr/sbin:/usr/bin:/sbin:/bin").arg(rootfs).arg("/kruise").args(args);
     run(&mut cmd)
 }
 
