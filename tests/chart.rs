@@ -427,3 +427,27 @@ async fn install_upgrade_uninstall_on_the_control_plane() {
     assert!(ok, "the CloneSet after installing again: {out}");
     helm_ok(helm, home.path(), &["uninstall", "kruise", "--kubeconfig", &kubeconfig, "--namespace", "default"]);
 }
+
+#[test]
+fn cert_manager_issues_the_certificate() {
+    let helm = helm_or_skip!("cert_manager_issues_the_certificate");
+    let objects = template(helm, &["--set", "certManager.enabled=true"]);
+    assert!(args(&objects).contains(&"--cert-mode=external".to_string()), "{:?}", args(&objects));
+    let certificate = find(&objects, "Certificate", "kruise-webhook-certs");
+    assert_eq!(certificate["spec"]["secretName"], "kruise-webhook-certs");
+    assert_eq!(
+        certificate["spec"]["dnsNames"],
+        json!(["kruise-webhook-service.kruise-system.svc", "kruise-conversion-service.kruise-system.svc"])
+    );
+    assert_eq!(
+        certificate["spec"]["issuerRef"]["name"],
+        find(&objects, "Issuer", "kruise-selfsigned")["metadata"]["name"]
+    );
+    let injected = objects
+        .iter()
+        .filter(|o| {
+            o["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == "kruise-system/kruise-webhook-certs"
+        })
+        .count();
+    assert_eq!(injected, 2 + 4, "both webhook configurations and the four CRDs");
+}

@@ -5,8 +5,9 @@
 //! chart with its defaults and compares it with `kubectl kustomize deploy/` object by object.
 //!
 //! Values as OpenKruise's chart (openkruise/charts, kruise 1.8) names them: `crds.managed`,
-//! `installation.namespace`, `webhookConfiguration.timeoutSeconds`, `externalCerts.annotations`,
-//! and `webhookConfiguration.failurePolicy.pods` of its charts up to 1.5. CRDs carry
+//! `installation.namespace`, `webhookConfiguration.timeoutSeconds`, `externalCerts.annotations`
+//! (plus cert-manager's CA injection with our `certManager.enabled`), the `PodWebhook` gate in
+//! `featureGates`, and `webhookConfiguration.failurePolicy.pods` of its charts up to 1.5. CRDs carry
 //! `helm.sh/resource-policy: keep`, so `helm uninstall` never deletes them nor the objects they
 //! hold (openkruise/charts#20).
 
@@ -21,9 +22,10 @@ pub const CHART_DIR: &str = "deploy/chart";
 
 const NAMESPACE: &str = "{{ .Values.installation.namespace }}";
 const TIMEOUT: &str = "{{ .Values.webhookConfiguration.timeoutSeconds }}";
-/// Inserted under `metadata.annotations` (indented four spaces).
+/// Inserted under `metadata.annotations` (indented four spaces): `externalCerts.annotations`, and
+/// cert-manager's CA injection with `certManager.enabled` (deploy/chart/templates/_helpers.tpl).
 const EXTERNAL_ANNOTATIONS: &str =
-    "    {{- with .Values.externalCerts.annotations }}\n    {{- toYaml . | nindent 4 }}\n    {{- end }}\n";
+    "    {{- with include \"kruise.caAnnotations\" . }}\n    {{- . | nindent 4 }}\n    {{- end }}\n";
 
 /// `Chart.yaml`, the CRD templates and the webhook configuration templates.
 pub(super) fn render(
@@ -76,7 +78,7 @@ fn crd_template(name: &str, mut crd: Value) -> Result<String, ManifestError> {
 }
 
 /// A webhook configuration: the Service's namespace, `timeoutSeconds` and, for the pod webhooks,
-/// `failurePolicy.pods` from the values; `externalCerts.annotations` on its metadata.
+/// `failurePolicy.pods` from the values; `externalCerts.annotations` (and cert-manager's) on its metadata.
 fn webhook_template(what: &str, mut config: Value) -> Result<String, ManifestError> {
     for webhook in config["webhooks"].as_array_mut().into_iter().flatten() {
         webhook["clientConfig"]["service"]["namespace"] = NAMESPACE.into();
@@ -93,8 +95,8 @@ fn webhook_template(what: &str, mut config: Value) -> Result<String, ManifestErr
         }
     }
     let body = without_pod_webhooks_if_gated(&splice(what, config)?);
-    let annotations = "  {{- with .Values.externalCerts.annotations }}\n  annotations:\n    \
-                       {{- toYaml . | nindent 4 }}\n  {{- end }}\n";
+    let annotations = "  {{- with include \"kruise.caAnnotations\" . }}\n  annotations:\n    \
+                       {{- . | nindent 4 }}\n  {{- end }}\n";
     insert_after(what, &body, "metadata:\n", annotations)
 }
 
@@ -180,7 +182,7 @@ mod tests {
         );
         assert_eq!(text.matches("failurePolicy: Fail\n").count(), 1, "{text}");
         assert!(
-            text.contains("metadata:\n  {{- with .Values.externalCerts.annotations }}\n  annotations:\n"),
+            text.contains("metadata:\n  {{- with include \"kruise.caAnnotations\" . }}\n  annotations:\n"),
             "{text}"
         );
         assert!(!text.contains('\''), "{text}");
@@ -201,7 +203,7 @@ mod tests {
         let text = crd_template("x", crd).unwrap();
         assert!(text.starts_with("{{- if .Values.crds.managed }}\n# Generated"), "{text}");
         assert!(text.ends_with("{{- end }}\n"), "{text}");
-        assert!(text.contains("    helm.sh/resource-policy: keep\n    {{- with .Values.externalCerts.annotations }}"));
+        assert!(text.contains("    helm.sh/resource-policy: keep\n    {{- with include \"kruise.caAnnotations\" . }}"));
         assert!(text.contains("namespace: {{ .Values.installation.namespace }}\n"), "{text}");
     }
 

@@ -3,11 +3,11 @@
 {{- printf "%s:%s" .Values.manager.image.repository (.Values.manager.image.tag | default .Chart.AppVersion) -}}
 {{- end -}}
 
-{{/* `--cert-mode`: manager.certMode, else external with EnableExternalCerts=true, else managed. */}}
+{{/* `--cert-mode`: manager.certMode, else external with certManager.enabled or EnableExternalCerts=true, else managed. */}}
 {{- define "kruise.certMode" -}}
 {{- if .Values.manager.certMode -}}
 {{- .Values.manager.certMode -}}
-{{- else if contains "EnableExternalCerts=true" .Values.featureGates -}}
+{{- else if or .Values.certManager.enabled (contains "EnableExternalCerts=true" .Values.featureGates) -}}
 external
 {{- else -}}
 managed
@@ -23,4 +23,14 @@ managed
 {{- else -}}
 {{- $level | default "info" -}}
 {{- end -}}
+{{- end -}}
+
+{{/* Annotations of the webhook configurations and CRDs: externalCerts.annotations, and cert-manager's
+CA injection from the chart's Certificate with certManager.enabled. Empty when there are none. */}}
+{{- define "kruise.caAnnotations" -}}
+{{- $annotations := deepCopy (.Values.externalCerts.annotations | default dict) -}}
+{{- if .Values.certManager.enabled -}}
+{{- $_ := set $annotations "cert-manager.io/inject-ca-from" (printf "%s/kruise-webhook-certs" .Values.installation.namespace) -}}
+{{- end -}}
+{{- with $annotations }}{{ toYaml . }}{{ end -}}
 {{- end -}}
