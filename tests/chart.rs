@@ -420,7 +420,15 @@ async fn install_upgrade_uninstall_on_the_control_plane() {
         assert!(!out.contains("kruise"), "{kind} left after uninstall: {out}");
     }
 
-    // Installing again adopts the kept CRDs (same release), and the CloneSet is still there.
+    // Installing again adopts the kept CRDs (same release), and the CloneSet is still there. (The
+    // uninstalled namespace must be gone first: a terminating one takes no new objects.)
+    eventually_ok("namespace kruise-system deleted", Duration::from_secs(60), || async {
+        match kubectl(&["get", "namespace", NAMESPACE, "-o", "name"], None) {
+            (false, out) if out.contains("NotFound") => Ok(()),
+            (_, out) => Err(out),
+        }
+    })
+    .await;
     helm_ok(helm, home.path(), &[&["install", "kruise", "deploy/chart"][..], &base].concat());
     let (ok, out) =
         kubectl(&["get", "clonesets.v1alpha1.apps.kruise.io", "survivor", "-n", workloads.name(), "-o", "name"], None);
