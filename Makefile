@@ -7,7 +7,7 @@ ADMIN_ADDR ?= 127.0.0.1:8000
 GO_WEBHOOK := target/bench/go-webhook
 BENCH_ARGS ?=
 
-.PHONY: help build run test unit lint fmt certs manifests verify bench bench-servers pgo loadtest callgrind controlplane cluster fuzz soak clean
+.PHONY: help build run test unit lint fmt certs manifests verify bench bench-servers pgo loadtest callgrind controlplane helm cluster dev image fuzz soak clean
 
 help: ## List targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
@@ -21,14 +21,25 @@ run: build ## Serve the webhooks on 127.0.0.1:9876 (dev certs, examples/ as the 
 
 test: lint verify unit ## Lint, check generated files, run every test (what CI runs)
 
-unit: controlplane ## Run every test
+unit: controlplane helm ## Run every test
 	$(CARGO) test --locked --workspace --all-targets
 
 controlplane: ## Build the test control plane (Go: etcd, kube-apiserver, controller-manager, scheduler)
 	testenv/controlplane/build.sh
 
-cluster: controlplane ## Start the test cluster by hand; prints the kubeconfig path, Ctrl-C stops it
+helm: ## Build Helm from its Go module for the chart tests: target/tools/helm (once; tools/helm/build.sh)
+	tools/helm/build.sh
+
+# kruise-testenv builds the control plane itself when its sources changed (a stamp of their hash),
+# so starting the cluster does not relink it every time.
+cluster: ## Start the test cluster by hand; prints the kubeconfig path, Ctrl-C stops it
 	$(CARGO) run --locked -p kruise-testenv --bin kruise-testenv -- --apply deploy/crds
+
+DEV_REPLICAS ?= 2
+dev: build ## The test cluster with kruise running in it as deployed (token, managed certs, Services, webhooks, leader election); prints KUBECONFIG
+	$(CARGO) run --locked -p kruise-testenv --bin kruise-testenv -- --apply deploy/namespace.yaml \
+		--apply deploy/rbac.yaml --apply deploy/service.yaml --apply deploy/crds --apply webhook-config \
+		--kruise $(BIN) --replicas $(DEV_REPLICAS)
 
 lint: ## rustfmt check and clippy with -D warnings
 	$(CARGO) fmt --all -- --check
@@ -42,7 +53,10 @@ fmt: ## Format the sources
 certs: build ## Create dev certificates in certs/ (kept while still valid)
 	$(BIN) certs --out certs
 
-manifests: build ## Regenerate deploy/crds and webhook-config from the sources
+image: ## Container image: target/image/kruise-VERSION.oci.tar (tools/image.sh: target/pgo/kruise if built, else the static release binary; buildah)
+	CARGO="$(CARGO)" tools/image.sh
+
+manifests: build ## Regenerate deploy/crds, webhook-config and the chart's generated templates from the sources
 	$(BIN) manifests --root .
 
 verify: build ## Fail when generated files are stale

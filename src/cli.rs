@@ -40,7 +40,7 @@ pub enum Command {
     Serve(Box<ServeArgs>),
     /// Create (or keep, while still valid) a CA and a serving certificate.
     Certs(CertsArgs),
-    /// Regenerate deploy/crds and webhook-config from the sources.
+    /// Regenerate deploy/crds, webhook-config and the Helm chart's generated files from the sources.
     Manifests(ManifestsArgs),
     /// Run manifests through the webhooks offline (for CI): exit 0 admitted, 1 denied, 2 bad input, 3 internal error.
     Check(CheckArgs),

@@ -1,7 +1,8 @@
 //! `kruise manifests`: the generated files of the repository. CRDs come from the Rust types in
 //! `apis` (`deploy/crds/`), webhook configurations from the path table in `webhook::paths`
 //! (`webhook-config/`). Nobody edits them by hand; `kruise manifests --check` (run by a test and
-//! `make verify`) fails when the committed files are stale.
+//! `make verify`) fails when the committed files are stale. The Helm chart's CRDs, webhook
+//! configurations and `Chart.yaml` are generated from the same objects (`chart`).
 
 use std::path::{Path, PathBuf};
 
@@ -16,6 +17,8 @@ use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::{
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta};
 use kube::CustomResourceExt;
 use serde::Serialize;
+
+mod chart;
 
 use crate::apis::{CloneSet, ImagePullJob, SidecarSet, cloneset, imagepulljob, sidecarset, statefulset};
 use crate::webhook::paths::{Kind, WEBHOOKS, Webhook};
@@ -71,6 +74,7 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
         ),
     ];
     let mut files = Vec::new();
+    let mut chart_crds = Vec::new();
     for (name, crd) in crds {
         let mut crd = serde_json::to_value(&crd).map_err(|e| ManifestError::Render(name.to_string(), e.to_string()))?;
         strip_defaults(&mut crd["spec"]["versions"]);
@@ -79,12 +83,19 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
             versions.iter_mut().for_each(|v| controller_gen_root(&mut v["schema"]["openAPIV3Schema"]));
         }
         files.push((Path::new("deploy/crds").join(name), yaml(name, &crd)?));
+        chart_crds.push((name, crd));
     }
-    files.push((PathBuf::from("webhook-config/mutating-webhook-configuration.yaml"), yaml("mutating", &mutating())?));
+    let (mutating, validating) = (mutating(), validating());
+    files.push((PathBuf::from("webhook-config/mutating-webhook-configuration.yaml"), yaml("mutating", &mutating)?));
     files.push((
         PathBuf::from("webhook-config/validating-webhook-configuration.yaml"),
-        yaml("validating", &validating())?,
+        yaml("validating", &validating)?,
     ));
+    // The Helm chart's CRDs and webhook configurations are these objects with its values spliced in.
+    let render = |what: &str, e: serde_json::Error| ManifestError::Render(what.into(), e.to_string());
+    let mutating = serde_json::to_value(&mutating).map_err(|e| render("mutating", e))?;
+    let validating = serde_json::to_value(&validating).map_err(|e| render("validating", e))?;
+    files.extend(chart::render(&chart_crds, mutating, validating)?);
     Ok(files)
 }
 
