@@ -6,3 +6,4 @@
 pub mod actions;
 pub mod cloneset;
 pub mod order;
+pub mod statefulset;
