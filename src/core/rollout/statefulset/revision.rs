@@ -110,7 +110,7 @@ pub enum RevisionChange {
     /// The newest revision already is the set's template.
     None,
     /// Create this revision (its name already stepped over collisions).
-    Create(NewRevision),
+    Create(Box<NewRevision>),
     /// Make the older revision `name` the newest by setting its `.revision` (rollback).
     Bump {
         /// The revision.
@@ -165,7 +165,7 @@ pub fn active_revisions(set: &StatefulSet, sorted: &[ControllerRevision]) -> Act
                 collision_count = collision_count.saturating_add(1);
                 candidate = new_revision(set, next, collision_count);
             }
-            (candidate.revision.clone(), RevisionChange::Create(candidate))
+            (candidate.revision.clone(), RevisionChange::Create(Box::new(candidate)))
         }
     };
     let current_name = status.map(|s| s.current_revision.as_str()).unwrap_or("");

@@ -45,7 +45,8 @@ fn sort_pods_to_update_rows() {
         {"weight": 10, "matchSelector": {"matchLabels": {"k": "v2"}}}]}}, "partition": 6});
     let r = |rev: &str| Some(rev_pod(rev, &[]));
     let prep = || Some(rev_pod("r0", &[(crate::apis::keys::LIFECYCLE_STATE, lifecycle::PREPARING_UPDATE)]));
-    let rows: Vec<(Option<RollingUpdateStatefulSetStrategy>, i64, Vec<Option<Pod>>, Vec<i64>)> = vec![
+    type Row = (Option<RollingUpdateStatefulSetStrategy>, i64, Vec<Option<Pod>>, Vec<i64>);
+    let rows: Vec<Row> = vec![
         (None, 3, vec![r("r0"), r("r0"), r("r0")], vec![2, 1, 0]),
         (
             Some(strategy(weights.clone())),
@@ -358,7 +359,8 @@ fn update_with_min_ready_seconds() {
     // `maxUnavailable` pods; they are then made ready (`readyPods(p, sleep)`), and the next round
     // updates as many more as are allowed. (name, minReadySeconds, maxUnavailable, first
     // updated ordinal after round 1, seconds slept, updates of the next round)
-    let rows: [(&str, i32, i32, usize, i64, &[i64]); 6] = [
+    type Row = (&'static str, i32, i32, usize, i64, &'static [i64]);
+    let rows: [Row; 6] = [
         ("update with 0 min ready seconds", 0, 1, 4, 0, &[3]),
         ("update with 1 min ready seconds", 60, 1, 4, 0, &[]),
         ("update with 1 min ready seconds and sleep", 5, 1, 4, 10, &[3]),

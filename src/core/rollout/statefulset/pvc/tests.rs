@@ -145,11 +145,13 @@ fn added_refs_carry_the_type() {
 #[test]
 fn has_owner_ref_rows() {
     // TestHasOwnerRef
-    let mut target = ObjectMeta::default();
-    target.owner_references = Some(vec![
-        OwnerReference { uid: "123".into(), ..Default::default() },
-        OwnerReference { uid: "456".into(), ..Default::default() },
-    ]);
+    let target = ObjectMeta {
+        owner_references: Some(vec![
+            OwnerReference { uid: "123".into(), ..Default::default() },
+            OwnerReference { uid: "456".into(), ..Default::default() },
+        ]),
+        ..Default::default()
+    };
     assert!(has_owner_ref(&target, &meta("", "123")), "missing owner");
     assert!(!has_owner_ref(&target, &meta("", "789")), "unexpected owner");
 }
@@ -157,11 +159,13 @@ fn has_owner_ref_rows() {
 #[test]
 fn has_stale_owner_ref_rows() {
     // TestHasStaleOwnerRef
-    let mut target = ObjectMeta::default();
-    target.owner_references = Some(vec![
-        OwnerReference { name: "bob".into(), uid: "123".into(), ..Default::default() },
-        OwnerReference { name: "shirley".into(), uid: "456".into(), ..Default::default() },
-    ]);
+    let target = ObjectMeta {
+        owner_references: Some(vec![
+            OwnerReference { name: "bob".into(), uid: "123".into(), ..Default::default() },
+            OwnerReference { name: "shirley".into(), uid: "456".into(), ..Default::default() },
+        ]),
+        ..Default::default()
+    };
     assert!(!has_stale_owner_ref(&target, &meta("bob", "123")), "ownerA should not be stale");
     assert!(has_stale_owner_ref(&target, &meta("shirley", "789")), "ownerB should be stale");
     assert!(!has_stale_owner_ref(&target, &meta("yvonne", "345")), "ownerC should not be stale");

@@ -51,7 +51,9 @@ fn names_and_data_match_go() {
                 f.name
             ),
             Ok(restored) => assert_eq!(revision_data(&restored.spec.template), f.data, "{}: round trip", f.name),
-            Err(e) => assert!(f.data.contains("9223372036854776000") && e.contains("does not decode"), "{}: {e}", f.name),
+            Err(e) => {
+                assert!(f.data.contains("9223372036854776000") && e.contains("does not decode"), "{}: {e}", f.name)
+            }
         }
     }
 }
@@ -108,7 +110,10 @@ fn rolling_update_apply_revision() {
     assert_ne!(revision_data(&restored_current), revision_data(&update_set.spec.template));
     let restored_update = apply_revision(&set, &update_revision).unwrap().spec.template;
     assert_eq!(revision_data(&restored_update), revision_data(&update_set.spec.template));
-    assert_eq!(restored_update.spec.unwrap().containers[0].env, update_set.spec.template.spec.unwrap().containers[0].env);
+    assert_eq!(
+        restored_update.spec.unwrap().containers[0].env,
+        update_set.spec.template.spec.unwrap().containers[0].env
+    );
     // A revision without data is an error, one without a template leaves the set as it is.
     let mut broken = current_revision.clone();
     broken.data = None;
