@@ -6,6 +6,8 @@
 //! - [`identity`]: pod names, network identity, storage, and new pods built from the template;
 //! - [`revision`]: the ControllerRevision data, names and the template a revision restores;
 //! - [`pvc`]: the owner references `persistentVolumeClaimRetentionPolicy` asks of each claim;
+//! - [`scale`]: creations, failed-pod replacements, identity repairs and condemned deletions
+//!   (OrderedReady one at a time, Parallel bounded by `scaleStrategy.maxUnavailable`);
 //! - [`budget`]: `maxUnavailable`, the unavailable set, update order and which pods this round
 //!   may update;
 //! - [`status`]: the status counters computed from the pods.
@@ -20,4 +22,5 @@ pub mod identity;
 pub mod ordinals;
 pub mod pvc;
 pub mod revision;
+pub mod scale;
 pub mod status;
