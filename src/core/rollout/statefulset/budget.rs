@@ -240,7 +240,8 @@ pub struct RollingRound {
 }
 
 /// Steps 3 and 5–7 of spec §6.4 over the replicas (`slots`) and the unavailable set of step 4.
-/// `update_revision` is the update revision's name.
+/// `update_revision` is the update revision's name. Like Go's `replicas`, the slots should hold
+/// the pods this round's scaling creates (without a phase they count as unavailable).
 pub fn plan_rolling_update(
     set: &StatefulSet,
     start: i64,

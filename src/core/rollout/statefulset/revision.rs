@@ -12,10 +12,11 @@
 //!   named by `status.currentRevision`, or the update revision;
 //! - `ApplyRevision` is a strategic merge patch whose `$patch: replace` replaces the template
 //!   whole: the set with the revision's template;
-//! - a pod created for a missing ordinal gets the current revision when `isCurrentRevisionNeeded`.
+//! - a pod created for a missing ordinal gets the current revision when `isCurrentRevisionNeeded`;
+//! - history keeps `revisionHistoryLimit` revisions besides the live ones (`truncateHistory`).
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::PodTemplateSpec;
+use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use serde_json::{Map, Number, Value, json};
 
 use super::budget::is_pod_update;
@@ -175,6 +176,24 @@ pub fn active_revisions(set: &StatefulSet, sorted: &[ControllerRevision]) -> Act
         .cloned()
         .unwrap_or_else(|| update.clone());
     ActiveRevisions { current, update, collision_count, change }
+}
+
+/// `truncateHistory`: the revisions to delete so that at most `revisionHistoryLimit` (default 10)
+/// non-live ones remain, oldest first. Live: the current and update revisions and every pod's
+/// revision. `sorted` is the list as read at the start of the round (kruise truncates that list,
+/// so a revision created this round is not counted until the next one).
+pub fn revisions_to_truncate<'r>(
+    set: &StatefulSet,
+    sorted: &'r [ControllerRevision],
+    pods: &[&Pod],
+    current: &str,
+    update: &str,
+) -> Vec<&'r ControllerRevision> {
+    let live = |r: &ControllerRevision| {
+        let name = r.metadata.name.as_deref().unwrap_or("");
+        name == current || name == update || pods.iter().any(|p| identity::pod_revision(p) == name)
+    };
+    history::revisions_to_truncate(sorted, live, set.spec.revision_history_limit.unwrap_or(10))
 }
 
 /// `isCurrentRevisionNeeded`: whether the missing pod of `ordinal` is created at the current

@@ -422,3 +422,57 @@ fn on_delete_and_paused_do_nothing() {
         Ok(Err(NoRollingUpdate::Paused))
     );
 }
+
+#[test]
+fn rounds_keep_the_budget_and_the_partition() {
+    // Properties over generated rounds: the unavailable count never grows past maxUnavailable
+    // (or what it already was), ordered updates never go below the partition, and no target is
+    // terminating, specified-deleted or already at the update revision.
+    let mut seed = 11u64;
+    let mut next = |n: u64| {
+        seed = seed.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (seed >> 33) % n
+    };
+    for case in 0..3000 {
+        let n = 1 + next(9) as usize;
+        let states: Vec<(&'static str, S, bool)> = (0..n)
+            .map(|_| {
+                let rev = if next(3) == 0 { NEW } else { OLD };
+                let state = match next(6) {
+                    0 => S::Running,
+                    1 => S::Terminating,
+                    2 => S::Ready(next(20) as i64),
+                    _ => LONG,
+                };
+                (rev, state, next(8) == 0)
+            })
+            .collect();
+        let (mu, partition, min_ready) = (1 + next(4) as i32, next(n as u64 + 2) as i32, next(15) as i32);
+        let mut set = stateful_set(n as i32);
+        set.spec.pod_management_policy = PARALLEL.into();
+        let mut ru = json!({"partition": partition, "maxUnavailable": mu, "minReadySeconds": min_ready});
+        if next(2) == 0 {
+            ru["unorderedUpdate"] = json!({});
+        }
+        set.spec.update_strategy.rolling_update = Some(strategy(ru));
+        let pods: Vec<Pod> =
+            states.iter().enumerate().map(|(i, (rev, st, sd))| pod_at(&format!("foo-{i}"), rev, *st, *sd)).collect();
+        let slots: Vec<Slot<'_>> =
+            pods.iter().enumerate().map(|(i, p)| Slot { ordinal: i as i64, pod: Some(p) }).collect();
+        let unavailable = unavailable_replicas(&slots, min_ready, at(NOW), |_| false, |_| false);
+        let round = plan_rolling_update(&set, 0, &slots, NEW, &unavailable, &FeatureGates::default()).unwrap().unwrap();
+        let what = format!("case {case}: {n} pods, mu {mu}, partition {partition}");
+        assert!(round.unavailable.len() <= (mu as usize).max(unavailable.names.len()), "{what}");
+        assert!(round.order.len() <= n.saturating_sub(partition as usize), "{what}");
+        for &o in &round.updates {
+            let p = &pods[o as usize];
+            assert!(!is_terminating(p) && !is_specified_delete(p) && identity::pod_revision(p) != NEW, "{what}");
+            if set.spec.update_strategy.rolling_update.as_ref().unwrap().unordered_update.is_none() {
+                assert!(o >= i64::from(partition), "{what}: {o} below the partition");
+            }
+        }
+        for &o in &round.specified_deletes {
+            assert!(is_specified_delete(&pods[o as usize]), "{what}");
+        }
+    }
+}

@@ -8,7 +8,7 @@ use super::*;
 use crate::core::features::Gate;
 use crate::core::rollout::statefulset::fixtures::{named_pod, stateful_set};
 use crate::core::rollout::statefulset::ordinals::ReplicaRange;
-use k8s_openapi::api::core::v1::{EnvVar, Pod};
+use k8s_openapi::api::core::v1::EnvVar;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
 
 #[derive(serde::Deserialize)]
@@ -468,4 +468,37 @@ fn current_revision_needs_rolling_update() {
     let mut set = stateful_set(3);
     set.spec.update_strategy.type_ = crate::apis::statefulset::ON_DELETE.into();
     assert!(!is_current_revision_needed(&set, "2", 0, 0, &[], &FeatureGates::default()));
+}
+
+#[test]
+fn truncate_history() {
+    // (limit, live pod revisions) over revisions r1..r6 with current r2 and update r6.
+    let revs: Vec<ControllerRevision> = (1..=6)
+        .map(|i| ControllerRevision {
+            metadata: k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta {
+                name: Some(format!("r{i}")),
+                ..Default::default()
+            },
+            revision: i,
+            data: None,
+        })
+        .collect();
+    let pod_at = |rev: &str| named_pod("foo-0", &[(identity::REVISION_LABEL, rev)]);
+    let rows: [(Option<i32>, &[&str], &[&str]); 4] = [
+        (Some(2), &[], &["r1", "r3"]),
+        (Some(2), &["r3"], &["r1"]),
+        (Some(0), &["r4"], &["r1", "r3", "r5"]),
+        (None, &[], &[]),
+    ];
+    for (limit, pod_revisions, want) in rows {
+        let mut set = stateful_set(1);
+        set.spec.revision_history_limit = limit;
+        let pods: Vec<Pod> = pod_revisions.iter().map(|r| pod_at(r)).collect();
+        let refs: Vec<&Pod> = pods.iter().collect();
+        let got: Vec<&str> = revisions_to_truncate(&set, &revs, &refs, "r2", "r6")
+            .into_iter()
+            .map(|r| r.metadata.name.as_deref().unwrap())
+            .collect();
+        assert_eq!(got, want, "limit {limit:?}, pods at {pod_revisions:?}");
+    }
 }
