@@ -15,7 +15,8 @@
 //! - condemned pods, highest ordinal first: their claims get the retention policy's references;
 //!   monotonic deletes one per round, only when every other pod is healthy (a condemned pod that
 //!   is the first unhealthy one may go), and waits for a terminating one; burst deletes all that
-//!   are not already terminating.
+//!   are not already terminating. A pod the preDelete hook holds in PreparingDelete is skipped
+//!   (kruise's `deletePod` reports no change for it, so a monotonic round moves on).
 //!
 //! Not here: the in-place refresh `processReplica` also runs (`refreshPodState`, the shared
 //! pod-update machinery), the lifecycle state a new pod gets ([`super::identity::creation_lifecycle_state`])
@@ -34,7 +35,7 @@ use super::ordinals::{ReplicaRange, Slot};
 use super::pvc;
 use crate::apis::statefulset::v1beta1::StatefulSet;
 use crate::core::features::{FeatureGates, Gate};
-use crate::core::pods;
+use crate::core::{lifecycle, pods};
 
 /// One thing the scaling part of the round does, by ordinal.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -132,6 +133,12 @@ fn wait(round: &mut ScaleRound, w: Option<SignedDuration>) {
     if let Some(w) = w.filter(|w| round.requeue_after.is_none_or(|r| *w < r)) {
         round.requeue_after = Some(w);
     }
+}
+
+/// The preDelete hook holds the pod and it already is in PreparingDelete: deleting it is waiting.
+fn waiting_on_pre_delete(set: &StatefulSet, pod: &Pod) -> bool {
+    let hook = set.spec.lifecycle.as_ref().and_then(|l| l.pre_delete.as_ref());
+    lifecycle::is_hooked(hook, pod) && lifecycle::state(pod) == lifecycle::PREPARING_DELETE
 }
 
 fn ordinal_of(pod: &Pod) -> i64 {
@@ -273,6 +280,11 @@ pub fn plan_scale<'a>(
                 stop(&mut round, ordinal, StopReason::WaitingForUnhealthy, true);
                 return Ok(round);
             }
+        }
+        // kruise's `deletePod` on a pod the preDelete hook holds in PreparingDelete changes
+        // nothing, and a monotonic round then goes on to the next condemned pod.
+        if waiting_on_pre_delete(set, pod) {
+            continue;
         }
         round.steps.push(ScaleStep::DeleteCondemned(ordinal));
         if monotonic {

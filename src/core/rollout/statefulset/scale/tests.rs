@@ -269,3 +269,26 @@ fn deleting_set_only_reports() {
     let r = round(&set, &[P::Missing; 3]);
     assert_eq!((r.steps.as_slice(), stopped(&r)), (&[][..], Some((-1, SetDeleting, true))));
 }
+
+#[test]
+fn pre_delete_hook_holds_condemned_pods() {
+    // Monotonic, replicas 0: pod 2 is held by the preDelete hook in PreparingDelete, so the round
+    // moves on to pod 1; in Normal state pod 2 is "deleted" (the hook machinery moves it to
+    // PreparingDelete) and the round stops there.
+    let mut set = stateful_set(0);
+    set.spec.lifecycle =
+        Some(serde_json::from_value(serde_json::json!({"preDelete": {"labelsHandler": {"hold": "true"}}})).unwrap());
+    let mut pods: Vec<Pod> = (0..3).filter_map(|i| pod(&set, i, P::Ready(10))).collect();
+    pods[2].metadata.labels.as_mut().unwrap().insert("hold".into(), "true".into());
+    let claims = claims_for(&set, 0..3);
+    let r = round_with(&set, &pods, &claims);
+    assert_eq!((r.steps.as_slice(), stopped(&r)), (&[DeleteCondemned(2)][..], Some((2, CondemnedDeleted, true))));
+    pods[2]
+        .metadata
+        .labels
+        .as_mut()
+        .unwrap()
+        .insert(crate::apis::keys::LIFECYCLE_STATE.into(), lifecycle::PREPARING_DELETE.into());
+    let r = round_with(&set, &pods, &claims);
+    assert_eq!((r.steps.as_slice(), stopped(&r)), (&[DeleteCondemned(1)][..], Some((1, CondemnedDeleted, true))));
+}
