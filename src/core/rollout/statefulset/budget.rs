@@ -83,7 +83,7 @@ pub fn is_running_and_ready(pod: &Pod) -> bool {
 }
 
 fn lifecycle_normal(pod: &Pod) -> bool {
-    matches!(lifecycle::state(pod), "" | lifecycle::NORMAL)
+    matches!(lifecycle::state(pod), lifecycle::State::Unset | lifecycle::State::Normal)
 }
 
 /// `isHealthy`: lifecycle state ""/Normal, Running and Ready, not terminating.

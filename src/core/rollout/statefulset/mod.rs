@@ -11,10 +11,12 @@
 //!   (OrderedReady one at a time, Parallel bounded by `scaleStrategy.maxUnavailable`);
 //! - [`budget`]: `maxUnavailable`, the unavailable set, update order and which pods this round
 //!   may update;
-//! - [`status`]: the status counters computed from the pods.
+//! - [`status`]: the status counters computed from the pods;
+//! - [`plan`]: one round of the controller assembled from all of the above and the shared
+//!   pod-update machine ([`crate::core::rollout::podupdate`]).
 //!
-//! The in-place update and lifecycle-hook steps of a rolling update are not here: they belong to
-//! the pod-update machinery shared with the CloneSet.
+//! The in-place update and lifecycle-hook steps of a rolling update are the pod-update machinery
+//! shared with the CloneSet; [`plan`] calls it.
 
 pub mod adoption;
 pub mod budget;
@@ -22,7 +24,12 @@ pub mod budget;
 pub(crate) mod fixtures;
 pub mod identity;
 pub mod ordinals;
+pub mod plan;
+#[cfg(test)]
+mod props;
 pub mod pvc;
 pub mod revision;
 pub mod scale;
 pub mod status;
+#[cfg(test)]
+pub(crate) mod testkit;

@@ -17,49 +17,20 @@
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
-use serde_json::{Map, Number, Value, json};
+use serde_json::{Map, Value};
 
 use super::budget::is_pod_update;
 use super::identity;
 use super::ordinals::Slot;
 use crate::apis::statefulset::ROLLING_UPDATE;
 use crate::apis::statefulset::v1beta1::StatefulSet;
-use crate::compat::gojson;
-use crate::compat::gotypes::POD_TEMPLATE_SPEC;
 use crate::core::features::FeatureGates;
 use crate::core::history::{self, NewRevision, Parent};
 
-/// Largest integer a float64 holds exactly.
-const EXACT_F64: u64 = 1 << 53;
-
-/// What Go's `map[string]interface{}` round trip does to a number: integers beyond 2^53 become
-/// the nearest float64.
-fn through_float64(v: &mut Value) {
-    match v {
-        Value::Number(n)
-            if n.as_i64().is_some_and(|i| i.unsigned_abs() > EXACT_F64)
-                || n.as_u64().is_some_and(|u| u > EXACT_F64) =>
-        {
-            if let Some(f) = n.as_f64().and_then(Number::from_f64) {
-                *n = f;
-            }
-        }
-        Value::Array(a) => a.iter_mut().for_each(through_float64),
-        Value::Object(m) => m.values_mut().for_each(through_float64),
-        _ => {}
-    }
-}
-
-/// kruise's `getPatch` for a template: the revision's data bytes.
+/// kruise's `getPatch` for a template: the revision's data bytes (the shared
+/// [`crate::core::revision::revision_data`], one code path with the CloneSet).
 pub fn revision_data(template: &PodTemplateSpec) -> String {
-    let mut encoded = String::new();
-    gojson::go_struct(POD_TEMPLATE_SPEC, &serde_json::to_value(template).unwrap_or(Value::Null), &mut encoded);
-    let mut t: Value = serde_json::from_str(&encoded).unwrap_or(Value::Null);
-    through_float64(&mut t);
-    if let Value::Object(m) = &mut t {
-        m.insert("$patch".into(), json!("replace"));
-    }
-    gojson::to_string(&json!({"spec": {"template": t}}))
+    crate::core::revision::revision_data(template)
 }
 
 /// kruise's `newRevision` for the set's template.

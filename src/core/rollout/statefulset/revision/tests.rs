@@ -11,6 +11,7 @@ use crate::core::rollout::statefulset::fixtures::{named_pod, stateful_set};
 use crate::core::rollout::statefulset::ordinals::ReplicaRange;
 use k8s_openapi::api::core::v1::EnvVar;
 use k8s_openapi::apimachinery::pkg::runtime::RawExtension;
+use serde_json::json;
 
 #[derive(serde::Deserialize)]
 #[serde(rename_all = "camelCase")]
