@@ -473,10 +473,8 @@ pub fn plan(input: &Input<'_>) -> Plan {
             }
         }
     }
-    if let Some(stop) = scale_round.stop {
-        if let Some(w) = stop_message(set, stop) {
-            r.step.waiting.push(w);
-        }
+    if let Some(w) = scale_round.stop.and_then(|stop| stop_message(set, stop)) {
+        r.step.waiting.push(w);
     }
 
     // 5. Rolling update.
