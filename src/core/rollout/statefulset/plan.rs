@@ -26,9 +26,11 @@
 //! Pod writes go through one [`PodChanges`], so several changes of a pod in a round compose (the
 //! first pinned to the observed resourceVersion, the next to the version it returns); deletes
 //! carry uid and resourceVersion preconditions. Expectations are the caller's, as for the
-//! CloneSet. Two simplifications, both on the side of waiting: the claims of an auto-resizing
-//! volume are never counted unavailable (no volume resize here), and the status is counted over
-//! the pods as observed (the next round counts what this one created).
+//! CloneSet. The status is counted over the pods as observed and adjusted for this round's
+//! creations, failed-pod deletions and updates of current-revision pods, as kruise adjusts its
+//! counts. Not here: the claims of an auto-resizing volume are never counted unavailable (no
+//! volume resize), and the shared machine moves an in-place updated pod to lifecycle `Updating`
+//! whether or not an inPlaceUpdate hook is set (kruise's ASTS only with the hook).
 
 use std::collections::BTreeSet;
 
@@ -131,12 +133,16 @@ struct Round<'a> {
     step: Step,
     /// Ordinals whose pod this round deletes (or hands to the preDelete hook).
     deleted: BTreeSet<i64>,
+    /// What this round's writes change in the counted status (kruise adjusts its counts as it
+    /// creates and deletes): replicas, currentReplicas, updatedReplicas.
+    adjust: (i32, i32, i32),
 }
 
 impl Round<'_> {
     /// kruise's `deletePod`: a pod the preDelete hook holds moves to PreparingDelete instead
-    /// (nothing when it already is there); otherwise a delete with preconditions.
-    fn delete(&mut self, p: &Pod, kind: ActionKind, revision: &str, reason: String) {
+    /// (nothing when it already is there); otherwise a delete with preconditions. True when the
+    /// pod is actually deleted.
+    fn delete(&mut self, p: &Pod, kind: ActionKind, revision: &str, reason: String) -> bool {
         let name = pods::name(p).to_string();
         let hook = self.set.spec.lifecycle.as_ref().and_then(|l| l.pre_delete.as_ref());
         if lifecycle::is_hooked(hook, p) {
@@ -149,13 +155,14 @@ impl Round<'_> {
             } else {
                 self.step.waiting.push(format!("{name} waits in PreparingDelete for its preDelete hook"));
             }
-            return;
+            return false;
         }
         self.step.actions.push(Action::new(kind, Some(&name), revision, reason, vec![delete_write(p)]));
         self.step.events.push(Event::normal(
             "SuccessfulDelete",
             format!("delete Pod {name} in StatefulSet {} successful", self.name),
         ));
+        true
     }
 
     /// Claim creations for `pod` (`createPersistentVolumeClaims`); `Err` names a claim being deleted.
@@ -219,6 +226,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
         changes: PodChanges::default(),
         step: Step::default(),
         deleted: BTreeSet::new(),
+        adjust: (0, 0, 0),
     };
 
     // 1. Claim pods and revisions.
@@ -409,6 +417,9 @@ pub fn plan(input: &Input<'_>) -> Plan {
                     "SuccessfulCreate",
                     format!("create Pod {pname} in StatefulSet {name} successful"),
                 ));
+                r.adjust.0 += 1;
+                r.adjust.1 += i32::from(*revision == current_name);
+                r.adjust.2 += i32::from(*revision == update_name);
                 created.push((o, pod));
             }
             ScaleStep::DeleteFailed(o) => {
@@ -428,6 +439,13 @@ pub fn plan(input: &Input<'_>) -> Plan {
                     "SuccessfulDelete",
                     format!("delete Pod {pname} in StatefulSet {name} successful"),
                 ));
+                r.step.events.push(Event::warning(
+                    "RecreatingFailedPod",
+                    format!("StatefulSet {} is recreating failed Pod {pname}", out.statefulset),
+                ));
+                r.adjust.0 -= 1;
+                r.adjust.1 -= i32::from(pod_revision(p) == current_name);
+                r.adjust.2 -= i32::from(pod_revision(p) == update_name);
             }
             ScaleStep::CreateMissingClaims(o) => {
                 let Some(p) = by_ordinal(o) else { continue };
@@ -479,13 +497,26 @@ pub fn plan(input: &Input<'_>) -> Plan {
 
     // 5. Rolling update.
     if !deleting && scale_round.continues() {
-        rolling_update(&mut r, &mut out.errors, slots, range.start, &sorted, &update_name, &update_data, &machine);
+        let taken_current = rolling_update(
+            &mut r,
+            &mut out.errors,
+            slots,
+            range.start,
+            &sorted,
+            (&current_name, &update_name),
+            &update_data,
+            &machine,
+        );
+        r.adjust.1 -= taken_current;
     }
 
     // 6. Status and history.
     let counted = slots.iter().filter_map(|s| s.pod).chain(members.condemned.iter().copied());
     match status::round_status(set, counted, &current_name, &update_name, active.collision_count, now) {
         Ok(mut st) => {
+            st.replicas += r.adjust.0;
+            st.current_replicas += r.adjust.1;
+            st.updated_replicas += r.adjust.2;
             status::complete_rolling_update(set, &mut st);
             if status::inconsistent_status(set, &st) {
                 out.status_write = status_write(
@@ -623,7 +654,8 @@ fn in_place_spec(
     Ok(spec)
 }
 
-/// `rollingUpdateStatefulsetPods` with `inPlaceUpdatePod` and `deletePod`.
+/// `rollingUpdateStatefulsetPods` with `inPlaceUpdatePod` and `deletePod`; returns how many
+/// pods of the current revision it takes (kruise's `status.CurrentReplicas--`).
 #[allow(clippy::too_many_arguments)]
 fn rolling_update(
     r: &mut Round<'_>,
@@ -631,10 +663,11 @@ fn rolling_update(
     slots: &[Slot<'_>],
     start: i64,
     revisions: &[ControllerRevision],
-    update_name: &str,
+    (current_name, update_name): (&str, &str),
     update_data: &str,
     machine: &Machine<'_>,
-) {
+) -> i32 {
+    let mut taken_current = 0;
     let set = r.set;
     let opts = machine.options;
     let unavailable = budget::unavailable_replicas(
@@ -650,18 +683,18 @@ fn rolling_update(
     let round = match budget::plan_rolling_update(set, start, slots, update_name, &unavailable, r.gates) {
         Err(e) => {
             errors.push(e);
-            return;
+            return 0;
         }
         Ok(Err(NoRollingUpdate::OnDelete)) => {
             let behind = slots.iter().filter_map(|s| s.pod).filter(|p| !at_revision(p, update_name)).count();
             if behind > 0 {
                 r.step.waiting.push(format!("updateStrategy.type is OnDelete: {behind} pods wait to be deleted"));
             }
-            return;
+            return 0;
         }
         Ok(Err(NoRollingUpdate::Paused)) => {
             r.step.waiting.push("the rolling update is paused (rollingUpdate.paused)".into());
-            return;
+            return 0;
         }
         Ok(Ok(round)) => round,
     };
@@ -691,15 +724,16 @@ fn rolling_update(
                 Ok(spec) => {
                     if let Err(e) = machine.update_in_place(&mut r.changes, &mut r.step, p, update_name, &spec) {
                         errors.push(e);
-                        return;
+                        return taken_current;
                     }
+                    taken_current += i32::from(pod_revision(p) == current_name);
                     continue;
                 }
                 Err(why) => refused = Some(why),
             }
             if policy == IN_PLACE_ONLY {
                 errors.push(format!("find strategy InPlaceOnly but Pod {pname} can not update in-place"));
-                return;
+                return taken_current;
             }
         }
         let reason = match &refused {
@@ -713,7 +747,9 @@ fn rolling_update(
             ));
         }
         r.deleted.insert(o);
-        r.delete(p, ActionKind::Recreate, update_name, reason);
+        if r.delete(p, ActionKind::Recreate, update_name, reason) {
+            taken_current += i32::from(pod_revision(p) == current_name);
+        }
     }
     if let Some(b) = &round.blocked {
         let names: Vec<&str> = b.waiting_for.iter().map(String::as_str).collect();
@@ -725,6 +761,7 @@ fn rolling_update(
             names.join(", ")
         ));
     }
+    taken_current
 }
 
 #[cfg(test)]

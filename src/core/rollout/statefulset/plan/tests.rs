@@ -47,6 +47,8 @@ fn a_set_of_3_comes_up_one_pod_per_round_when_ordered_ready() {
     let first = w.round();
     assert_eq!(first.actions[0].kind, ActionKind::CreateRevision, "the revision is created before its pods");
     let mut created = pods_of(&first, ActionKind::Create);
+    // kruise counts a pod it creates at once: replicas and updatedReplicas 1 before it runs.
+    assert_eq!((first.status.replicas, first.status.updated_replicas, first.status.ready_replicas), (1, 1, 0));
     for _ in 0..20 {
         let p = w.round();
         let now = pods_of(&p, ActionKind::Create);
@@ -272,4 +274,31 @@ fn the_status_is_written_only_when_it_changes() {
     let Some(Write::PatchWorkloadStatus { pin, .. }) = &p.status_write else { panic!("{p:?}") };
     assert_eq!(pin, &Pin::Observed(w.set.metadata.resource_version.clone().unwrap()));
     assert_eq!(p.status.observed_generation, 2);
+}
+
+#[test]
+fn a_failed_replica_is_deleted_and_created_again() {
+    let mut w = World::new(stateful_set(2, "nginx:1", json!({})));
+    w.settle(20);
+    let i = w.pods.iter().position(|p| pods::name(p) == "web-0").unwrap();
+    w.pods[i].status.as_mut().unwrap().phase = Some("Failed".into());
+    let old_uid = w.pods[i].metadata.uid.clone();
+    let p = w.plan();
+    assert_eq!(pods_of(&p, ActionKind::Delete), ["web-0"]);
+    assert!(
+        p.events
+            .iter()
+            .any(|e| e.reason == "RecreatingFailedPod" && e.type_ == crate::core::rollout::plan::EventType::Warning)
+    );
+    assert_eq!(
+        (p.status.replicas, p.status.current_replicas, p.status.updated_replicas),
+        (1, 1, 1),
+        "the deleted pod is not counted"
+    );
+    w.apply(&p).unwrap();
+    w.kubelet();
+    w.settle(20);
+    assert_eq!(w.ordinals(), [0, 1]);
+    assert_ne!(w.pod(0).unwrap().metadata.uid, old_uid);
+    assert_eq!(w.set.status.clone().unwrap().ready_replicas, 2);
 }
