@@ -302,3 +302,55 @@ fn a_failed_replica_is_deleted_and_created_again() {
     assert_ne!(w.pod(0).unwrap().metadata.uid, old_uid);
     assert_eq!(w.set.status.clone().unwrap().ready_replicas, 2);
 }
+
+#[test]
+fn a_rollback_bumps_the_old_revision_and_history_is_truncated() {
+    let mut w = World::new(stateful_set(1, "nginx:1", json!({"revisionHistoryLimit": 1})));
+    w.settle(20);
+    let first = w.set.status.clone().unwrap().update_revision;
+    set_image(&mut w, "nginx:2");
+    w.settle(20);
+    set_image(&mut w, "nginx:1");
+    let p = w.plan();
+    assert!(pods_of(&p, ActionKind::Create).is_empty());
+    let bump = p.actions.iter().find(|a| a.kind == ActionKind::UpdateRevision).expect("a rollback bumps the revision");
+    assert_eq!(bump.revision, first);
+    assert!(!p.actions.iter().any(|a| a.kind == ActionKind::CreateRevision));
+    assert_eq!(p.update_revision, first);
+    w.apply(&p).unwrap();
+    w.kubelet();
+    w.settle(20);
+    assert_eq!(identity::pod_revision(w.pod(0).unwrap()), first);
+    assert_eq!(image(w.pod(0).unwrap()), "nginx:1");
+    // nginx:3 then: three revisions, one live, one kept: the oldest non-live one goes.
+    set_image(&mut w, "nginx:3");
+    w.settle(20);
+    assert_eq!(w.revisions.len(), 2, "the live revision and one more with revisionHistoryLimit 1");
+}
+
+#[test]
+fn on_delete_and_paused_wait() {
+    let mut w = World::new(stateful_set(2, "nginx:1", json!({"updateStrategy": {"type": "OnDelete"}})));
+    w.settle(20);
+    set_image(&mut w, "nginx:2");
+    let p = w.round();
+    assert!(pods_of(&p, ActionKind::Recreate).is_empty());
+    assert!(p.waiting.iter().any(|m| m.contains("OnDelete")), "{:?}", p.waiting);
+    // Deleting a pod by hand brings it back at the update revision.
+    let i = w.pods.iter().position(|p| pods::name(p) == "web-1").unwrap();
+    w.pods.remove(i);
+    w.settle(20);
+    assert_eq!(image(w.pod(1).unwrap()), "nginx:2");
+    assert_eq!(image(w.pod(0).unwrap()), "nginx:1");
+
+    let mut w = World::new(stateful_set(
+        2,
+        "nginx:1",
+        json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"paused": true}}}),
+    ));
+    w.settle(20);
+    set_image(&mut w, "nginx:2");
+    let p = w.round();
+    assert!(pods_of(&p, ActionKind::Recreate).is_empty());
+    assert!(p.waiting.iter().any(|m| m.contains("paused")), "{:?}", p.waiting);
+}
