@@ -139,6 +139,20 @@ struct Round<'a> {
 }
 
 impl Round<'_> {
+    /// Whether this round already writes to `p`: a delete decided on the observed
+    /// resourceVersion would then fail its precondition, so it waits for the next round.
+    fn holds_back_delete(&mut self, p: &Pod) -> bool {
+        let written = !std::ptr::eq(self.changes.current(p), p);
+        if written {
+            self.step.waiting.push(format!(
+                "{} is deleted next round: this round already writes to it (its delete precondition is the \
+                 version observed)",
+                pods::name(p)
+            ));
+        }
+        written
+    }
+
     /// kruise's `deletePod`: a pod the preDelete hook holds moves to PreparingDelete instead
     /// (nothing when it already is there); otherwise a delete with preconditions. True when the
     /// pod is actually deleted.
@@ -155,6 +169,9 @@ impl Round<'_> {
             } else {
                 self.step.waiting.push(format!("{name} waits in PreparingDelete for its preDelete hook"));
             }
+            return false;
+        }
+        if self.holds_back_delete(p) {
             return false;
         }
         self.step.actions.push(Action::new(kind, Some(&name), revision, reason, vec![delete_write(p)]));
@@ -337,20 +354,20 @@ pub fn plan(input: &Input<'_>) -> Plan {
         };
 
     // 4. Scale.
-    let scale_round = match scale::plan_scale(set, &range, slots, &members.condemned, now, gates, claim) {
-        Ok(s) => s,
+    // An error here (a `scaleStrategy.maxUnavailable` that does not parse) ends kruise's round
+    // before any pod is touched.
+    let (scale_round, scale_failed) = match scale::plan_scale(set, &range, slots, &members.condemned, now, gates, claim)
+    {
+        Ok(s) => (s, false),
         Err(e) => {
             out.errors.push(e);
-            scale::ScaleRound {
-                stop: Some(scale::Stop { ordinal: -1, reason: StopReason::SetDeleting, ends_round: true }),
-                ..Default::default()
-            }
+            (scale::ScaleRound::default(), true)
         }
     };
     if let Some(d) = scale_round.requeue_after {
         r.step.requeue_after(d);
     }
-    let deleting = set.metadata.deletion_timestamp.is_some();
+    let halted = set.metadata.deletion_timestamp.is_some() || scale_failed;
 
     // Refresh every created replica the scan reached (processReplica's refreshPodState).
     let opts = in_place_options(set, gates);
@@ -362,7 +379,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
         at_revision,
         write_revision: &write_revision,
     };
-    if !deleting {
+    if !halted {
         let reach = scale_round.stop.filter(|s| s.ends_round).map_or(i64::MAX, |s| s.ordinal);
         for slot in slots.iter().filter(|s| s.ordinal <= reach) {
             let Some(p) = slot.pod else { continue };
@@ -425,6 +442,9 @@ pub fn plan(input: &Input<'_>) -> Plan {
             ScaleStep::DeleteFailed(o) => {
                 let Some(p) = by_ordinal(o) else { continue };
                 r.deleted.insert(o);
+                if r.holds_back_delete(p) {
+                    continue;
+                }
                 let reason = format!("it is {}: deleted to be created again", pods::phase(p));
                 // Go deletes a failed replica directly (DeleteStatefulPod), not through deletePod.
                 let pname = pods::name(p).to_string();
@@ -496,7 +516,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
     }
 
     // 5. Rolling update.
-    if !deleting && scale_round.continues() {
+    if !halted && scale_round.continues() {
         let taken_current = rolling_update(
             &mut r,
             &mut out.errors,

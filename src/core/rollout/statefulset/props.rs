@@ -16,6 +16,11 @@
 //!    `start + partition`;
 //! 5. claims: no PVC is ever deleted by the planner, and under Retain/Retain no claim ever gets
 //!    an owner reference.
+//!
+//! 64 cases in `cargo test` (PROPTEST_CASES=N for a longer run). The first bug they found: a pod
+//! refreshed and recreated in one round had its delete refused (its precondition was the version
+//! the refresh write replaced) — see `a_pod_written_this_round_is_deleted_the_next` in the plan
+//! tests.
 
 use proptest::prelude::*;
 use serde_json::{Value, json};
@@ -178,7 +183,20 @@ fn run(c: &Case) -> Result<World, TestCaseError> {
         let p = w.plan();
         prop_assert!(p.errors.is_empty(), "{:?}", p.errors);
         check_round(&w, &p)?;
-        w.apply(&p).map_err(|e| TestCaseError::fail(format!("{e:?}")))?;
+        let before = w.pods.clone();
+        w.apply(&p).map_err(|e| {
+            let names: Vec<(String, Option<String>, Option<String>)> = before
+                .iter()
+                .map(|p| {
+                    (
+                        pods::name(p).to_string(),
+                        p.metadata.resource_version.clone(),
+                        p.status.as_ref().and_then(|s| s.phase.clone()),
+                    )
+                })
+                .collect();
+            TestCaseError::fail(format!("{e:?} applying {:#?} on {names:?}", p.actions))
+        })?;
         check_state(&w, c)?;
         if kubelet {
             w.kubelet();
@@ -228,7 +246,10 @@ fn a_generated_style_case_reaches_the_end_of_its_rollout() {
 }
 
 proptest! {
-    #![proptest_config(ProptestConfig { cases: 64, ..ProptestConfig::default() })]
+    #![proptest_config(ProptestConfig {
+        cases: std::env::var("PROPTEST_CASES").ok().and_then(|n| n.parse().ok()).unwrap_or(64),
+        ..ProptestConfig::default()
+    })]
 
     #[test]
     fn rounds_keep_the_invariants(c in case()) {

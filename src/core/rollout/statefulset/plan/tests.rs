@@ -354,3 +354,33 @@ fn on_delete_and_paused_wait() {
     assert!(pods_of(&p, ActionKind::Recreate).is_empty());
     assert!(p.waiting.iter().any(|m| m.contains("paused")), "{:?}", p.waiting);
 }
+
+#[test]
+fn a_scale_budget_that_does_not_parse_is_an_error_and_touches_no_pod() {
+    let mut w = World::new(stateful_set(2, "nginx:1", json!({"podManagementPolicy": "Parallel"})));
+    w.settle(20);
+    set_image(&mut w, "nginx:2");
+    w.edit(|s| s.spec.scale_strategy = serde_json::from_value(json!({"maxUnavailable": "x%"})).unwrap());
+    let p = w.plan();
+    assert!(!p.errors.is_empty());
+    assert!(p.actions.iter().all(|a| a.pod.is_none()), "{:?}", p.actions);
+}
+
+#[test]
+fn a_pod_written_this_round_is_deleted_the_next() {
+    let mut w = with_gate(World::new(stateful_set(1, "nginx:1", json!({}))));
+    w.settle(20);
+    // The InPlaceUpdateReady condition is gone (the refresh sets it again) and the image changes.
+    let conditions = w.pods[0].status.as_mut().unwrap().conditions.as_mut().unwrap();
+    conditions.retain(|c| c.type_ != "InPlaceUpdateReady");
+    set_image(&mut w, "nginx:2");
+    let p = w.plan();
+    assert_eq!(pods_of(&p, ActionKind::MarkInPlaceUpdateReady), ["web-0"]);
+    assert!(pods_of(&p, ActionKind::Recreate).is_empty(), "not on the version the refresh replaces");
+    assert!(p.waiting.iter().any(|m| m.contains("web-0 is deleted next round")), "{:?}", p.waiting);
+    w.apply(&p).unwrap();
+    w.kubelet();
+    let p = w.plan();
+    assert_eq!(pods_of(&p, ActionKind::Recreate), ["web-0"]);
+    w.apply(&p).unwrap();
+}
