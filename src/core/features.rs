@@ -148,6 +148,8 @@ pub enum Gate {
     PreDownloadImageForInPlaceUpdate,
     /// `spec.ordinals` of Advanced StatefulSets is honoured.
     StatefulSetStartOrdinal,
+    /// Advanced StatefulSet pods carry the `apps.kubernetes.io/pod-index` label.
+    PodIndexLabel,
     /// CloneSet revision labels carry the short hash.
     CloneSetShortHash,
     /// CloneSet pods above the partition roll back to the current revision.
@@ -180,6 +182,7 @@ impl Gate {
             Gate::ImagePullJobGate => "ImagePullJobGate",
             Gate::PreDownloadImageForInPlaceUpdate => "PreDownloadImageForInPlaceUpdate",
             Gate::StatefulSetStartOrdinal => "StatefulSetStartOrdinal",
+            Gate::PodIndexLabel => "PodIndexLabel",
             Gate::CloneSetShortHash => "CloneSetShortHash",
             Gate::CloneSetPartitionRollback => "CloneSetPartitionRollback",
             Gate::PreparingUpdateAsUpdate => "PreparingUpdateAsUpdate",

@@ -48,9 +48,34 @@ fn go_value(fields: &[crate::compat::gojson::Field], v: &impl serde::Serialize) 
     serde_json::from_str(&out).unwrap_or(Value::Null)
 }
 
-/// A revision's data bytes for a template.
+/// Largest integer a float64 holds exactly.
+const EXACT_F64: u64 = 1 << 53;
+
+/// What Go's `map[string]interface{}` round trip does to a number: integers beyond 2^53 become
+/// the nearest float64 (`9007199254740993` is written `9007199254740992`,
+/// `9223372036854775807` as `9223372036854776000`).
+fn through_float64(v: &mut Value) {
+    match v {
+        Value::Number(n)
+            if n.as_i64().is_some_and(|i| i.unsigned_abs() > EXACT_F64)
+                || n.as_u64().is_some_and(|u| u > EXACT_F64) =>
+        {
+            if let Some(f) = n.as_f64().and_then(serde_json::Number::from_f64) {
+                *n = f;
+            }
+        }
+        Value::Array(a) => a.iter_mut().for_each(through_float64),
+        Value::Object(m) => m.values_mut().for_each(through_float64),
+        _ => {}
+    }
+}
+
+/// A revision's data bytes for a template: kruise's `getPatch` (CloneSet and Advanced
+/// StatefulSet alike) encodes the workload, decodes it into a `map[string]interface{}` — keys
+/// sorted, every number a float64 — and encodes that again.
 pub fn revision_data(template: &PodTemplateSpec) -> String {
     let mut t = go_value(POD_TEMPLATE_SPEC, template);
+    through_float64(&mut t);
     if let Value::Object(m) = &mut t {
         m.insert("$patch".into(), json!("replace"));
     }
@@ -121,5 +146,30 @@ impl Revision {
     /// Its data as a JSON value (what the in-place classifier diffs).
     pub fn data_value(&self) -> Value {
         self.object.data.as_ref().map(|d| d.0.clone()).unwrap_or(Value::Null)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn data_passes_integers_through_float64_as_go_does() {
+        let template: PodTemplateSpec = serde_json::from_value(json!({
+            "spec": {"containers": [{"name": "c", "image": "i",
+                "securityContext": {"runAsUser": 9007199254740993_i64}}],
+                "activeDeadlineSeconds": 9223372036854775807_i64,
+                "terminationGracePeriodSeconds": 9007199254740992_i64}
+        }))
+        .unwrap();
+        let data = revision_data(&template);
+        // Go: encoding/json -> map[string]interface{} (float64) -> encoding/json.
+        assert!(data.contains(r#""runAsUser":9007199254740992"#), "{data}");
+        assert!(data.contains(r#""activeDeadlineSeconds":9223372036854776000"#), "{data}");
+        assert!(data.contains(r#""terminationGracePeriodSeconds":9007199254740992"#), "{data}");
+        // Small integers are untouched.
+        let small: PodTemplateSpec =
+            serde_json::from_value(json!({"spec": {"containers": [], "activeDeadlineSeconds": 30}})).unwrap();
+        assert!(revision_data(&small).contains(r#""activeDeadlineSeconds":30"#));
     }
 }

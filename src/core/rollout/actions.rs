@@ -135,7 +135,9 @@ pub enum ActionKind {
     Delete,
     /// Update a pod in place to the target revision.
     UpdateInPlace,
-    /// Mark a pod `apps.kruise.io/specified-delete` so the scale step replaces it.
+    /// Recreate a pod at the target revision: the CloneSet marks it `apps.kruise.io/specified-delete`
+    /// so its scale step replaces it; the Advanced StatefulSet deletes it and its next round
+    /// creates it again.
     Recreate,
     /// Move a pod to another lifecycle state.
     SetLifecycle,
@@ -157,6 +159,13 @@ pub enum ActionKind {
     DeleteRevision,
     /// Remove names of pods that do not exist from `scaleStrategy.podsToDelete`.
     TrimPodsToDelete,
+    /// Adopt an orphan pod (add the workload's controller reference).
+    AdoptPod,
+    /// Put back a StatefulSet pod's identity, storage or claim references (`UpdateStatefulPod`).
+    RestoreIdentity,
+    /// Create a pod's missing PVCs or give its PVCs the owner references the retention policy
+    /// asks for.
+    UpdateClaims,
     /// Hand a PVC of a finished pod to that pod, or delete an orphaned PVC (PVC reuse disabled).
     CleanupPvc,
 }

@@ -1,0 +1,386 @@
+//! The planner round after round against the shared fake API and kubelet
+//! ([`super::super::testkit`]): every write a plan asks for is applied exactly as given (pinned
+//! JSON patches, delete preconditions), the kubelet runs the pods, and the next round plans on the
+//! result.
+
+use super::*;
+use crate::core::inplace::refresh;
+use crate::core::rollout::statefulset::testkit::{World, stateful_set};
+use serde_json::json;
+use std::collections::BTreeMap;
+
+/// The readiness gate kruise's pod webhook injects into the set's pods.
+fn with_gate(mut w: World) -> World {
+    let spec = w.set.spec.template.spec.as_mut().unwrap();
+    spec.readiness_gates = Some(vec![serde_json::from_value(json!({"conditionType": "InPlaceUpdateReady"})).unwrap()]);
+    w
+}
+
+fn image(p: &Pod) -> &str {
+    p.spec.as_ref().unwrap().containers[0].image.as_deref().unwrap()
+}
+
+fn uids(w: &World) -> BTreeMap<String, String> {
+    w.pods.iter().map(|p| (pods::name(p).to_string(), p.metadata.uid.clone().unwrap())).collect()
+}
+
+fn set_image(w: &mut World, img: &str) {
+    w.edit(|s| s.spec.template.spec.as_mut().unwrap().containers[0].image = Some(img.into()));
+}
+
+/// Replicas missing, not Ready, or with an in-place update not complete.
+fn unavailable(w: &World) -> usize {
+    let replicas = w.set.spec.replicas.unwrap_or(1) as usize;
+    let present = w.pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).count();
+    let opts = in_place_options(&w.set, &w.gates);
+    let busy = w.pods.iter().filter(|p| !pods::is_ready(p) || refresh::update_completed(p, opts).is_err()).count();
+    replicas.saturating_sub(present) + busy
+}
+
+fn pods_of(p: &Plan, kind: ActionKind) -> Vec<String> {
+    p.actions.iter().filter(|a| a.kind == kind).filter_map(|a| a.pod.clone()).collect()
+}
+
+#[test]
+fn a_set_of_3_comes_up_one_pod_per_round_when_ordered_ready() {
+    let mut w = World::new(stateful_set(3, "nginx:1", json!({})));
+    let first = w.round();
+    assert_eq!(first.actions[0].kind, ActionKind::CreateRevision, "the revision is created before its pods");
+    let mut created = pods_of(&first, ActionKind::Create);
+    // kruise counts a pod it creates at once: replicas and updatedReplicas 1 before it runs.
+    assert_eq!((first.status.replicas, first.status.updated_replicas, first.status.ready_replicas), (1, 1, 0));
+    for _ in 0..20 {
+        let p = w.round();
+        let now = pods_of(&p, ActionKind::Create);
+        assert!(now.len() <= 1, "OrderedReady creates one pod per round: {now:?}");
+        created.extend(now);
+        if p.actions.is_empty() && p.status_write.is_none() {
+            break;
+        }
+    }
+    assert_eq!(created, ["web-0", "web-1", "web-2"]);
+    assert_eq!(w.ordinals(), [0, 1, 2]);
+    let st = w.set.status.clone().unwrap();
+    assert_eq!((st.replicas, st.ready_replicas, st.available_replicas, st.updated_replicas), (3, 3, 3, 3));
+    assert_eq!(st.current_revision, st.update_revision);
+    assert_eq!(st.label_selector, "app=web");
+    let pod = w.pod(1).unwrap();
+    assert_eq!(pods::label(pod, identity::POD_NAME_LABEL), Some("web-1"));
+    assert_eq!(pods::label(pod, identity::REVISION_LABEL), Some(st.update_revision.as_str()));
+    assert_eq!(pod.spec.as_ref().unwrap().hostname.as_deref(), Some("web-1"));
+}
+
+#[test]
+fn reserved_ordinals_are_skipped() {
+    let mut w =
+        World::new(stateful_set(3, "nginx:1", json!({"reserveOrdinals": [1], "podManagementPolicy": "Parallel"})));
+    let plans = w.settle(20);
+    assert_eq!(pods_of(&plans[0], ActionKind::Create), ["web-0", "web-2", "web-3"], "Parallel creates all at once");
+    assert_eq!(w.ordinals(), [0, 2, 3]);
+    // Un-reserving 1 and reserving 3 moves the replica: 1 is created, 3 condemned.
+    w.edit(|s| s.spec.reserve_ordinals = vec![serde_json::from_value(json!(3)).unwrap()]);
+    w.settle(20);
+    assert_eq!(w.ordinals(), [0, 1, 2]);
+}
+
+#[test]
+fn parallel_in_place_update_respects_partition_and_max_unavailable() {
+    let set = stateful_set(
+        6,
+        "nginx:1",
+        json!({"podManagementPolicy": "Parallel", "updateStrategy": {"type": "RollingUpdate", "rollingUpdate":
+            {"partition": 3, "maxUnavailable": 2, "podUpdatePolicy": "InPlaceIfPossible"}}}),
+    );
+    let mut w = with_gate(World::new(set));
+    w.settle(20);
+    assert_eq!(w.unready(), 0);
+    let before = uids(&w);
+    let old_revision = w.set.status.clone().unwrap().update_revision;
+    set_image(&mut w, "nginx:2");
+
+    let mut updated = Vec::new();
+    let mut worst = 0;
+    for round in 0.. {
+        assert!(round < 40, "the rollout does not end");
+        let p = w.plan();
+        assert!(p.errors.is_empty(), "{:?}", p.errors);
+        assert!(pods_of(&p, ActionKind::Recreate).is_empty() && pods_of(&p, ActionKind::Delete).is_empty());
+        updated.extend(pods_of(&p, ActionKind::UpdateInPlace));
+        w.apply(&p).unwrap();
+        worst = worst.max(unavailable(&w));
+        assert!(unavailable(&w) <= 2, "round {round}: {} unavailable", unavailable(&w));
+        w.kubelet();
+        w.advance(1);
+        if p.actions.is_empty() && p.status_write.is_none() {
+            break;
+        }
+    }
+    assert_eq!(updated, ["web-5", "web-4", "web-3"], "highest ordinal first, down to the partition");
+    assert_eq!(worst, 2, "two at a time");
+    assert_eq!(uids(&w), before, "in place: no pod was recreated");
+    let st = w.set.status.clone().unwrap();
+    for o in 0..6 {
+        let p = w.pod(o).unwrap();
+        let (want_image, want_rev) =
+            if o >= 3 { ("nginx:2", st.update_revision.as_str()) } else { ("nginx:1", old_revision.as_str()) };
+        assert_eq!((image(p), identity::pod_revision(p)), (want_image, want_rev), "web-{o}");
+        assert!(pods::is_ready(p), "web-{o} ready again");
+    }
+    assert_eq!((st.updated_replicas, st.current_replicas, st.ready_replicas), (3, 3, 6));
+    assert_ne!(st.current_revision, st.update_revision, "the partition holds the rollout");
+}
+
+#[test]
+fn an_env_change_recreates_from_the_highest_ordinal() {
+    let mut w = World::new(stateful_set(
+        3,
+        "nginx:1",
+        json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}}}),
+    ));
+    w.settle(20);
+    let before = uids(&w);
+    w.edit(|s| {
+        s.spec.template.spec.as_mut().unwrap().containers[0].env =
+            Some(vec![serde_json::from_value(json!({"name": "A", "value": "1"})).unwrap()])
+    });
+    let mut recreated = Vec::new();
+    for round in 0.. {
+        assert!(round < 40, "the rollout does not end");
+        let p = w.round();
+        assert!(pods_of(&p, ActionKind::UpdateInPlace).is_empty(), "env is not updated in place");
+        let r = pods_of(&p, ActionKind::Recreate);
+        assert!(r.len() <= 1);
+        for a in p.actions.iter().filter(|a| a.kind == ActionKind::Recreate) {
+            let Write::DeletePod { uid, resource_version, .. } = &a.writes[0] else { panic!("{a:?}") };
+            assert!(uid.is_some() && resource_version.is_some(), "deletes carry preconditions");
+            assert!(a.reason.contains("cannot update in place"), "{}", a.reason);
+        }
+        recreated.extend(r);
+        if p.actions.is_empty() && p.status_write.is_none() {
+            break;
+        }
+    }
+    assert_eq!(recreated, ["web-2", "web-1", "web-0"]);
+    let after = uids(&w);
+    assert!(before.iter().all(|(n, u)| after.get(n) != Some(u)), "every pod is new");
+    let st = w.set.status.clone().unwrap();
+    assert_eq!(st.current_revision, st.update_revision, "the rollout completed");
+    assert!(w.pods.iter().all(|p| p.spec.as_ref().unwrap().containers[0].env.is_some()));
+}
+
+#[test]
+fn in_place_only_refuses_what_cannot_be_in_place() {
+    let mut w = World::new(stateful_set(
+        2,
+        "nginx:1",
+        json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceOnly"}}}),
+    ));
+    w.settle(20);
+    w.edit(|s| s.spec.template.spec.as_mut().unwrap().containers[0].command = Some(vec!["sh".into()]));
+    let p = w.plan();
+    assert!(p.errors.iter().any(|e| e.contains("InPlaceOnly") && e.contains("web-1")), "{:?}", p.errors);
+    assert!(pods_of(&p, ActionKind::Recreate).is_empty());
+}
+
+#[test]
+fn ordered_scale_down_deletes_the_highest_first_one_per_round() {
+    let mut w = World::new(stateful_set(4, "nginx:1", json!({})));
+    w.settle(30);
+    w.edit(|s| s.spec.replicas = Some(1));
+    let mut deleted = Vec::new();
+    for _ in 0..20 {
+        let p = w.round();
+        let d = pods_of(&p, ActionKind::Delete);
+        assert!(d.len() <= 1);
+        deleted.extend(d);
+        if p.actions.is_empty() && p.status_write.is_none() {
+            break;
+        }
+    }
+    assert_eq!(deleted, ["web-3", "web-2", "web-1"]);
+    assert_eq!(w.ordinals(), [0]);
+}
+
+#[test]
+fn a_pre_delete_hook_holds_a_condemned_pod_in_preparing_delete() {
+    let mut w = World::new(stateful_set(
+        2,
+        "nginx:1",
+        json!({"lifecycle": {"preDelete": {"labelsHandler": {"hold": "true"}}},
+               "template": {"metadata": {"labels": {"app": "web", "hold": "true"}},
+                  "spec": {"containers": [{"name": "main", "image": "nginx:1"}]}}}),
+    ));
+    w.settle(30);
+    w.edit(|s| s.spec.replicas = Some(1));
+    let p = w.round();
+    let a = p.actions.iter().find(|a| a.pod.as_deref() == Some("web-1")).unwrap();
+    assert_eq!(a.kind, ActionKind::SetLifecycle);
+    assert_eq!(lifecycle::state(w.pod(1).unwrap()), State::PreparingDelete);
+    let p = w.round();
+    assert!(p.actions.iter().all(|a| a.pod.as_deref() != Some("web-1")), "held: {:?}", p.actions);
+    // The hook lets go: the pod is deleted.
+    let i = w.pods.iter().position(|p| pods::name(p) == "web-1").unwrap();
+    w.pods[i].metadata.labels.as_mut().unwrap().remove("hold");
+    let p = w.round();
+    assert_eq!(pods_of(&p, ActionKind::Delete), ["web-1"]);
+}
+
+#[test]
+fn orphans_are_adopted_and_strangers_released() {
+    let mut w = World::new(stateful_set(2, "nginx:1", json!({})));
+    w.settle(20);
+    // An orphan web-1 (its owner reference gone) is adopted, not recreated.
+    let i = w.pods.iter().position(|p| pods::name(p) == "web-1").unwrap();
+    w.pods[i].metadata.owner_references = None;
+    let uid = w.pods[i].metadata.uid.clone();
+    let p = w.round();
+    assert_eq!(pods_of(&p, ActionKind::AdoptPod), ["web-1"]);
+    assert!(pods_of(&p, ActionKind::Create).is_empty());
+    assert_eq!(w.pod(1).unwrap().metadata.uid, uid);
+    assert!(w.pod(1).unwrap().metadata.owner_references.as_ref().is_some_and(|r| r[0].uid == "uid-web"));
+    // web-0 stops matching the selector: released, and a new web-0 is created next.
+    let i = w.pods.iter().position(|p| pods::name(p) == "web-0").unwrap();
+    w.pods[i].metadata.labels.as_mut().unwrap().insert("app".into(), "other".into());
+    let p = w.plan();
+    assert_eq!(pods_of(&p, ActionKind::ReleasePod), ["web-0"]);
+    w.apply_actions_of(&p, ActionKind::ReleasePod);
+    assert!(
+        w.pods
+            .iter()
+            .any(|p| pods::name(p) == "web-0" && p.metadata.owner_references.as_ref().is_none_or(|r| r.is_empty()))
+    );
+}
+
+#[test]
+fn a_stale_view_cannot_overwrite_or_delete() {
+    let mut w = World::new(stateful_set(2, "nginx:1", json!({"podManagementPolicy": "Parallel"})));
+    w.settle(20);
+    set_image(&mut w, "nginx:2");
+    let p = w.plan();
+    assert_eq!(pods_of(&p, ActionKind::Recreate), ["web-1"]);
+    // Someone changes web-1 between the plan and its delete: the precondition refuses it.
+    w.kubelet();
+    assert!(w.apply(&p).is_err());
+}
+
+#[test]
+fn the_status_is_written_only_when_it_changes() {
+    let mut w = World::new(stateful_set(1, "nginx:1", json!({})));
+    w.settle(20);
+    let p = w.plan();
+    assert!(p.actions.is_empty() && p.status_write.is_none(), "{p:?}");
+    w.edit(|_| {});
+    let p = w.plan();
+    let Some(Write::PatchWorkloadStatus { pin, .. }) = &p.status_write else { panic!("{p:?}") };
+    assert_eq!(pin, &Pin::Observed(w.set.metadata.resource_version.clone().unwrap()));
+    assert_eq!(p.status.observed_generation, 2);
+}
+
+#[test]
+fn a_failed_replica_is_deleted_and_created_again() {
+    let mut w = World::new(stateful_set(2, "nginx:1", json!({})));
+    w.settle(20);
+    let i = w.pods.iter().position(|p| pods::name(p) == "web-0").unwrap();
+    w.pods[i].status.as_mut().unwrap().phase = Some("Failed".into());
+    let old_uid = w.pods[i].metadata.uid.clone();
+    let p = w.plan();
+    assert_eq!(pods_of(&p, ActionKind::Delete), ["web-0"]);
+    assert!(
+        p.events
+            .iter()
+            .any(|e| e.reason == "RecreatingFailedPod" && e.type_ == crate::core::rollout::plan::EventType::Warning)
+    );
+    assert_eq!(
+        (p.status.replicas, p.status.current_replicas, p.status.updated_replicas),
+        (1, 1, 1),
+        "the deleted pod is not counted"
+    );
+    w.apply(&p).unwrap();
+    w.kubelet();
+    w.settle(20);
+    assert_eq!(w.ordinals(), [0, 1]);
+    assert_ne!(w.pod(0).unwrap().metadata.uid, old_uid);
+    assert_eq!(w.set.status.clone().unwrap().ready_replicas, 2);
+}
+
+#[test]
+fn a_rollback_bumps_the_old_revision_and_history_is_truncated() {
+    let mut w = World::new(stateful_set(1, "nginx:1", json!({"revisionHistoryLimit": 1})));
+    w.settle(20);
+    let first = w.set.status.clone().unwrap().update_revision;
+    set_image(&mut w, "nginx:2");
+    w.settle(20);
+    set_image(&mut w, "nginx:1");
+    let p = w.plan();
+    assert!(pods_of(&p, ActionKind::Create).is_empty());
+    let bump = p.actions.iter().find(|a| a.kind == ActionKind::UpdateRevision).expect("a rollback bumps the revision");
+    assert_eq!(bump.revision, first);
+    assert!(!p.actions.iter().any(|a| a.kind == ActionKind::CreateRevision));
+    assert_eq!(p.update_revision, first);
+    w.apply(&p).unwrap();
+    w.kubelet();
+    w.settle(20);
+    assert_eq!(identity::pod_revision(w.pod(0).unwrap()), first);
+    assert_eq!(image(w.pod(0).unwrap()), "nginx:1");
+    // nginx:3 then: three revisions, one live, one kept: the oldest non-live one goes.
+    set_image(&mut w, "nginx:3");
+    w.settle(20);
+    assert_eq!(w.revisions.len(), 2, "the live revision and one more with revisionHistoryLimit 1");
+}
+
+#[test]
+fn on_delete_and_paused_wait() {
+    let mut w = World::new(stateful_set(2, "nginx:1", json!({"updateStrategy": {"type": "OnDelete"}})));
+    w.settle(20);
+    set_image(&mut w, "nginx:2");
+    let p = w.round();
+    assert!(pods_of(&p, ActionKind::Recreate).is_empty());
+    assert!(p.waiting.iter().any(|m| m.contains("OnDelete")), "{:?}", p.waiting);
+    // Deleting a pod by hand brings it back at the update revision.
+    let i = w.pods.iter().position(|p| pods::name(p) == "web-1").unwrap();
+    w.pods.remove(i);
+    w.settle(20);
+    assert_eq!(image(w.pod(1).unwrap()), "nginx:2");
+    assert_eq!(image(w.pod(0).unwrap()), "nginx:1");
+
+    let mut w = World::new(stateful_set(
+        2,
+        "nginx:1",
+        json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"paused": true}}}),
+    ));
+    w.settle(20);
+    set_image(&mut w, "nginx:2");
+    let p = w.round();
+    assert!(pods_of(&p, ActionKind::Recreate).is_empty());
+    assert!(p.waiting.iter().any(|m| m.contains("paused")), "{:?}", p.waiting);
+}
+
+#[test]
+fn a_scale_budget_that_does_not_parse_is_an_error_and_touches_no_pod() {
+    let mut w = World::new(stateful_set(2, "nginx:1", json!({"podManagementPolicy": "Parallel"})));
+    w.settle(20);
+    set_image(&mut w, "nginx:2");
+    w.edit(|s| s.spec.scale_strategy = serde_json::from_value(json!({"maxUnavailable": "x%"})).unwrap());
+    let p = w.plan();
+    assert!(!p.errors.is_empty());
+    assert!(p.actions.iter().all(|a| a.pod.is_none()), "{:?}", p.actions);
+}
+
+#[test]
+fn a_pod_written_this_round_is_deleted_the_next() {
+    let mut w = with_gate(World::new(stateful_set(1, "nginx:1", json!({}))));
+    w.settle(20);
+    // The InPlaceUpdateReady condition is gone (the refresh sets it again) and the image changes.
+    let conditions = w.pods[0].status.as_mut().unwrap().conditions.as_mut().unwrap();
+    conditions.retain(|c| c.type_ != "InPlaceUpdateReady");
+    set_image(&mut w, "nginx:2");
+    let p = w.plan();
+    assert_eq!(pods_of(&p, ActionKind::MarkInPlaceUpdateReady), ["web-0"]);
+    assert!(pods_of(&p, ActionKind::Recreate).is_empty(), "not on the version the refresh replaces");
+    assert!(p.waiting.iter().any(|m| m.contains("web-0 is deleted next round")), "{:?}", p.waiting);
+    w.apply(&p).unwrap();
+    w.kubelet();
+    let p = w.plan();
+    assert_eq!(pods_of(&p, ActionKind::Recreate), ["web-0"]);
+    w.apply(&p).unwrap();
+}
