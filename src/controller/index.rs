@@ -62,9 +62,24 @@ pub fn node_key(node: &str) -> String {
     format!("node/{node}")
 }
 
-/// A pod's keys: the uid of each owner, and [`node_key`] of its node once it has one.
+/// The key an object's namespace files it under in [`pod_keys`] and [`claim_keys`].
+pub fn namespace_key(namespace: &str) -> String {
+    format!("namespace/{namespace}")
+}
+
+/// A PVC's keys: the uid of each owner, and [`namespace_key`] of its namespace (Advanced
+/// StatefulSet claims have no owner unless a retention policy asks for one).
+pub fn claim_keys(p: &k8s_openapi::api::core::v1::PersistentVolumeClaim) -> Vec<String> {
+    let mut keys = owner_uids(p);
+    keys.push(namespace_key(p.metadata.namespace.as_deref().unwrap_or("")));
+    keys
+}
+
+/// A pod's keys: the uid of each owner, [`namespace_key`] of its namespace (a StatefulSet adopts
+/// orphans of its namespace), and [`node_key`] of its node once it has one.
 pub fn pod_keys(p: &k8s_openapi::api::core::v1::Pod) -> Vec<String> {
     let mut keys = owner_uids(p);
+    keys.push(namespace_key(p.metadata.namespace.as_deref().unwrap_or("")));
     if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty()) {
         keys.push(node_key(node));
     }

@@ -32,7 +32,7 @@ use serde::de::DeserializeOwned;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::index::{Index, KeysOf, meta_key, namespace_of, no_keys, owner_uids, pod_keys};
+use super::index::{Index, KeysOf, claim_keys, meta_key, namespace_of, no_keys, pod_keys};
 use crate::metrics::{KindLabels, Metrics};
 
 /// A change an informer reports to its handlers.
@@ -211,9 +211,9 @@ where
 /// The shared informers of the kinds every workload controller reads.
 #[derive(Clone)]
 pub struct Informers {
-    /// Pods, by owner uid and by node ([`pod_keys`]).
+    /// Pods, by owner uid, namespace and node ([`pod_keys`]).
     pub pods: Informer<Pod>,
-    /// PVCs, by owner uid.
+    /// PVCs, by owner uid and namespace ([`claim_keys`]).
     pub pvcs: Informer<PersistentVolumeClaim>,
     /// ControllerRevisions, by namespace.
     pub revisions: Informer<ControllerRevision>,
@@ -225,7 +225,7 @@ impl Default for Informers {
     fn default() -> Self {
         Informers {
             pods: Informer::new("Pod", pod_keys, Invalid::KeepLast),
-            pvcs: Informer::new("PersistentVolumeClaim", owner_uids::<PersistentVolumeClaim>, Invalid::KeepLast),
+            pvcs: Informer::new("PersistentVolumeClaim", claim_keys, Invalid::KeepLast),
             revisions: Informer::new("ControllerRevision", namespace_of::<ControllerRevision>, Invalid::KeepLast),
             nodes: Informer::new("Node", no_keys::<Node>, Invalid::KeepLast),
         }

@@ -5,7 +5,8 @@
 //! - [`runner`]: one reconcile loop ([`queue`], workers, backoff, pacing, metrics, spans);
 //! - [`act`]: the expectations gate, the plan's writes ([`apply`]) and Events.
 //!
-//! One thin file per controller wires them: [`cloneset`] (spec §5), [`podreadiness`] (kruise's
+//! One thin file per controller wires them: [`cloneset`] (spec §5), [`statefulset`] (the Advanced
+//! StatefulSet, spec §6), [`podreadiness`] (kruise's
 //! `podreadiness` controller), [`failopen`] (pods admitted without their sidecars). [`Leader`]
 //! starts them all on one set of informers while this replica leads.
 
@@ -18,6 +19,7 @@ pub mod informers;
 pub mod podreadiness;
 pub mod queue;
 pub mod runner;
+pub mod statefulset;
 
 use std::sync::Arc;
 
@@ -112,6 +114,7 @@ impl Leader {
         let ns = self.settings.namespace.as_deref();
         let mut tasks = Vec::new();
         tasks.extend(cloneset::start(&informers, &self.client, &self.settings, &self.metrics, token));
+        tasks.extend(statefulset::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.push(podreadiness::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.push(failopen::start(
             &informers,
@@ -124,4 +127,22 @@ impl Leader {
         tasks.extend(informers.start(&self.client, ns, &self.metrics, token));
         tasks
     }
+}
+
+/// Runs the workload controllers (CloneSet and Advanced StatefulSet) alone, on informers of their
+/// own, until `shutdown` completes (tests; `kruise serve` runs them through [`Leader`]).
+pub async fn run_workloads(
+    client: kube::Client,
+    settings: Settings,
+    metrics: Metrics,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    let token = CancellationToken::new();
+    let informers = informers::Informers::default();
+    let mut tasks = cloneset::start(&informers, &client, &settings, &metrics, &token);
+    tasks.extend(statefulset::start(&informers, &client, &settings, &metrics, &token));
+    tasks.extend(informers.start(&client, settings.namespace.as_deref(), &metrics, &token));
+    shutdown.await;
+    token.cancel();
+    futures::future::join_all(tasks).await;
 }

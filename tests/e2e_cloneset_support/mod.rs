@@ -1,5 +1,5 @@
-//! What the CloneSet end-to-end tests share: a [`Scenario`] (a namespace, the reconciler running
-//! in-process and scoped to it, optionally behind a fault proxy), waits that poll the API server
+//! What the workload end-to-end tests share: a [`Scenario`] (a namespace, the CloneSet and
+//! Advanced StatefulSet reconcilers running in-process and scoped to it, optionally behind a fault proxy), waits that poll the API server
 //! with a deadline, and a [`History`] of every pod state a watcher saw, for assertions about
 //! moments (never more than N pods, never more than M unready) rather than end states only.
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -241,7 +241,7 @@ impl Running {
     fn start(client: kube::Client, ns: &str, metrics: Metrics) -> Running {
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
         let settings = Settings { namespace: Some(ns.to_string()), ..Settings::default() };
-        let task = tokio::spawn(kruise::controller::cloneset::run(client, settings, metrics, async move {
+        let task = tokio::spawn(kruise::controller::run_workloads(client, settings, metrics, async move {
             let _ = rx.await;
         }));
         Running { stop: Some(tx), task }

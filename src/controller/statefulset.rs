@@ -1,0 +1,174 @@
+//! The Advanced StatefulSet controller (spec §6, issue 27) as wiring only, on the platform the
+//! CloneSet controller uses: the StatefulSet watch (`apps.kruise.io/v1beta1`) and the shared
+//! informers' handlers feed the runner's queue; a reconcile hands the set, the pods and claims of
+//! its namespace (adoption and claim matching are the planner's: a StatefulSet adopts orphans, and
+//! its claims own nothing unless a retention policy says so) and its namespace's revisions to the
+//! expectations gate and to [`crate::core::rollout::statefulset::plan::plan`], and has the act
+//! half send the writes, the planned status and the Events.
+
+use std::sync::Arc;
+use std::time::Duration;
+
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::jiff::Timestamp;
+use kube::api::Api;
+use kube::{Client, Resource};
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::act::{ActSettings, Actor, EXPECTATION_RECHECK, PlannedWrites};
+use super::index::{meta_key, namespace_key, namespace_of};
+use super::informers::{Change, Informer, Informers, Invalid, scoped};
+use super::queue::{WorkQueue, owners};
+use super::runner::{Pacing, Runner};
+use super::{ReconcileError, Settings};
+use crate::apis::statefulset::v1beta1::StatefulSet;
+use crate::compat::selector::Selector;
+use crate::core::features::Gate;
+use crate::core::rollout::ownership::controller_of;
+use crate::core::rollout::plan::status_write;
+use crate::core::rollout::statefulset::plan::{Input, plan};
+use crate::metrics::Metrics;
+
+/// The controller's name in metrics and Events.
+pub const CONTROLLER: &str = "statefulset";
+
+struct Context {
+    settings: Settings,
+    sets: Informer<StatefulSet>,
+    informers: Informers,
+    actor: Actor,
+    runner: Arc<Runner>,
+}
+
+/// Registers the Advanced StatefulSet controller on `informers` and starts its StatefulSet watch
+/// and runner; both stop when `token` is cancelled. Start the informers after this.
+pub fn start(
+    informers: &Informers,
+    client: &Client,
+    settings: &Settings,
+    metrics: &Metrics,
+    token: &CancellationToken,
+) -> Vec<JoinHandle<()>> {
+    let ns = settings.namespace.as_deref();
+    let sets = Informer::<StatefulSet>::new("StatefulSet", namespace_of::<StatefulSet>, Invalid::Drop);
+    let queue = WorkQueue::new(CONTROLLER, metrics.clone());
+    let runner = Runner::new(
+        CONTROLLER,
+        queue.clone(),
+        metrics.clone(),
+        usize::from(settings.concurrency),
+        Pacing { factor: 2, max_interval: settings.max_plan_interval },
+    );
+    let q = queue.clone();
+    sets.on_change(move |c| q.add(meta_key(c.meta())));
+    informers.pods.on_change(pod_trigger(queue.clone(), sets.clone()));
+    informers.pvcs.on_change(trigger(queue.clone()));
+    informers.revisions.on_change(trigger(queue.clone()));
+    let actor = Actor::new(
+        CONTROLLER,
+        client.clone(),
+        ActSettings {
+            writes_in_flight: settings.writes_in_flight,
+            expectation_timeout: settings.expectation_timeout,
+            force_expectation_timeout: settings.gates.enabled(Gate::ForceDeleteTimeoutExpectationFeatureGate),
+        },
+        metrics.clone(),
+        settings.instance.clone(),
+    );
+    let ctx = Arc::new(Context {
+        settings: settings.clone(),
+        sets: sets.clone(),
+        informers: informers.clone(),
+        actor,
+        runner: Arc::clone(&runner),
+    });
+    tracing::info!(controller = CONTROLLER, namespace = ns.unwrap_or("(all)"), "starting");
+    let watch = sets.start(scoped(client, ns), metrics.clone(), token.clone());
+    let reconcile = move |key: String| {
+        let ctx = Arc::clone(&ctx);
+        async move { reconcile(&ctx, &key).await }
+    };
+    vec![watch, tokio::spawn(runner.run(reconcile, token.clone()))]
+}
+
+/// A change of an owned object queues its StatefulSets (any version of `apps.kruise.io`).
+fn trigger<K: Resource>(queue: WorkQueue) -> impl Fn(Change<'_, K>) + Send + Sync + 'static {
+    move |c| owners(c.meta(), "apps.kruise.io", "StatefulSet").into_iter().for_each(|k| queue.add(k))
+}
+
+/// A pod change queues its StatefulSets; a pod without a controller queues every set of its
+/// namespace that selects it (kruise's `getPodStatefulSets`: it may be adopted).
+fn pod_trigger(queue: WorkQueue, sets: Informer<StatefulSet>) -> impl Fn(Change<'_, Pod>) + Send + Sync + 'static {
+    move |c| {
+        let meta = c.meta();
+        if controller_of(meta).is_some() {
+            owners(meta, "apps.kruise.io", "StatefulSet").into_iter().for_each(|k| queue.add(k));
+            return;
+        }
+        let Change::Applied(pod) = c else { return };
+        let empty = Default::default();
+        let labels = pod.metadata.labels.as_ref().unwrap_or(&empty);
+        for set in sets.index().get(pod.metadata.namespace.as_deref().unwrap_or("")) {
+            if Selector::from_validated(set.spec.selector.as_ref()).is_ok_and(|s| s.matches(labels)) {
+                queue.add(meta_key(&set.metadata));
+            }
+        }
+    }
+}
+
+async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, ReconcileError> {
+    if !(ctx.sets.index().is_synced() && ctx.informers.synced()) {
+        tracing::debug!("waiting for the first listing of StatefulSets, pods, PVCs, revisions and nodes");
+        return Ok(Some(EXPECTATION_RECHECK));
+    }
+    let Some(set) = ctx.sets.index().get_object(key) else {
+        // The set is gone (or no longer decodes): forget what was expected of it.
+        ctx.actor.forget(key);
+        ctx.runner.forget(key);
+        return Ok(None);
+    };
+    let uid = set.metadata.uid.clone().unwrap_or_default();
+    let ns = set.metadata.namespace.clone().unwrap_or_default();
+    let cached_pods = ctx.informers.pods.index().get(&namespace_key(&ns));
+    let cached_pvcs = ctx.informers.pvcs.index().get(&namespace_key(&ns));
+    let cached_revisions = ctx.informers.revisions.index().get(&ns);
+    let pods: Vec<&Pod> = cached_pods.iter().map(Arc::as_ref).collect();
+    let pvcs: Vec<&PersistentVolumeClaim> = cached_pvcs.iter().map(Arc::as_ref).collect();
+    let revisions: Vec<&ControllerRevision> = cached_revisions.iter().map(Arc::as_ref).collect();
+    let rv = set.metadata.resource_version.as_deref().unwrap_or("");
+    if let Some(wait) = ctx.actor.gate(key, &uid, rv, &pods, &pvcs) {
+        return Ok(Some(wait));
+    }
+    let planned = plan(&Input {
+        set: &set,
+        pods: &pods,
+        pvcs: &pvcs,
+        revisions: &revisions,
+        gates: &ctx.settings.gates,
+        now: Timestamp::now(),
+    });
+    for e in &planned.errors {
+        tracing::warn!("{e}");
+    }
+    let name = set.metadata.name.clone().unwrap_or_default();
+    let on_collision = |count: i32| {
+        let mut status = set.status.clone().unwrap_or_default();
+        status.collision_count = Some(count);
+        status_write(set.as_ref(), &name, rv, |s| s.status = Some(status), false)
+    };
+    let writes =
+        PlannedWrites { actions: &planned.actions, status: planned.status_write.as_ref(), on_collision: &on_collision };
+    let api: Api<StatefulSet> = Api::namespaced(ctx.actor.client().clone(), &ns);
+    if let Some(again) = ctx.actor.apply(key, &ns, api, writes).await? {
+        return Ok(Some(again));
+    }
+    tracing::debug!(actions = planned.actions.len(), waiting = ?planned.waiting, "round applied");
+    ctx.actor.publish(&set.object_ref(&()), &planned.events).await;
+    let requeue = planned
+        .requeue_after
+        .and_then(|d| Duration::try_from(d).ok())
+        .map_or(ctx.settings.resync, |d| d.min(ctx.settings.resync));
+    Ok(Some(requeue))
+}
