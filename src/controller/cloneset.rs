@@ -17,15 +17,13 @@ use kube::{Client, Resource};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::act::{ActSettings, Actor, EXPECTATION_RECHECK, PlannedWrites};
-use super::index::namespace_of;
-use super::informers::{Change, Informer, Informers, Invalid, scoped};
-use super::queue::{WorkQueue, owners};
-use super::runner::{Pacing, Runner};
+use super::act::{Actor, EXPECTATION_RECHECK, PlannedWrites};
+use super::informers::{Informer, Informers, scoped};
+
+use super::runner::Runner;
 use super::{ReconcileError, Settings};
 use crate::apis::cloneset::CloneSet;
 use crate::compat::selector::Selector;
-use crate::core::features::Gate;
 use crate::core::rollout::cloneset::owner;
 use crate::core::rollout::cloneset::plan::{Input, RevisionSource, plan};
 use crate::core::rollout::plan::status_write;
@@ -52,31 +50,12 @@ pub fn start(
     token: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
     let ns = settings.namespace.as_deref();
-    let clonesets = Informer::<CloneSet>::new("CloneSet", namespace_of::<CloneSet>, Invalid::Drop);
-    let queue = WorkQueue::new(CONTROLLER, metrics.clone());
-    let runner = Runner::new(
-        CONTROLLER,
-        queue.clone(),
-        metrics.clone(),
-        usize::from(settings.concurrency),
-        Pacing { factor: 2, max_interval: settings.max_plan_interval },
-    );
-    let q = queue.clone();
-    clonesets.on_change(move |c| q.add(super::index::meta_key(c.meta())));
-    informers.pods.on_change(trigger(queue.clone()));
-    informers.pvcs.on_change(trigger(queue.clone()));
-    informers.revisions.on_change(trigger(queue.clone()));
-    let actor = Actor::new(
-        CONTROLLER,
-        client.clone(),
-        ActSettings {
-            writes_in_flight: settings.writes_in_flight,
-            expectation_timeout: settings.expectation_timeout,
-            force_expectation_timeout: settings.gates.enabled(Gate::ForceDeleteTimeoutExpectationFeatureGate),
-        },
-        metrics.clone(),
-        settings.instance.clone(),
-    );
+    let runner = super::runner_for(CONTROLLER, settings, metrics);
+    let clonesets = super::workload_informer::<CloneSet>("CloneSet", &runner);
+    informers.pods.on_change(super::owner_trigger("CloneSet", runner.queue().clone()));
+    informers.pvcs.on_change(super::owner_trigger("CloneSet", runner.queue().clone()));
+    informers.revisions.on_change(super::owner_trigger("CloneSet", runner.queue().clone()));
+    let actor = super::actor_for(CONTROLLER, client, settings, metrics);
     let ctx = Arc::new(Context {
         settings: settings.clone(),
         clonesets: clonesets.clone(),
@@ -109,11 +88,6 @@ pub async fn run(
     shutdown.await;
     token.cancel();
     futures::future::join_all(tasks).await;
-}
-
-/// A change of an owned object queues its CloneSets (any version of `apps.kruise.io`).
-fn trigger<K: Resource>(queue: WorkQueue) -> impl Fn(Change<'_, K>) + Send + Sync + 'static {
-    move |c| owners(c.meta(), "apps.kruise.io", "CloneSet").into_iter().for_each(|k| queue.add(k))
 }
 
 async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, ReconcileError> {
@@ -177,9 +151,5 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     }
     tracing::debug!(actions = planned.actions.len(), waiting = ?planned.waiting, "round applied");
     ctx.actor.publish(&cs.object_ref(&()), &planned.events).await;
-    let requeue = planned
-        .requeue_after
-        .and_then(|d| Duration::try_from(d).ok())
-        .map_or(ctx.settings.resync, |d| d.min(ctx.settings.resync));
-    Ok(Some(requeue))
+    Ok(Some(super::next_round(planned.requeue_after, ctx.settings.resync)))
 }

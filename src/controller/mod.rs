@@ -97,6 +97,55 @@ impl ReconcileError {
     }
 }
 
+/// The runner of the controller `name`: its work queue, `settings.concurrency` workers, and runs
+/// of one key spaced by twice the last one's time (at most `settings.max_plan_interval`).
+pub fn runner_for(name: &'static str, settings: &Settings, metrics: &Metrics) -> Arc<runner::Runner> {
+    let queue = queue::WorkQueue::new(name, metrics.clone());
+    let pacing = runner::Pacing { factor: 2, max_interval: settings.max_plan_interval };
+    runner::Runner::new(name, queue, metrics.clone(), usize::from(settings.concurrency), pacing)
+}
+
+/// The act half of the controller `name` with the process settings.
+pub fn actor_for(name: &'static str, client: &kube::Client, settings: &Settings, metrics: &Metrics) -> act::Actor {
+    let act = act::ActSettings {
+        writes_in_flight: settings.writes_in_flight,
+        expectation_timeout: settings.expectation_timeout,
+        force_expectation_timeout: settings
+            .gates
+            .enabled(crate::core::features::Gate::ForceDeleteTimeoutExpectationFeatureGate),
+    };
+    act::Actor::new(name, client.clone(), act, metrics.clone(), settings.instance.clone())
+}
+
+/// A workload controller's own watch (its workloads, by namespace; one that stops decoding is
+/// dropped), every change queued on `runner`.
+pub fn workload_informer<W>(kind: &'static str, runner: &runner::Runner) -> informers::Informer<W>
+where
+    W: kube::Resource<DynamicType = ()> + Clone + serde::de::DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+{
+    let informer = informers::Informer::<W>::new(kind, index::namespace_of::<W>, informers::Invalid::Drop);
+    let queue = runner.queue().clone();
+    informer.on_change(move |c| queue.add(index::meta_key(c.meta())));
+    informer
+}
+
+/// A change of an object owned by a workload of `kind` (any version of `apps.kruise.io`) queues
+/// that workload.
+pub fn owner_trigger<K: kube::Resource>(
+    kind: &'static str,
+    queue: queue::WorkQueue,
+) -> impl Fn(informers::Change<'_, K>) + Send + Sync + 'static {
+    move |c| queue::owners(c.meta(), "apps.kruise.io", kind).into_iter().for_each(|k| queue.add(k))
+}
+
+/// When a workload is looked at again after a round: the planner's requeue, at most the resync.
+pub fn next_round(
+    requeue_after: Option<k8s_openapi::jiff::SignedDuration>,
+    resync: std::time::Duration,
+) -> std::time::Duration {
+    requeue_after.and_then(|d| std::time::Duration::try_from(d).ok()).map_or(resync, |d| d.min(resync))
+}
+
 /// Everything that runs on the leader: the shared informers and every controller on them.
 pub struct Leader {
     pub client: kube::Client,

@@ -17,15 +17,14 @@ use kube::{Client, Resource};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::act::{ActSettings, Actor, EXPECTATION_RECHECK, PlannedWrites};
-use super::index::{meta_key, namespace_key, namespace_of};
-use super::informers::{Change, Informer, Informers, Invalid, scoped};
+use super::act::{Actor, EXPECTATION_RECHECK, PlannedWrites};
+use super::index::{meta_key, namespace_key};
+use super::informers::{Change, Informer, Informers, scoped};
 use super::queue::{WorkQueue, owners};
-use super::runner::{Pacing, Runner};
+use super::runner::Runner;
 use super::{ReconcileError, Settings};
 use crate::apis::statefulset::v1beta1::StatefulSet;
 use crate::compat::selector::Selector;
-use crate::core::features::Gate;
 use crate::core::rollout::ownership::controller_of;
 use crate::core::rollout::plan::status_write;
 use crate::core::rollout::statefulset::plan::{Input, plan};
@@ -52,31 +51,12 @@ pub fn start(
     token: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
     let ns = settings.namespace.as_deref();
-    let sets = Informer::<StatefulSet>::new("StatefulSet", namespace_of::<StatefulSet>, Invalid::Drop);
-    let queue = WorkQueue::new(CONTROLLER, metrics.clone());
-    let runner = Runner::new(
-        CONTROLLER,
-        queue.clone(),
-        metrics.clone(),
-        usize::from(settings.concurrency),
-        Pacing { factor: 2, max_interval: settings.max_plan_interval },
-    );
-    let q = queue.clone();
-    sets.on_change(move |c| q.add(meta_key(c.meta())));
-    informers.pods.on_change(pod_trigger(queue.clone(), sets.clone()));
-    informers.pvcs.on_change(trigger(queue.clone()));
-    informers.revisions.on_change(trigger(queue.clone()));
-    let actor = Actor::new(
-        CONTROLLER,
-        client.clone(),
-        ActSettings {
-            writes_in_flight: settings.writes_in_flight,
-            expectation_timeout: settings.expectation_timeout,
-            force_expectation_timeout: settings.gates.enabled(Gate::ForceDeleteTimeoutExpectationFeatureGate),
-        },
-        metrics.clone(),
-        settings.instance.clone(),
-    );
+    let runner = super::runner_for(CONTROLLER, settings, metrics);
+    let sets = super::workload_informer::<StatefulSet>("StatefulSet", &runner);
+    informers.pods.on_change(pod_trigger(runner.queue().clone(), sets.clone()));
+    informers.pvcs.on_change(super::owner_trigger("StatefulSet", runner.queue().clone()));
+    informers.revisions.on_change(super::owner_trigger("StatefulSet", runner.queue().clone()));
+    let actor = super::actor_for(CONTROLLER, client, settings, metrics);
     let ctx = Arc::new(Context {
         settings: settings.clone(),
         sets: sets.clone(),
@@ -91,11 +71,6 @@ pub fn start(
         async move { reconcile(&ctx, &key).await }
     };
     vec![watch, tokio::spawn(runner.run(reconcile, token.clone()))]
-}
-
-/// A change of an owned object queues its StatefulSets (any version of `apps.kruise.io`).
-fn trigger<K: Resource>(queue: WorkQueue) -> impl Fn(Change<'_, K>) + Send + Sync + 'static {
-    move |c| owners(c.meta(), "apps.kruise.io", "StatefulSet").into_iter().for_each(|k| queue.add(k))
 }
 
 /// A pod change queues its StatefulSets; a pod without a controller queues every set of its
@@ -166,9 +141,5 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     }
     tracing::debug!(actions = planned.actions.len(), waiting = ?planned.waiting, "round applied");
     ctx.actor.publish(&set.object_ref(&()), &planned.events).await;
-    let requeue = planned
-        .requeue_after
-        .and_then(|d| Duration::try_from(d).ok())
-        .map_or(ctx.settings.resync, |d| d.min(ctx.settings.resync));
-    Ok(Some(requeue))
+    Ok(Some(super::next_round(planned.requeue_after, ctx.settings.resync)))
 }
