@@ -153,3 +153,81 @@ async fn ordered_ready_creates_one_by_one_skipping_reserved_ordinals() {
     }
     assert_eq!(t.history.created().await, 3);
 }
+
+/// Faults never produce an extra or a missing pod: a Parallel set scales up, rolls out a recreate
+/// update (env change) and an in-place one, and scales down, while a third of its writes answer
+/// 409 or 429 and its watches lag and are cut. Exactly the expected pods are ever created, each
+/// ordinal has one pod at a time (the API server refuses a second pod of one name; the planner
+/// must never create another name), and the end state is exact.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn faults_never_produce_an_extra_or_a_missing_pod() {
+    use kruise_testenv::{Share, WriteFault};
+    use std::time::Duration;
+    let t = Scenario::start_behind_fault_proxy("asts-faults").await;
+    let proxy = t.proxy.as_ref().unwrap();
+    let api = asts(&t);
+    proxy.fail_writes(WriteFault::Conflict, Share::Probability(0.3), &["pods", "statefulsets"]);
+    proxy.delay_watch_events(Duration::from_millis(500));
+    api.create(
+        &PostParams::default(),
+        &set(4, "nginx:1.25", json!({"updateStrategy": {"rollingUpdate": {"maxUnavailable": 2}}})),
+    )
+    .await
+    .unwrap();
+    let first = poll("4 ready replicas", || async {
+        let s = api.get("web").await.ok()?.status?;
+        (s.ready_replicas == 4 && s.replicas == 4).then_some(s)
+    })
+    .await;
+    proxy.cut_watches();
+
+    // An env change cannot be in place: pods are recreated, highest ordinal first.
+    // The controller's next 3 writes answer 429 (Too Many Requests).
+    proxy.fail_writes(WriteFault::TooManyRequests { retry_after_seconds: 1 }, Share::Next(3), &[]);
+    let env = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.25",
+        "env": [{"name": "MODE", "value": "b"}]}]}}}});
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&env)).await.unwrap();
+    proxy.cut_watches();
+    let recreated = poll("4 recreated", || async {
+        let s = api.get("web").await.ok()?.status?;
+        (s.update_revision != first.update_revision
+            && s.updated_ready_replicas == 4
+            && s.ready_replicas == 4
+            && s.replicas == 4)
+            .then_some(s)
+    })
+    .await;
+
+    // An image change goes in place; then scale down to 2.
+    proxy.fail_writes(WriteFault::Conflict, Share::Probability(0.3), &["pods", "statefulsets"]);
+    let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.26",
+        "env": [{"name": "MODE", "value": "b"}]}]}}}});
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&image)).await.unwrap();
+    poll("4 updated in place", || async {
+        let s = api.get("web").await.ok()?.status?;
+        (s.update_revision != recreated.update_revision && s.updated_ready_replicas == 4 && s.ready_replicas == 4)
+            .then_some(())
+    })
+    .await;
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&json!({"spec": {"replicas": 2}}))).await.unwrap();
+    poll("2 replicas", || async {
+        let s = api.get("web").await.ok()?.status?;
+        (s.replicas == 2 && s.ready_replicas == 2 && s.current_revision == s.update_revision).then_some(())
+    })
+    .await;
+    proxy.heal();
+    let counts = proxy.counts();
+    assert!(counts.conflicts > 0 && counts.throttled > 0, "the faults happened: {counts:?}");
+    assert!(counts.delayed_events > 0 && counts.cut_watches > 0, "{counts:?}");
+
+    // 4 pods, 4 recreated for the env change, none for the image change.
+    assert_eq!(t.history.created().await, 8, "no pod was doubled: {:?}", t.history.names());
+    t.history.assert_never_more_live_than(4).await;
+    let pods = t.pods().await;
+    let names: Vec<&str> = pods.iter().map(|p| p.metadata.name.as_deref().unwrap()).collect();
+    assert_eq!(names, ["web-0", "web-1"]);
+    for p in &pods {
+        assert_eq!(p.spec.as_ref().unwrap().containers[0].image.as_deref(), Some("nginx:1.26"));
+    }
+    eprintln!("faults injected: {counts:?}");
+}
