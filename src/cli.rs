@@ -218,6 +218,9 @@ pub struct ServeArgs {
     /// Objects the CloneSet controller reconciles at the same time (kruise's `--cloneset-workers`).
     #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
     pub cloneset_workers: u16,
+    /// Advanced StatefulSets reconciled at the same time (kruise's `--statefulset-workers`).
+    #[arg(long, default_value_t = 3, value_parser = clap::value_parser!(u16).range(1..))]
+    pub statefulset_workers: u16,
     /// Requests per second the Kubernetes client sends at most, on average (kruise's
     /// `--rest-config-qps`, client-go's token bucket); 0: no client-side limit.
     #[arg(long, default_value_t = 30)]
@@ -359,6 +362,9 @@ mod tests {
         let defaults = serve(&[]).unwrap();
         assert_eq!(defaults.scope, "");
         assert_eq!((defaults.cloneset_workers, defaults.rest_config_qps, defaults.rest_config_burst), (3, 30, 50));
+        assert_eq!(defaults.statefulset_workers, 3);
+        assert_eq!(serve(&["--statefulset-workers", "5"]).unwrap().statefulset_workers, 5);
+        assert!(serve(&["--statefulset-workers", "0"]).is_err());
         let args = serve(&[
             "--namespace",
             "team-a",

@@ -142,6 +142,7 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
         gates: config.gates.clone(),
         scope: Some(args.scope.clone()).filter(|ns| !ns.is_empty()),
         cloneset_workers: args.cloneset_workers,
+        statefulset_workers: args.statefulset_workers,
     };
 
     if args.leader_elect {
@@ -189,6 +190,8 @@ struct LeaderTasks {
     scope: Option<String>,
     /// `--cloneset-workers`.
     cloneset_workers: u16,
+    /// `--statefulset-workers`.
+    statefulset_workers: u16,
 }
 
 impl LeaderTasks {
@@ -204,6 +207,7 @@ impl LeaderTasks {
                 instance: Some(self.identity.clone()),
                 namespace: self.scope.clone(),
                 concurrency: self.cloneset_workers,
+                workers: [(crate::controller::statefulset::CONTROLLER, self.statefulset_workers)].into(),
                 ..crate::controller::Settings::default()
             },
             metrics: self.metrics.clone(),

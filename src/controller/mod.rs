@@ -41,8 +41,11 @@ pub struct Settings {
     pub gates: FeatureGates,
     /// Watch and reconcile only this namespace (all namespaces when `None`).
     pub namespace: Option<String>,
-    /// Objects reconciled at the same time (kruise's `--<kind>-workers`).
+    /// Objects reconciled at the same time (kruise's `--cloneset-workers`; the default of every
+    /// controller without an entry in `workers`).
     pub concurrency: u16,
+    /// Objects reconciled at the same time by the controller named (kruise's `--<kind>-workers`).
+    pub workers: std::collections::BTreeMap<&'static str, u16>,
     /// Writes one reconcile sends side by side (to different pods; one pod's writes stay in
     /// order). 1 by default: on the 2-core test machine, 16 made a 1,000-pod in-place rollout
     /// 2.5× slower and 4× costlier in controller CPU (more, shorter rounds; examples/cloneset_rollout.rs).
@@ -67,6 +70,7 @@ impl Default for Settings {
             gates: FeatureGates::default(),
             namespace: None,
             concurrency: 3,
+            workers: std::collections::BTreeMap::new(),
             writes_in_flight: 1,
             expectation_timeout: Duration::from_secs(EXPECTATION_TIMEOUT.as_secs().unsigned_abs()),
             resync: Duration::from_secs(300),
@@ -102,7 +106,8 @@ impl ReconcileError {
 pub fn runner_for(name: &'static str, settings: &Settings, metrics: &Metrics) -> Arc<runner::Runner> {
     let queue = queue::WorkQueue::new(name, metrics.clone());
     let pacing = runner::Pacing { factor: 2, max_interval: settings.max_plan_interval };
-    runner::Runner::new(name, queue, metrics.clone(), usize::from(settings.concurrency), pacing)
+    let workers = settings.workers.get(name).copied().unwrap_or(settings.concurrency);
+    runner::Runner::new(name, queue, metrics.clone(), usize::from(workers), pacing)
 }
 
 /// The act half of the controller `name` with the process settings.
