@@ -101,7 +101,8 @@ impl ReconcileError {
     }
 }
 
-/// The runner of the controller `name`: its work queue, `settings.concurrency` workers, and runs
+/// The runner of the controller `name`: its work queue, its workers (`settings.workers[name]`,
+/// else `settings.concurrency`), and runs
 /// of one key spaced by twice the last one's time (at most `settings.max_plan_interval`).
 pub fn runner_for(name: &'static str, settings: &Settings, metrics: &Metrics) -> Arc<runner::Runner> {
     let queue = queue::WorkQueue::new(name, metrics.clone());
@@ -144,11 +145,8 @@ pub fn owner_trigger<K: kube::Resource>(
 }
 
 /// When a workload is looked at again after a round: the planner's requeue, at most the resync.
-pub fn next_round(
-    requeue_after: Option<k8s_openapi::jiff::SignedDuration>,
-    resync: std::time::Duration,
-) -> std::time::Duration {
-    requeue_after.and_then(|d| std::time::Duration::try_from(d).ok()).map_or(resync, |d| d.min(resync))
+pub fn next_round(requeue_after: Option<k8s_openapi::jiff::SignedDuration>, resync: Duration) -> Duration {
+    requeue_after.and_then(|d| Duration::try_from(d).ok()).map_or(resync, |d| d.min(resync))
 }
 
 /// Everything that runs on the leader: the shared informers and every controller on them.
