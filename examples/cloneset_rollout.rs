@@ -1,209 +1,40 @@
-//! Benchmark (issue 11): an in-place rollout of a CloneSet of N pods on the real control plane of
-//! `testenv/` with its simulated kubelet. The reconciler runs in a child process of its own (this
-//! example started again with `--controller NAMESPACE KUBECONFIG`, on a current-thread runtime,
-//! with the `kruise` binary's allocator), so its CPU time and memory are the controller's alone:
-//! the simulated kubelet and this driver stay in the parent.
+//! Benchmark (issue 11): an in-place rollout of a CloneSet of N pods (maxUnavailable 20%) on the
+//! real control plane, the controller in a child process of its own
+//! ([`rollout_support`](rollout_support/mod.rs) says what is measured and how).
 //!
-//! `cargo run --example cloneset_rollout -- 100 1000` reports, per size: the wall time of the
-//! scale-up and of the rollout, the controller's API writes per updated pod (plan writes by kind;
-//! Events are not included), its CPU time per updated pod, the reconciles with their mean time,
-//! and its resident memory after the scale-up, after the rollout and at its peak. It asserts
-//! nothing about speed (machines are noisy).
+//! `cargo run --example cloneset_rollout -- 100 1000`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
-use std::collections::BTreeMap;
-use std::io::{BufRead, BufReader, Write};
-use std::process::{Child, ChildStdin, ChildStdout, Command, Stdio};
-use std::time::{Duration, Instant};
+#[path = "rollout_support/mod.rs"]
+mod rollout_support;
 
-use k8s_openapi::api::core::v1::Pod;
 use kruise::apis::cloneset::CloneSet;
 use kruise::controller::Settings;
 use kruise::metrics::Metrics;
-use kruise_testenv::TestCluster;
-use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
-use serde_json::json;
+use kube::api::{Api, Patch, PatchParams, PostParams};
+use rollout_support::Bench;
+use serde_json::{Value, json};
 
 /// The allocator of the `kruise` binary, so the memory figures are the product's.
 #[cfg(feature = "mimalloc")]
 #[global_allocator]
 static GLOBAL: kruise_alloc::Mimalloc = kruise_alloc::Mimalloc;
 
-/// The line that ends one metrics snapshot on the child's stdout.
-const END: &str = "# END";
+struct CloneSetBench;
 
-/// The child: runs the controller in `namespace` until stdin closes; every line read on stdin is
-/// answered with the metrics text and [`END`].
-fn controller(namespace: String, kubeconfig: std::path::PathBuf) {
-    let metrics = Metrics::new();
-    let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
-    let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
-    let m = metrics.clone();
-    std::thread::spawn(move || {
-        let stdin = std::io::stdin();
-        let mut stdout = std::io::stdout();
-        for _ in stdin.lock().lines().map_while(Result::ok) {
-            let _ = writeln!(stdout, "{}{END}", m.encode());
-            let _ = stdout.flush();
-        }
-        let _ = stop_tx.send(());
-    });
-    rt.block_on(async move {
-        let client = kruise_testenv::client_from_kubeconfig(&kubeconfig).await.unwrap();
-        let settings = Settings { namespace: Some(namespace), ..Settings::default() };
-        kruise::controller::cloneset::run(client, settings, metrics, async move {
-            let _ = stop_rx.await;
-        })
-        .await;
-    });
-}
+impl Bench for CloneSetBench {
+    const CONTROLLER: &'static str = "cloneset";
 
-/// The controller process, asked for snapshots through its stdin.
-struct Controller {
-    child: Child,
-    stdin: Option<ChildStdin>,
-    stdout: BufReader<ChildStdout>,
-}
-
-impl Controller {
-    fn start(namespace: &str, kubeconfig: &std::path::Path) -> Controller {
-        let mut child = Command::new(std::env::current_exe().unwrap())
-            .arg("--controller")
-            .arg(namespace)
-            .arg(kubeconfig)
-            .stdin(Stdio::piped())
-            .stdout(Stdio::piped())
-            .spawn()
-            .unwrap();
-        let stdin = child.stdin.take();
-        let stdout = BufReader::new(child.stdout.take().unwrap());
-        Controller { child, stdin, stdout }
+    async fn run(
+        client: kube::Client,
+        settings: Settings,
+        metrics: Metrics,
+        shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+    ) {
+        kruise::controller::cloneset::run(client, settings, metrics, shutdown).await;
     }
 
-    /// `/proc/PID/<file>` of the child.
-    fn proc(&self, file: &str) -> String {
-        std::fs::read_to_string(format!("/proc/{}/{file}", self.child.id())).unwrap_or_default()
-    }
-
-    /// CPU time of the whole child (utime + stime of /proc/PID/stat, in clock ticks of 10 ms).
-    fn cpu(&self) -> Duration {
-        let stat = self.proc("stat");
-        let after_name = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
-        let fields: Vec<&str> = after_name.split_whitespace().collect();
-        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        // Fields 14 and 15 of stat; `after_name` starts at field 3.
-        Duration::from_millis((ticks(11) + ticks(12)) * 10)
-    }
-
-    /// (peak, current) resident set in MiB: VmHWM and VmRSS.
-    fn rss_mib(&self) -> (f64, f64) {
-        let text = self.proc("status");
-        let field = |name: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|rest| rest.split_whitespace().next())
-                .and_then(|kb| kb.parse::<f64>().ok())
-                .map_or(0.0, |kb| kb / 1024.0)
-        };
-        (field("VmHWM:"), field("VmRSS:"))
-    }
-
-    fn metrics(&mut self) -> String {
-        let stdin = self.stdin.as_mut().unwrap();
-        writeln!(stdin, "sample").unwrap();
-        stdin.flush().unwrap();
-        let mut text = String::new();
-        loop {
-            let mut line = String::new();
-            assert!(self.stdout.read_line(&mut line).unwrap() > 0, "the controller process ended");
-            if line.trim_end() == END {
-                return text;
-            }
-            text.push_str(&line);
-        }
-    }
-
-    fn sample(&mut self) -> Sample {
-        let text = self.metrics();
-        Sample {
-            cpu: self.cpu(),
-            writes: writes(&text),
-            reconciles: metric(&text, "controller_runtime_reconcile_time_seconds_count{controller=\"cloneset\"}"),
-            reconcile_seconds: metric(&text, "controller_runtime_reconcile_time_seconds_sum{controller=\"cloneset\"}"),
-        }
-    }
-
-    fn stop(mut self) {
-        drop(self.stdin.take());
-        let _ = self.child.wait();
-    }
-}
-
-/// A metric's value from the text exposition (`name{labels} value`).
-fn metric(text: &str, prefix: &str) -> f64 {
-    text.lines()
-        .find(|l| l.starts_with(prefix))
-        .and_then(|l| l.rsplit(' ').next())
-        .and_then(|v| v.parse().ok())
-        .unwrap_or(0.0)
-}
-
-/// The controller's writes by kind (`kruise_controller_api_writes_total{controller,write}`).
-fn writes(text: &str) -> BTreeMap<String, f64> {
-    let prefix = "kruise_controller_api_writes_total{controller=\"cloneset\",write=\"";
-    text.lines()
-        .filter_map(|l| l.strip_prefix(prefix))
-        .filter_map(|rest| {
-            let (kind, value) = rest.split_once("\"}")?;
-            Some((kind.to_string(), value.trim().parse().ok()?))
-        })
-        .collect()
-}
-
-struct Sample {
-    cpu: Duration,
-    writes: BTreeMap<String, f64>,
-    reconciles: f64,
-    reconcile_seconds: f64,
-}
-
-async fn wait_status(api: &Api<CloneSet>, what: &str, check: impl Fn(&kruise::apis::cloneset::CloneSetStatus) -> bool) {
-    let deadline = Instant::now() + Duration::from_secs(900);
-    loop {
-        if api.get("bench").await.ok().and_then(|cs| cs.status).is_some_and(|s| check(&s)) {
-            return;
-        }
-        assert!(Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
-
-fn main() {
-    let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--controller") {
-        if let Ok(filter) = std::env::var("RUST_LOG") {
-            tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-                .with_writer(std::io::stderr)
-                .init();
-        }
-        controller(args[1].clone(), args[2].clone().into());
-        return;
-    }
-    let sizes: Vec<i32> = args.iter().filter_map(|a| a.parse().ok()).collect();
-    let sizes = if sizes.is_empty() { vec![100] } else { sizes };
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap().block_on(drive(sizes));
-}
-
-async fn drive(sizes: Vec<i32>) {
-    let cluster = TestCluster::shared().unwrap_or_else(|e| panic!("the test cluster did not start: {e}"));
-    cluster.apply_path(concat!(env!("CARGO_MANIFEST_DIR"), "/deploy/crds")).await.unwrap();
-    let client = cluster.client().await.unwrap();
-    println!("size  scale-up  rollout  writes/pod  cpu/pod  reconciles  mean reconcile");
-    for n in sizes {
-        let ns = cluster.namespace("bench-rollout").await.unwrap();
-        let mut controller = Controller::start(ns.name(), cluster.kubeconfig());
-        let api: Api<CloneSet> = Api::namespaced(client.clone(), ns.name());
+    async fn create(client: &kube::Client, ns: &str, n: i32) {
         let cs: CloneSet = serde_json::from_value(json!({
             "apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "metadata": {"name": "bench"},
             "spec": {
@@ -216,49 +47,21 @@ async fn drive(sizes: Vec<i32>) {
             }
         }))
         .unwrap();
-        let started = Instant::now();
-        api.create(&PostParams::default(), &cs).await.unwrap();
-        wait_status(&api, "all pods ready", |s| s.ready_replicas == n && s.available_replicas == n).await;
-        let scale_up = started.elapsed();
-        let (_, after_scale_up) = controller.rss_mib();
-        let before = controller.sample();
-        let started = Instant::now();
-        let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.26"}]}}}});
-        api.patch("bench", &PatchParams::default(), &Patch::Merge(image)).await.unwrap();
-        wait_status(&api, "the rollout", |s| {
-            s.observed_generation == 2 && s.updated_ready_replicas == n && s.ready_replicas == n
-        })
-        .await;
-        let rollout = started.elapsed();
-        let after = controller.sample();
-        let (peak, now) = controller.rss_mib();
-        controller.stop();
-        let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
-        let listed = pods.list(&ListParams::default()).await.unwrap().items.len();
-        assert_eq!(listed, n as usize, "an in-place rollout keeps the pods");
-        let per_pod = f64::from(n);
-        let kinds: BTreeMap<&str, f64> = after
-            .writes
-            .iter()
-            .map(|(k, v)| (k.as_str(), v - before.writes.get(k).copied().unwrap_or(0.0)))
-            .filter(|(_, v)| *v > 0.0)
-            .collect();
-        let total: f64 = kinds.values().sum();
-        let reconciles = after.reconciles - before.reconciles;
-        println!(
-            "{n:>4}  {:>7.1}s  {:>6.1}s  {:>10.2}  {:>5.2}ms  {:>10}  {:>11.2}ms",
-            scale_up.as_secs_f64(),
-            rollout.as_secs_f64(),
-            total / per_pod,
-            (after.cpu - before.cpu).as_secs_f64() * 1000.0 / per_pod,
-            reconciles,
-            (after.reconcile_seconds - before.reconcile_seconds) * 1000.0 / reconciles.max(1.0),
-        );
-        let by_kind: Vec<String> = kinds.iter().map(|(k, v)| format!("{k} {:.2}", v / per_pod)).collect();
-        println!("      writes/pod by kind: {}", by_kind.join(", "));
-        println!(
-            "      controller process RSS: {after_scale_up:.1} MiB after the scale-up, {now:.1} MiB after the \
-             rollout, peak {peak:.1} MiB"
-        );
+        Api::<CloneSet>::namespaced(client.clone(), ns).create(&PostParams::default(), &cs).await.unwrap();
     }
+
+    async fn patch_image(client: &kube::Client, ns: &str) {
+        let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.26"}]}}}});
+        let api = Api::<CloneSet>::namespaced(client.clone(), ns);
+        api.patch("bench", &PatchParams::default(), &Patch::Merge(image)).await.unwrap();
+    }
+
+    async fn status(client: &kube::Client, ns: &str) -> Option<Value> {
+        let cs = Api::<CloneSet>::namespaced(client.clone(), ns).get("bench").await.ok()?;
+        serde_json::to_value(cs.status?).ok()
+    }
+}
+
+fn main() {
+    rollout_support::main::<CloneSetBench>();
 }

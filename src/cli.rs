@@ -44,21 +44,24 @@ pub enum Command {
     Manifests(ManifestsArgs),
     /// Run manifests through the webhooks offline (for CI): exit 0 admitted, 1 denied, 2 bad input, 3 internal error.
     Check(CheckArgs),
-    /// Show what the CloneSet controller will do next, and why, without writing anything.
+    /// Show what the CloneSet and Advanced StatefulSet controllers will do next, and why, without writing anything.
     Plan(PlanArgs),
 }
 
 /// `kruise plan`.
 #[derive(Debug, Args)]
 pub struct PlanArgs {
-    /// Manifests with the CloneSet and its Pods (optionally ControllerRevisions, PVCs, Nodes), e.g.
-    /// `kubectl get cloneset,pods,controllerrevisions,pvc -o yaml`; files, directories or `-`.
+    /// Manifests with the CloneSets or Advanced StatefulSets and their Pods (optionally
+    /// ControllerRevisions, PVCs, Nodes), e.g. `kubectl get cloneset,pods,controllerrevisions,pvc -o
+    /// yaml` or `kubectl get statefulsets.apps.kruise.io,pods,controllerrevisions,pvc -o yaml`;
+    /// files, directories or `-`.
     #[arg(short = 'f', long = "filename", num_args = 1..)]
     pub files: Vec<String>,
-    /// `cloneset NAME` (or `cloneset/NAME`): read them from the cluster (KUBECONFIG or in-cluster).
+    /// `cloneset NAME` or `statefulset NAME` (kruise's Advanced StatefulSet; also `asts`, or
+    /// `KIND/NAME`): read them from the cluster (KUBECONFIG or in-cluster).
     #[arg(num_args = 0..=2, value_names = ["KIND", "NAME"])]
     pub target: Vec<String>,
-    /// Namespace (with `cloneset NAME`).
+    /// Namespace (with `KIND NAME`).
     #[arg(short = 'n', long)]
     pub namespace: Option<String>,
     /// Feature gates, as for `serve`.
@@ -78,7 +81,7 @@ pub struct PlanArgs {
 pub enum PlanOutput {
     /// One line per action, then why the rollout waits.
     Text,
-    /// One JSON object per CloneSet.
+    /// One JSON object per CloneSet or StatefulSet.
     Json,
 }
 

@@ -75,15 +75,22 @@ async fn plan_command(args: cli::PlanArgs) -> i32 {
             [one] => one.split_once('/').unwrap_or((one.as_str(), "")),
             _ => ("", ""),
         };
-        if !plan::live::is_cloneset_kind(kind) || name.is_empty() || !args.files.is_empty() {
-            return fail(&"give `cloneset NAME [-n NAMESPACE]` to read the cluster, or manifests with -f FILE");
-        }
-        match plan::live::read_default(ns, name).await {
+        let kind = match plan::live::Kind::parse(kind) {
+            Some(kind) if !name.is_empty() && args.files.is_empty() => kind,
+            _ => {
+                return fail(
+                    &"give `cloneset NAME` or `statefulset NAME` [-n NAMESPACE] to read the cluster, or manifests with -f FILE",
+                );
+            }
+        };
+        match plan::live::read_kind_default(kind, ns, name).await {
             Ok(m) => m,
             Err(e) => return fail(&e),
         }
     } else if args.files.is_empty() {
-        return fail(&"give the manifests with -f FILE, or `cloneset NAME -n NAMESPACE` (see `kruise plan --help`)");
+        return fail(
+            &"give the manifests with -f FILE, or `cloneset NAME` / `statefulset NAME` -n NAMESPACE (see `kruise plan --help`)",
+        );
     } else {
         let read = check::input::read_paths(&args.files);
         if let Some(p) = read.problems.first() {
@@ -93,14 +100,20 @@ async fn plan_command(args: cli::PlanArgs) -> i32 {
         read.objects
     };
     let now = args.now.unwrap_or_else(k8s_openapi::jiff::Timestamp::now);
-    let planned = match plan::plan_manifests(&manifests, &args.feature_gates, now) {
+    let planned = match plan::plan_workloads(&manifests, &args.feature_gates, now) {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
-    for p in &planned {
+    for p in &planned.clonesets {
         match args.output {
             cli::PlanOutput::Text => print!("{}", plan::render::text(p)),
             cli::PlanOutput::Json => println!("{:#}", plan::render::json(p)),
+        }
+    }
+    for p in &planned.statefulsets {
+        match args.output {
+            cli::PlanOutput::Text => print!("{}", plan::render::statefulset_text(p)),
+            cli::PlanOutput::Json => println!("{:#}", plan::render::statefulset_json(p)),
         }
     }
     check::exit::OK

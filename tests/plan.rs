@@ -133,7 +133,7 @@ fn bad_input_gets_a_clear_error() {
     std::fs::write(&pods_only, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n").unwrap();
     let o = kruise(&["plan", "-f", pods_only.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no CloneSet in the input"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no CloneSet or Advanced StatefulSet in the input"), "{}", stderr(&o));
 
     let bad = dir.path().join("bad.yaml");
     std::fs::write(
@@ -157,12 +157,98 @@ fn bad_input_gets_a_clear_error() {
     assert_eq!(o.status.code(), Some(2));
     let err = stderr(&o);
     assert!(err.contains("cannot reach the cluster"), "{err}");
-    let o = kruise(&["plan", "statefulset", "web"]);
+    let o = kruise(&["plan", "deployment", "web"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("give `cloneset NAME [-n NAMESPACE]`"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("give `cloneset NAME` or `statefulset NAME` [-n NAMESPACE]"), "{}", stderr(&o));
+    let o = kruise(&["plan", "statefulset"]);
+    assert_eq!(o.status.code(), Some(2), "a kind without a name");
 
     let o = kruise(&["plan"]);
     assert_eq!(o.status.code(), Some(2));
+}
+
+/// Issue 27 item 7: an Advanced StatefulSet whose template moved from nginx:1.25 to nginx:1.26
+/// (Parallel, maxUnavailable 2, partition 1, InPlaceIfPossible): the next round creates the update
+/// revision under the name Go computes and updates the two highest ordinals in place; db-1 waits
+/// for maxUnavailable and db-0 is below the partition.
+#[test]
+fn a_statefulset_plan_in_json() {
+    let o = kruise(&["plan", "-f", &data("statefulset.yaml"), "--now", NOW, "-o", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(got["statefulSet"], "shop/db");
+    assert_eq!(got["currentRevision"], "db-687675d84c");
+    assert_eq!(got["updateRevision"], "db-76f4f4c78", "the name Go computes for the nginx:1.26 template");
+    let actions: Vec<(String, String)> = got["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["action"].as_str().unwrap().to_string(), a["pod"].as_str().unwrap_or("").to_string()))
+        .collect();
+    let want: Vec<(String, String)> = [("createRevision", ""), ("updateInPlace", "db-3"), ("updateInPlace", "db-2")]
+        .iter()
+        .map(|(a, p)| (a.to_string(), p.to_string()))
+        .collect();
+    assert_eq!(actions, want, "{got:#}");
+    for a in &got["actions"].as_array().unwrap()[1..] {
+        assert_eq!(a["revision"], "db-76f4f4c78");
+        assert_eq!(a["images"], json!({"main": "nginx:1.26"}));
+        assert!(!a["reason"].as_str().unwrap().is_empty());
+    }
+    assert!(got["errors"].as_array().unwrap().is_empty(), "{got:#}");
+}
+
+/// The same snapshot as text, and once the two in-place updates are under way: db-1 waits for
+/// them (maxUnavailable 2), db-0 stays below the partition, and the plan says so.
+#[test]
+fn a_statefulset_plan_in_text_says_what_it_waits_for() {
+    let o = kruise(&["plan", "-f", &data("statefulset.yaml"), "--now", NOW]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[0], "StatefulSet shop/db: current revision db-687675d84c, update revision db-76f4f4c78", "{text}");
+    assert!(lines[1].starts_with("  pods: 4 (4 ready"), "{text}");
+    assert!(text.contains("db-3 -> db-76f4f4c78"), "{text}");
+    assert!(!text.contains("db-1 ->") && !text.contains("db-0 ->"), "maxUnavailable and partition: {text}");
+
+    // The state a round later: the revision exists, db-3 and db-2 are being updated in place
+    // (InPlaceUpdateReady False, the new image not yet reported).
+    let mut list: Value = serde_yaml_like(&std::fs::read_to_string(data("statefulset.yaml")).unwrap());
+    let items = list["items"].as_array_mut().unwrap();
+    let mut revision = items[1].clone();
+    revision["metadata"]["name"] = json!("db-76f4f4c78");
+    revision["metadata"]["uid"] = json!("rev-2");
+    revision["metadata"]["labels"]["controller.kubernetes.io/hash"] = json!("76f4f4c78");
+    revision["revision"] = json!(2);
+    revision["data"]["spec"]["template"]["spec"]["containers"][0]["image"] = json!("nginx:1.26");
+    for pod in items.iter_mut().filter(|o| o["kind"] == "Pod") {
+        let name = pod["metadata"]["name"].as_str().unwrap().to_string();
+        if name == "db-3" || name == "db-2" {
+            pod["metadata"]["labels"]["controller-revision-hash"] = json!("db-76f4f4c78");
+            pod["spec"]["containers"][0]["image"] = json!("nginx:1.26");
+            pod["status"]["conditions"][0]["status"] = json!("False");
+            pod["status"]["conditions"][1]["status"] = json!("False");
+        }
+    }
+    items.push(revision);
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("later.yaml");
+    std::fs::write(&path, serde_json::to_string(&list).unwrap()).unwrap();
+    let o = kruise(&["plan", "-f", path.to_str().unwrap(), "--now", NOW, "-o", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let touched: Vec<&str> = got["actions"].as_array().unwrap().iter().filter_map(|a| a["pod"].as_str()).collect();
+    assert!(!touched.contains(&"db-1") && !touched.contains(&"db-0"), "{got:#}");
+    assert!(
+        got["waiting"].as_array().unwrap().iter().any(|w| w.as_str().unwrap().contains("maxUnavailable 2")),
+        "{got:#}"
+    );
+}
+
+/// The snapshot files are JSON documents with a leading comment (valid YAML).
+fn serde_yaml_like(text: &str) -> Value {
+    let body: String = text.lines().filter(|l| !l.starts_with('#')).collect::<Vec<_>>().join("\n");
+    serde_json::from_str(&body).unwrap()
 }
 
 /// A snapshot whose CloneSet is v1beta1 (what `kubectl get cloneset` prints now that v1beta1 is

@@ -1,7 +1,8 @@
-//! `kruise plan cloneset NAME -n NS` (issue 11 item 7): the objects the CloneSet controller would
-//! plan with, read from the cluster (kubeconfig, or in-cluster), then planned exactly as manifests
-//! are ([`super::plan_manifests`]). Nothing is written. Nodes are read when allowed (they only
-//! matter for topology-spread scale-down ranking); the rest must be readable.
+//! `kruise plan cloneset NAME -n NS` (issue 11 item 7) and `kruise plan statefulset NAME -n NS`
+//! (issue 27 item 7): the objects the CloneSet or Advanced StatefulSet controller would plan with,
+//! read from the cluster (kubeconfig, or in-cluster), then planned exactly as manifests are
+//! ([`super::plan_workloads`]). Nothing is written. Nodes are read when allowed (they only matter
+//! for the CloneSet's topology-spread scale-down ranking); the rest must be readable.
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
@@ -11,6 +12,7 @@ use serde::Serialize;
 use serde::de::DeserializeOwned;
 
 use crate::apis::cloneset::CloneSet;
+use crate::apis::statefulset::v1beta1::StatefulSet;
 use crate::check::input::Manifest;
 
 /// Why the cluster cannot be read.
@@ -26,17 +28,37 @@ pub enum LiveError {
         #[source]
         source: kube::Error,
     },
-    /// The CloneSet does not exist.
-    #[error("CloneSet {0} not found")]
+    /// The workload does not exist.
+    #[error("{0} not found")]
     NotFound(String),
 }
 
-/// The kinds `kruise plan` accepts as KIND.
+/// The workload kinds `kruise plan` reads from the cluster.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Kind {
+    CloneSet,
+    /// The Advanced StatefulSet (`apps.kruise.io`).
+    StatefulSet,
+}
+
+impl Kind {
+    /// The kind named by KIND as kubectl accepts it for kruise's resources: the kind, its plural,
+    /// its short name and their `.apps.kruise.io` forms (case-insensitive). `statefulset` means
+    /// kruise's, as it does for `kruise plan`.
+    pub fn parse(kind: &str) -> Option<Kind> {
+        let k = kind.to_ascii_lowercase();
+        let k = k.strip_suffix(".apps.kruise.io").unwrap_or(&k);
+        match k {
+            "cloneset" | "clonesets" => Some(Kind::CloneSet),
+            "statefulset" | "statefulsets" | "asts" => Some(Kind::StatefulSet),
+            _ => None,
+        }
+    }
+}
+
+/// Whether KIND names the CloneSet.
 pub fn is_cloneset_kind(kind: &str) -> bool {
-    matches!(
-        kind.to_ascii_lowercase().as_str(),
-        "cloneset" | "clonesets" | "cloneset.apps.kruise.io" | "clonesets.apps.kruise.io"
-    )
+    Kind::parse(kind) == Some(Kind::CloneSet)
 }
 
 fn manifest<K: Resource<DynamicType = ()> + Serialize>(source: &str, mut o: K) -> Manifest {
@@ -62,16 +84,31 @@ where
         .map_err(|source| LiveError::Read { what: what.to_string(), source })
 }
 
-/// The CloneSet `namespace/name` and what it may own, as manifests.
-pub async fn read(client: &Client, namespace: &str, name: &str) -> Result<Vec<Manifest>, LiveError> {
+async fn get<K>(client: &Client, ns: &str, name: &str, source: &str) -> Result<Manifest, LiveError>
+where
+    K: Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + DeserializeOwned
+        + Serialize
+        + std::fmt::Debug,
+{
+    let what = format!("{} {ns}/{name}", K::kind(&()));
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    match api.get_opt(name).await {
+        Ok(Some(o)) => Ok(manifest(source, o)),
+        Ok(None) => Err(LiveError::NotFound(what)),
+        Err(source) => Err(LiveError::Read { what, source }),
+    }
+}
+
+/// The workload `namespace/name` of `kind` and what it may own, as manifests.
+pub async fn read(client: &Client, kind: Kind, namespace: &str, name: &str) -> Result<Vec<Manifest>, LiveError> {
     let source = format!("cluster:{namespace}/{name}");
-    let api: Api<CloneSet> = Api::namespaced(client.clone(), namespace);
-    let cs = api
-        .get_opt(name)
-        .await
-        .map_err(|source| LiveError::Read { what: format!("CloneSet {namespace}/{name}"), source })?
-        .ok_or_else(|| LiveError::NotFound(format!("{namespace}/{name}")))?;
-    let mut out = vec![manifest(&source, cs)];
+    let workload = match kind {
+        Kind::CloneSet => get::<CloneSet>(client, namespace, name, &source).await?,
+        Kind::StatefulSet => get::<StatefulSet>(client, namespace, name, &source).await?,
+    };
+    let mut out = vec![workload];
     let ns = namespace;
     out.extend(list::<Pod>(client, ns, "pods").await?.into_iter().map(|o| manifest(&source, o)));
     out.extend(list::<PersistentVolumeClaim>(client, ns, "PVCs").await?.into_iter().map(|o| manifest(&source, o)));
@@ -79,16 +116,24 @@ pub async fn read(client: &Client, namespace: &str, name: &str) -> Result<Vec<Ma
         list::<ControllerRevision>(client, ns, "ControllerRevisions").await?.into_iter().map(|o| manifest(&source, o)),
     );
     // Nodes only refine the topology-spread ranking; a user who may not list them still gets a plan.
-    if let Ok(nodes) = Api::<Node>::all(client.clone()).list(&ListParams::default()).await {
+    if kind == Kind::CloneSet
+        && let Ok(nodes) = Api::<Node>::all(client.clone()).list(&ListParams::default()).await
+    {
         out.extend(nodes.items.into_iter().map(|o| manifest(&source, o)));
     }
     Ok(out)
 }
 
-/// [`read`] with the client of the environment (KUBECONFIG, ~/.kube/config or in-cluster).
+/// [`read`] of a CloneSet with the client of the environment (KUBECONFIG, ~/.kube/config or
+/// in-cluster).
 pub async fn read_default(namespace: &str, name: &str) -> Result<Vec<Manifest>, LiveError> {
+    read_kind_default(Kind::CloneSet, namespace, name).await
+}
+
+/// [`read`] with the client of the environment.
+pub async fn read_kind_default(kind: Kind, namespace: &str, name: &str) -> Result<Vec<Manifest>, LiveError> {
     let client = Client::try_default().await.map_err(LiveError::Client)?;
-    read(&client, namespace, name).await
+    read(&client, kind, namespace, name).await
 }
 
 #[cfg(test)]
@@ -99,6 +144,18 @@ mod tests {
     fn kinds_and_manifests() {
         assert!(is_cloneset_kind("CloneSet") && is_cloneset_kind("clonesets.apps.kruise.io"));
         assert!(!is_cloneset_kind("statefulset"));
+        for (kind, want) in [
+            ("cloneset", Some(Kind::CloneSet)),
+            ("CloneSets.apps.kruise.io", Some(Kind::CloneSet)),
+            ("StatefulSet", Some(Kind::StatefulSet)),
+            ("statefulsets.apps.kruise.io", Some(Kind::StatefulSet)),
+            ("asts", Some(Kind::StatefulSet)),
+            ("statefulset.apps", None),
+            ("deployment", None),
+            ("", None),
+        ] {
+            assert_eq!(Kind::parse(kind), want, "{kind}");
+        }
         let mut p = Pod::default();
         p.metadata.name = Some("web-a".into());
         let m = manifest("cluster:ns/web", p);

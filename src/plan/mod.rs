@@ -1,14 +1,19 @@
-//! `kruise plan -f FILE...`: what the CloneSet controller will do next, and why, without writing
-//! anything (issue 11 item 7). Reads CloneSets with their Pods, and optionally ControllerRevisions,
+//! `kruise plan -f FILE...`: what the CloneSet and Advanced StatefulSet controllers will do next,
+//! and why, without writing anything (issue 11 item 7, issue 27 item 7). Reads CloneSets and
+//! Advanced StatefulSets with their Pods, and optionally ControllerRevisions,
 //! PersistentVolumeClaims and Nodes, from manifests (multi-document YAML or `kind: List`, such as
-//! `kubectl get cloneset,pods,controllerrevisions,pvc -o yaml`), and runs the same planner the
-//! controller runs ([`crate::core::rollout::cloneset::plan::plan`]) on each CloneSet.
+//! `kubectl get cloneset,pods,controllerrevisions,pvc -o yaml`), and runs the planners the
+//! controllers run ([`crate::core::rollout::cloneset::plan::plan`],
+//! [`crate::core::rollout::statefulset::plan::plan`]) on each workload.
 //!
-//! What the controller would see: the pods and PVCs with an owner reference to the CloneSet
-//! (kruise never adopts others; they are counted in a note), and the revisions matching its
-//! selector that it or nobody owns. When `status.observedGeneration` equals `metadata.generation`,
-//! the status has seen this spec and its current/update revisions are taken as given; otherwise the
-//! update revision is computed from the template as the controller computes it.
+//! What the CloneSet controller would see: the pods and PVCs with an owner reference to the
+//! CloneSet (kruise never adopts others; they are counted in a note), and the revisions matching
+//! its selector that it or nobody owns. When `status.observedGeneration` equals
+//! `metadata.generation`, the status has seen this spec and its current/update revisions are taken
+//! as given; otherwise the update revision is computed from the template as the controller computes
+//! it. An Advanced StatefulSet is planned on every pod, claim and revision of its namespace, as its
+//! controller is (it adopts orphans that match and releases pods that no longer do); pods that match
+//! but another controller owns are counted in a note.
 
 pub mod live;
 pub mod render;
@@ -20,11 +25,14 @@ use k8s_openapi::jiff::Timestamp;
 use serde::de::DeserializeOwned;
 
 use crate::apis::cloneset::CloneSet;
+use crate::apis::statefulset::v1beta1::StatefulSet;
 use crate::check::input::Manifest;
 use crate::compat::selector::Selector;
 use crate::core::features::FeatureGates;
 use crate::core::rollout::cloneset::owner;
 use crate::core::rollout::cloneset::plan::{Input, Plan, RevisionSource, plan};
+use crate::core::rollout::ownership::controller_of;
+use crate::core::rollout::statefulset::plan as asts;
 
 /// Why the input cannot be planned.
 #[derive(Debug, thiserror::Error)]
@@ -35,6 +43,13 @@ pub enum PlanError {
     /// No CloneSet in the input.
     #[error("no CloneSet in the input: give the CloneSet and its pods, e.g. `kubectl get cloneset,pods -o yaml`")]
     NoCloneSet,
+    /// Neither a CloneSet nor an Advanced StatefulSet in the input.
+    #[error(
+        "no CloneSet or Advanced StatefulSet in the input: give the workload and its pods, e.g. `kubectl get \
+         cloneset,pods,controllerrevisions -o yaml` or `kubectl get statefulsets.apps.kruise.io,pods,\
+         controllerrevisions,pvc -o yaml`"
+    )]
+    NoWorkload,
 }
 
 /// One CloneSet's plan, with what was left out.
@@ -47,9 +62,25 @@ pub struct Planned {
     pub not_owned: usize,
 }
 
+/// One Advanced StatefulSet's plan, with what was left out.
+#[derive(Debug)]
+pub struct PlannedSet {
+    pub plan: asts::Plan,
+    /// Pods matching the selector that another controller owns.
+    pub not_owned: usize,
+}
+
+/// Every workload's plan: CloneSets, then Advanced StatefulSets, each in namespace/name order.
+#[derive(Debug, Default)]
+pub struct Workloads {
+    pub clonesets: Vec<Planned>,
+    pub statefulsets: Vec<PlannedSet>,
+}
+
 #[derive(Default)]
 struct Objects {
     clonesets: Vec<CloneSet>,
+    statefulsets: Vec<StatefulSet>,
     pods: Vec<Pod>,
     pvcs: Vec<PersistentVolumeClaim>,
     revisions: Vec<ControllerRevision>,
@@ -82,6 +113,13 @@ fn group(manifests: &[Manifest]) -> Result<Objects, PlanError> {
                 }
                 o.clonesets.push(decode(&m)?)
             }
+            // Both versions of the Advanced StatefulSet are served without conversion (kruise's CRD
+            // has no webhook for them): a v1alpha1 object reads as v1beta1.
+            ("apps.kruise.io/v1beta1" | "apps.kruise.io/v1alpha1", "StatefulSet") => {
+                let mut m = m.clone();
+                m.object["apiVersion"] = "apps.kruise.io/v1beta1".into();
+                o.statefulsets.push(decode(&m)?)
+            }
             ("v1", "Pod") => o.pods.push(decode(m)?),
             ("v1", "PersistentVolumeClaim") => o.pvcs.push(decode(m)?),
             ("apps/v1", "ControllerRevision") => o.revisions.push(decode(m)?),
@@ -96,14 +134,59 @@ fn namespace(meta: &ObjectMeta) -> &str {
     meta.namespace.as_deref().unwrap_or("default")
 }
 
+fn by_namespace_and_name(a: &ObjectMeta, b: &ObjectMeta) -> std::cmp::Ordering {
+    (namespace(a), &a.name).cmp(&(namespace(b), &b.name))
+}
+
 /// Plans every CloneSet of the input, in namespace/name order.
 pub fn plan_manifests(manifests: &[Manifest], gates: &FeatureGates, now: Timestamp) -> Result<Vec<Planned>, PlanError> {
-    let mut o = group(manifests)?;
+    let o = group(manifests)?;
     if o.clonesets.is_empty() {
         return Err(PlanError::NoCloneSet);
     }
-    o.clonesets
-        .sort_by(|a, b| (namespace(&a.metadata), &a.metadata.name).cmp(&(namespace(&b.metadata), &b.metadata.name)));
+    Ok(plan_clonesets(o, gates, now))
+}
+
+/// Plans every CloneSet and Advanced StatefulSet of the input.
+pub fn plan_workloads(manifests: &[Manifest], gates: &FeatureGates, now: Timestamp) -> Result<Workloads, PlanError> {
+    let mut o = group(manifests)?;
+    if o.clonesets.is_empty() && o.statefulsets.is_empty() {
+        return Err(PlanError::NoWorkload);
+    }
+    let statefulsets = plan_statefulsets(&mut o, gates, now);
+    Ok(Workloads { clonesets: plan_clonesets(o, gates, now), statefulsets })
+}
+
+/// Each Advanced StatefulSet planned on its namespace's pods, claims and revisions.
+fn plan_statefulsets(o: &mut Objects, gates: &FeatureGates, now: Timestamp) -> Vec<PlannedSet> {
+    o.statefulsets.sort_by(|a, b| by_namespace_and_name(&a.metadata, &b.metadata));
+    let in_ns = |meta: &ObjectMeta, ns: &str| namespace(meta) == ns;
+    o.statefulsets
+        .iter()
+        .map(|set| {
+            let ns = namespace(&set.metadata);
+            let pods: Vec<&Pod> = o.pods.iter().filter(|p| in_ns(&p.metadata, ns)).collect();
+            let pvcs: Vec<&PersistentVolumeClaim> = o.pvcs.iter().filter(|p| in_ns(&p.metadata, ns)).collect();
+            let revisions: Vec<&ControllerRevision> = o.revisions.iter().filter(|r| in_ns(&r.metadata, ns)).collect();
+            let selector = Selector::from_validated(set.spec.selector.as_ref()).ok();
+            let uid = set.metadata.uid.as_deref();
+            let no_labels = Default::default();
+            let not_owned = pods
+                .iter()
+                .filter(|p| {
+                    let labels = p.metadata.labels.as_ref().unwrap_or(&no_labels);
+                    selector.as_ref().is_some_and(|s| s.matches(labels))
+                        && controller_of(&p.metadata).is_some_and(|r| Some(r.uid.as_str()) != uid)
+                })
+                .count();
+            let plan = asts::plan(&asts::Input { set, pods: &pods, pvcs: &pvcs, revisions: &revisions, gates, now });
+            PlannedSet { plan, not_owned }
+        })
+        .collect()
+}
+
+fn plan_clonesets(mut o: Objects, gates: &FeatureGates, now: Timestamp) -> Vec<Planned> {
+    o.clonesets.sort_by(|a, b| by_namespace_and_name(&a.metadata, &b.metadata));
     let mut out = Vec::new();
     for cs in &o.clonesets {
         let selector = Selector::from_validated(cs.spec.selector.as_ref()).ok();
@@ -129,5 +212,5 @@ pub fn plan_manifests(manifests: &[Manifest], gates: &FeatureGates, now: Timesta
         });
         out.push(Planned { plan, revision_source, not_owned });
     }
-    Ok(out)
+    out
 }

@@ -1,13 +1,16 @@
 //! How `kruise plan` prints a plan: text (one line per action, then why the rollout waits) or
 //! JSON, one object per CloneSet with exactly the keys issue 11 specifies: `cloneSet`,
 //! `currentRevision`, `updateRevision`, `diff` (every field of kruise's `expectationDiffs`) and
-//! `actions` (`action`, `pod` when there is one, `revision`, `reason`, `images` on updateInPlace).
+//! `actions` (`action`, `pod` when there is one, `revision`, `reason`, `images` on updateInPlace);
+//! one object per Advanced StatefulSet (issue 27 item 7): `statefulSet`, `currentRevision`,
+//! `updateRevision`, `actions` as for CloneSets, and `waiting` and `errors` (sentences: what the
+//! rollout waits for, what stops it).
 
 use std::fmt::Write;
 
 use serde_json::{Map, Value, json};
 
-use super::Planned;
+use super::{Planned, PlannedSet};
 use crate::core::rollout::actions::{Action, ActionKind};
 use crate::core::rollout::cloneset::plan::RevisionSource;
 
@@ -41,6 +44,77 @@ pub fn json(p: &Planned) -> Value {
     })
 }
 
+/// The JSON object of one Advanced StatefulSet's plan.
+pub fn statefulset_json(p: &PlannedSet) -> Value {
+    json!({
+        "statefulSet": p.plan.statefulset,
+        "currentRevision": p.plan.current_revision,
+        "updateRevision": p.plan.update_revision,
+        "actions": p.plan.actions.iter().map(action_json).collect::<Vec<_>>(),
+        "waiting": p.plan.waiting,
+        "errors": p.plan.errors,
+    })
+}
+
+/// The text of one Advanced StatefulSet's plan.
+pub fn statefulset_text(p: &PlannedSet) -> String {
+    let plan = &p.plan;
+    let mut out = String::new();
+    let _ = writeln!(
+        out,
+        "StatefulSet {}: current revision {}, update revision {}",
+        plan.statefulset, plan.current_revision, plan.update_revision
+    );
+    let st = &plan.status;
+    let _ = writeln!(
+        out,
+        "  pods: {} ({} ready, {} available, {} current, {} updated, {} updated ready)",
+        st.replicas,
+        st.ready_replicas,
+        st.available_replicas,
+        st.current_replicas,
+        st.updated_replicas,
+        st.updated_ready_replicas
+    );
+    actions_text(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    if p.not_owned > 0 {
+        let _ = writeln!(
+            out,
+            "  note: {} pods match the selector but another controller owns them (the set adopts only orphans)",
+            p.not_owned
+        );
+    }
+    nothing_to_do(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    out
+}
+
+/// Action lines, then why the rollout waits and what stops it.
+fn actions_text(out: &mut String, actions: &[Action], waiting: &[String], errors: &[String]) {
+    let width = actions.iter().map(|a| kind_name(a.kind).len()).max().unwrap_or(0);
+    for a in actions {
+        let (subject, target) = match (&a.pod, a.batch) {
+            (Some(pod), _) if !a.revision.is_empty() => (pod.clone(), format!(" -> {}", a.revision)),
+            (Some(pod), _) => (pod.clone(), String::new()),
+            (None, Some(b)) => (format!("new pod (batch {b})"), format!(" -> {}", a.revision)),
+            (None, None) => (if a.revision.is_empty() { "-".to_string() } else { a.revision.clone() }, String::new()),
+        };
+        let _ = writeln!(out, "  {:width$}  {subject}{target}: {}", kind_name(a.kind), a.reason);
+    }
+    for w in waiting {
+        let _ = writeln!(out, "  waiting: {w}");
+    }
+    for e in errors {
+        let _ = writeln!(out, "  error: {e}");
+    }
+}
+
+/// "nothing to do" when a plan has no action, no wait and no error.
+fn nothing_to_do(out: &mut String, actions: &[Action], waiting: &[String], errors: &[String]) {
+    if actions.is_empty() && waiting.is_empty() && errors.is_empty() {
+        let _ = writeln!(out, "  nothing to do");
+    }
+}
+
 /// The text of one CloneSet's plan.
 pub fn text(p: &Planned) -> String {
     let plan = &p.plan;
@@ -63,22 +137,7 @@ pub fn text(p: &Planned) -> String {
     let d = serde_json::to_value(plan.diff).unwrap_or_default();
     let fields: Vec<String> = d.as_object().into_iter().flatten().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = writeln!(out, "  diff: {}", fields.join(" "));
-    let width = plan.actions.iter().map(|a| kind_name(a.kind).len()).max().unwrap_or(0);
-    for a in &plan.actions {
-        let (subject, target) = match (&a.pod, a.batch) {
-            (Some(pod), _) if !a.revision.is_empty() => (pod.clone(), format!(" -> {}", a.revision)),
-            (Some(pod), _) => (pod.clone(), String::new()),
-            (None, Some(b)) => (format!("new pod (batch {b})"), format!(" -> {}", a.revision)),
-            (None, None) => (if a.revision.is_empty() { "-".to_string() } else { a.revision.clone() }, String::new()),
-        };
-        let _ = writeln!(out, "  {:width$}  {subject}{target}: {}", kind_name(a.kind), a.reason);
-    }
-    for w in &plan.waiting {
-        let _ = writeln!(out, "  waiting: {w}");
-    }
-    for e in &plan.errors {
-        let _ = writeln!(out, "  error: {e}");
-    }
+    actions_text(&mut out, &plan.actions, &plan.waiting, &plan.errors);
     if p.not_owned > 0 {
         let _ = writeln!(
             out,
@@ -86,8 +145,6 @@ pub fn text(p: &Planned) -> String {
             p.not_owned
         );
     }
-    if plan.actions.is_empty() && plan.waiting.is_empty() && plan.errors.is_empty() {
-        let _ = writeln!(out, "  nothing to do");
-    }
+    nothing_to_do(&mut out, &plan.actions, &plan.waiting, &plan.errors);
     out
 }
