@@ -82,7 +82,7 @@ pub async fn run(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     let token = CancellationToken::new();
-    let informers = Informers::default();
+    let informers = Informers::for_gates(&settings.gates);
     let mut tasks = start(&informers, &client, &settings, &metrics, &token);
     tasks.extend(informers.start(&client, settings.namespace.as_deref(), &metrics, &token));
     shutdown.await;

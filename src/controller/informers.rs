@@ -22,6 +22,7 @@ use std::sync::{Arc, RwLock};
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::Api;
 use kube::core::DeserializeGuard;
@@ -33,6 +34,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::index::{Index, KeysOf, claim_keys, meta_key, namespace_of, no_keys, pod_keys};
+use crate::core::features::{FeatureGates, Gate};
 use crate::metrics::{KindLabels, Metrics};
 
 /// A change an informer reports to its handlers.
@@ -219,6 +221,10 @@ pub struct Informers {
     pub revisions: Informer<ControllerRevision>,
     /// Nodes.
     pub nodes: Informer<Node>,
+    /// StorageClasses, watched only when claims are resized (gate
+    /// `StatefulSetAutoResizePVCGate`, as kruise adds its informer only then: a deployment whose
+    /// role cannot read them still runs every other controller).
+    pub storage_classes: Option<Informer<StorageClass>>,
 }
 
 impl Default for Informers {
@@ -228,13 +234,23 @@ impl Default for Informers {
             pvcs: Informer::new("PersistentVolumeClaim", claim_keys, Invalid::KeepLast),
             revisions: Informer::new("ControllerRevision", namespace_of::<ControllerRevision>, Invalid::KeepLast),
             nodes: Informer::new("Node", no_keys::<Node>, Invalid::KeepLast),
+            storage_classes: None,
         }
     }
 }
 
 impl Informers {
-    /// Starts the four watches (pods, PVCs and revisions in `namespace`, or everywhere; nodes
-    /// always cluster-wide). Register handlers first.
+    /// The informers the controllers of `gates` read: the four kinds, and StorageClasses when
+    /// `StatefulSetAutoResizePVCGate` is on.
+    pub fn for_gates(gates: &FeatureGates) -> Informers {
+        let storage_classes = gates
+            .enabled(Gate::StatefulSetAutoResizePVCGate)
+            .then(|| Informer::new("StorageClass", no_keys::<StorageClass>, Invalid::KeepLast));
+        Informers { storage_classes, ..Informers::default() }
+    }
+
+    /// Starts the watches (pods, PVCs and revisions in `namespace`, or everywhere; nodes and
+    /// StorageClasses always cluster-wide). Register handlers first.
     pub fn start(
         &self,
         client: &Client,
@@ -242,12 +258,16 @@ impl Informers {
         metrics: &Metrics,
         token: &CancellationToken,
     ) -> Vec<JoinHandle<()>> {
-        vec![
+        let mut tasks = vec![
             self.pods.start(scoped(client, namespace), metrics.clone(), token.clone()),
             self.pvcs.start(scoped(client, namespace), metrics.clone(), token.clone()),
             self.revisions.start(scoped(client, namespace), metrics.clone(), token.clone()),
             self.nodes.start(Api::all(client.clone()), metrics.clone(), token.clone()),
-        ]
+        ];
+        if let Some(classes) = &self.storage_classes {
+            tasks.push(classes.start(Api::all(client.clone()), metrics.clone(), token.clone()));
+        }
+        tasks
     }
 
     /// Whether every kind has been listed once.
@@ -256,6 +276,7 @@ impl Informers {
             && self.pvcs.index().is_synced()
             && self.revisions.index().is_synced()
             && self.nodes.index().is_synced()
+            && self.storage_classes.as_ref().is_none_or(|c| c.index().is_synced())
     }
 }
 

@@ -162,7 +162,7 @@ impl Leader {
     /// Registers every controller on one set of informers, then starts the watches; all stop when
     /// `token` is cancelled.
     pub fn start(&self, token: &CancellationToken) -> Vec<JoinHandle<()>> {
-        let informers = informers::Informers::default();
+        let informers = informers::Informers::for_gates(&self.settings.gates);
         let ns = self.settings.namespace.as_deref();
         let mut tasks = Vec::new();
         tasks.extend(cloneset::start(&informers, &self.client, &self.settings, &self.metrics, token));
@@ -190,7 +190,7 @@ pub async fn run_workloads(
     shutdown: impl std::future::Future<Output = ()> + Send + 'static,
 ) {
     let token = CancellationToken::new();
-    let informers = informers::Informers::default();
+    let informers = informers::Informers::for_gates(&settings.gates);
     let mut tasks = cloneset::start(&informers, &client, &settings, &metrics, &token);
     tasks.extend(statefulset::start(&informers, &client, &settings, &metrics, &token));
     tasks.extend(informers.start(&client, settings.namespace.as_deref(), &metrics, &token));

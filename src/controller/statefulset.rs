@@ -11,6 +11,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
 use kube::{Client, Resource};
@@ -28,6 +29,7 @@ use crate::compat::selector::Selector;
 use crate::core::rollout::ownership::controller_of;
 use crate::core::rollout::plan::status_write;
 use crate::core::rollout::statefulset::plan::{Input, plan};
+use crate::core::rollout::statefulset::resize::OWNED_BY_ASTS;
 use crate::metrics::Metrics;
 
 /// The controller's name in metrics and Events.
@@ -55,6 +57,7 @@ pub fn start(
     let sets = super::workload_informer::<StatefulSet>("StatefulSet", &runner);
     informers.pods.on_change(pod_trigger(runner.queue().clone(), sets.clone()));
     informers.pvcs.on_change(super::owner_trigger("StatefulSet", runner.queue().clone()));
+    informers.pvcs.on_change(resized_claim_trigger(runner.queue().clone()));
     informers.revisions.on_change(super::owner_trigger("StatefulSet", runner.queue().clone()));
     let actor = super::actor_for(CONTROLLER, client, settings, metrics);
     let ctx = Arc::new(Context {
@@ -93,6 +96,18 @@ fn pod_trigger(queue: WorkQueue, sets: Informer<StatefulSet>) -> impl Fn(Change<
     }
 }
 
+/// A claim the set resized (annotation `apps.kruise.io/owned-by-asts`, kruise's
+/// `pvcEventHandler`) queues that set when it changes: its capacity growing lets the pod waiting
+/// for it be updated. Such claims need not have an owner reference (retention policy Retain).
+fn resized_claim_trigger(queue: WorkQueue) -> impl Fn(Change<'_, PersistentVolumeClaim>) + Send + Sync + 'static {
+    move |c| {
+        let Change::Applied(claim) = c else { return };
+        if let Some(set) = claim.metadata.annotations.as_ref().and_then(|a| a.get(OWNED_BY_ASTS)) {
+            queue.add(format!("{}/{set}", claim.metadata.namespace.as_deref().unwrap_or("")));
+        }
+    }
+}
+
 async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, ReconcileError> {
     if !(ctx.sets.index().is_synced() && ctx.informers.synced()) {
         tracing::debug!("waiting for the first listing of StatefulSets, pods, PVCs, revisions and nodes");
@@ -112,6 +127,8 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     let pods: Vec<&Pod> = cached_pods.iter().map(Arc::as_ref).collect();
     let pvcs: Vec<&PersistentVolumeClaim> = cached_pvcs.iter().map(Arc::as_ref).collect();
     let revisions: Vec<&ControllerRevision> = cached_revisions.iter().map(Arc::as_ref).collect();
+    let cached_classes = ctx.informers.storage_classes.as_ref().map(|i| i.index().all()).unwrap_or_default();
+    let storage_classes: Vec<&StorageClass> = cached_classes.iter().map(Arc::as_ref).collect();
     let rv = set.metadata.resource_version.as_deref().unwrap_or("");
     if let Some(wait) = ctx.actor.gate(key, &uid, rv, &pods, &pvcs) {
         return Ok(Some(wait));
@@ -121,6 +138,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         pods: &pods,
         pvcs: &pvcs,
         revisions: &revisions,
+        storage_classes: &storage_classes,
         gates: &ctx.settings.gates,
         now: Timestamp::now(),
     });

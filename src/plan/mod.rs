@@ -20,6 +20,7 @@ pub mod render;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use k8s_openapi::jiff::Timestamp;
 use serde::de::DeserializeOwned;
@@ -85,6 +86,7 @@ struct Objects {
     pvcs: Vec<PersistentVolumeClaim>,
     revisions: Vec<ControllerRevision>,
     nodes: Vec<Node>,
+    storage_classes: Vec<StorageClass>,
 }
 
 fn decode<T: DeserializeOwned>(m: &Manifest) -> Result<T, PlanError> {
@@ -124,6 +126,7 @@ fn group(manifests: &[Manifest]) -> Result<Objects, PlanError> {
             ("v1", "PersistentVolumeClaim") => o.pvcs.push(decode(m)?),
             ("apps/v1", "ControllerRevision") => o.revisions.push(decode(m)?),
             ("v1", "Node") => o.nodes.push(decode(m)?),
+            ("storage.k8s.io/v1", "StorageClass") => o.storage_classes.push(decode(m)?),
             _ => {}
         }
     }
@@ -161,6 +164,7 @@ pub fn plan_workloads(manifests: &[Manifest], gates: &FeatureGates, now: Timesta
 fn plan_statefulsets(o: &mut Objects, gates: &FeatureGates, now: Timestamp) -> Vec<PlannedSet> {
     o.statefulsets.sort_by(|a, b| by_namespace_and_name(&a.metadata, &b.metadata));
     let in_ns = |meta: &ObjectMeta, ns: &str| namespace(meta) == ns;
+    let classes: Vec<&StorageClass> = o.storage_classes.iter().collect();
     o.statefulsets
         .iter()
         .map(|set| {
@@ -179,7 +183,15 @@ fn plan_statefulsets(o: &mut Objects, gates: &FeatureGates, now: Timestamp) -> V
                         && controller_of(&p.metadata).is_some_and(|r| Some(r.uid.as_str()) != uid)
                 })
                 .count();
-            let plan = asts::plan(&asts::Input { set, pods: &pods, pvcs: &pvcs, revisions: &revisions, gates, now });
+            let plan = asts::plan(&asts::Input {
+                set,
+                pods: &pods,
+                pvcs: &pvcs,
+                revisions: &revisions,
+                storage_classes: &classes,
+                gates,
+                now,
+            });
             PlannedSet { plan, not_owned }
         })
         .collect()

@@ -168,6 +168,8 @@ pub enum ActionKind {
     UpdateClaims,
     /// Hand a PVC of a finished pod to that pod, or delete an orphaned PVC (PVC reuse disabled).
     CleanupPvc,
+    /// Expand a pod's PVCs to their template's size before the pod is updated.
+    ResizeClaims,
 }
 
 /// One step of a plan.

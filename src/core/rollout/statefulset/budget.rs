@@ -13,7 +13,10 @@
 //!   one is skipped while the unavailable count is at `maxUnavailable`;
 //! - then the targets of `sortPodsToUpdate`, each not at the update revision: with the
 //!   unavailable count at `maxUnavailable` and the target available the round stops; otherwise it
-//!   is updated (in place or recreated, decided elsewhere) and counts as unavailable.
+//!   is updated (in place or recreated, decided elsewhere) and counts as unavailable;
+//! - with claims resized as pods roll ([`super::resize`]), a target at the update revision whose
+//!   claims are too small is a target too: its claims are expanded first and the pod waits,
+//!   unavailable, until they are; a claim that cannot be expanded stops the round.
 //!
 //! Kept from Go: "up to date" in the update loop is the exact label `controller-revision-hash ==
 //! <update revision name>`, while `sortPodsToUpdate` and creation use kruise's `IsPodUpdate`
@@ -22,12 +25,13 @@
 
 use std::collections::BTreeSet;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use super::identity;
 use super::ordinals::Slot;
+use super::resize::{PodClaims, Refusal};
 use crate::apis::keys::SPECIFIED_DELETE;
 use crate::apis::statefulset::v1beta1::StatefulSet;
 use crate::apis::statefulset::{MAX_MIN_READY_SECONDS, ON_DELETE, PARALLEL, RollingUpdateStatefulSetStrategy};
@@ -237,11 +241,20 @@ pub struct RollingRound {
     pub blocked: Option<Blocked>,
     /// The unavailable pods when the round ends, by name.
     pub unavailable: BTreeSet<String>,
+    /// Targets whose claims are expanded this round (auto-resize), with the claims to write.
+    pub resizes: Vec<(i64, Vec<PersistentVolumeClaim>)>,
+    /// Targets that wait for their claims' resize to complete (counted unavailable).
+    pub resizing: Vec<i64>,
+    /// A target whose claims cannot be patched: the round stopped there.
+    pub refused: Option<(i64, Refusal)>,
 }
 
 /// Steps 3 and 5–7 of spec §6.4 over the replicas (`slots`) and the unavailable set of step 4.
 /// `update_revision` is the update revision's name. Like Go's `replicas`, the slots should hold
-/// the pods this round's scaling creates (without a phase they count as unavailable).
+/// the pods this round's scaling creates (without a phase they count as unavailable). `claims`
+/// tells a pod's claims against their templates when the set resizes them as it rolls
+/// ([`resize::enabled`]; `None` otherwise): a pod at the update revision whose claims are too
+/// small is a target too, its claims are expanded first, and it is updated only once they are.
 pub fn plan_rolling_update(
     set: &StatefulSet,
     start: i64,
@@ -249,6 +262,7 @@ pub fn plan_rolling_update(
     update_revision: &str,
     unavailable: &Unavailable,
     gates: &FeatureGates,
+    claims: Option<&dyn Fn(&Pod) -> PodClaims>,
 ) -> Result<Result<RollingRound, NoRollingUpdate>, String> {
     if set.spec.update_strategy.type_ == ON_DELETE {
         return Ok(Err(NoRollingUpdate::OnDelete));
@@ -280,12 +294,30 @@ pub fn plan_rolling_update(
     for &target in &round.order {
         let Ok(i) = slots.binary_search_by_key(&target, |s| s.ordinal) else { continue };
         let Some(pod) = slots[i].pod else { continue };
-        if identity::pod_revision(pod) == update_revision {
+        let pod_claims = claims.map(|f| f(pod));
+        let claims_match = pod_claims.as_ref().is_none_or(|c| c.matched);
+        if identity::pod_revision(pod) == update_revision && claims_match {
             continue;
         }
         if budget_spent(&round, pod) {
             round.blocked = Some(Blocked { ordinal: target, waiting_for: round.unavailable.iter().cloned().collect() });
             break;
+        }
+        // Claims are resized before the pod is updated: kruise patches a claim only once a pod
+        // will reference it again (online file-system expansion needs a running pod).
+        if let Some(c) = pod_claims {
+            if !c.matched {
+                if let Some(refusal) = c.refusal {
+                    round.refused = Some((target, refusal));
+                    break;
+                }
+                round.resizes.push((target, c.writes));
+            }
+            if !c.completed {
+                round.unavailable.insert(pods::name(pod).to_string());
+                round.resizing.push(target);
+                continue;
+            }
         }
         if !specified.contains(&target) && !is_terminating(pod) {
             round.updates.push(target);

@@ -7,6 +7,8 @@
 //! - [`identity`]: pod names, network identity, storage, and new pods built from the template;
 //! - [`revision`]: the ControllerRevision data, names and the template a revision restores;
 //! - [`pvc`]: the owner references `persistentVolumeClaimRetentionPolicy` asks of each claim;
+//! - [`resize`]: claims expanded to their template's size as the pods roll
+//!   (`volumeClaimUpdateStrategy: OnPodRollingUpdate`), and `status.volumeClaims`;
 //! - [`scale`]: creations, failed-pod replacements, identity repairs and condemned deletions
 //!   (OrderedReady one at a time, Parallel bounded by `scaleStrategy.maxUnavailable`);
 //! - [`budget`]: `maxUnavailable`, the unavailable set, update order and which pods this round
@@ -28,6 +30,7 @@ pub mod plan;
 #[cfg(test)]
 mod props;
 pub mod pvc;
+pub mod resize;
 pub mod revision;
 pub mod scale;
 pub mod status;

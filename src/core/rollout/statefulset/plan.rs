@@ -28,20 +28,23 @@
 //! carry uid and resourceVersion preconditions. Expectations are the caller's, as for the
 //! CloneSet. The status is counted over the pods as observed and adjusted for this round's
 //! creations, failed-pod deletions and updates of current-revision pods, as kruise adjusts its
-//! counts. Not here: the claims of an auto-resizing volume are never counted unavailable (no
-//! volume resize), and the shared machine moves an in-place updated pod to lifecycle `Updating`
-//! whether or not an inPlaceUpdate hook is set (kruise's ASTS only with the hook).
+//! counts; `status.volumeClaims` counts the replicas' claims against their templates. Claims are
+//! expanded as the pods roll when the set asks for it ([`super::resize`]). Not here: the shared
+//! machine moves an in-place updated pod to lifecycle `Updating` whether or not an inPlaceUpdate
+//! hook is set (kruise's ASTS only with the hook).
 
 use std::collections::BTreeSet;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
 use super::budget::{self, NoRollingUpdate};
 use super::identity::{self, pod_revision};
 use super::ordinals::{self, ReplicaRange, Slot};
+use super::resize::{self, PodClaims};
 use super::revision::{self as asts_revision, RevisionChange};
 use super::scale::{self, ScaleStep, StopReason};
 use super::{adoption, pvc, status};
@@ -67,6 +70,8 @@ pub struct Input<'a> {
     pub pvcs: &'a [&'a PersistentVolumeClaim],
     /// ControllerRevisions in the set's namespace.
     pub revisions: &'a [&'a ControllerRevision],
+    /// StorageClasses (read when claims are resized: [`resize::enabled`]).
+    pub storage_classes: &'a [&'a StorageClass],
     pub gates: &'a FeatureGates,
     pub now: Timestamp,
 }
@@ -517,6 +522,9 @@ pub fn plan(input: &Input<'_>) -> Plan {
 
     // 5. Rolling update.
     if !halted && scale_round.continues() {
+        let classes = input.storage_classes;
+        let class = |n: &str| classes.iter().copied().find(|c| c.metadata.name.as_deref() == Some(n));
+        let pod_claims = |p: &Pod| resize::pod_claims(set, p, claim, class);
         let taken_current = rolling_update(
             &mut r,
             &mut out.errors,
@@ -526,6 +534,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
             (&current_name, &update_name),
             &update_data,
             &machine,
+            (resize::enabled(set, gates).then_some(&pod_claims as &dyn Fn(&Pod) -> PodClaims), &claim),
         );
         r.adjust.1 -= taken_current;
     }
@@ -534,6 +543,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
     let counted = slots.iter().filter_map(|s| s.pod).chain(members.condemned.iter().copied());
     match status::round_status(set, counted, &current_name, &update_name, active.collision_count, now) {
         Ok(mut st) => {
+            st.volume_claims = resize::volume_claim_status(set, slots.iter().filter_map(|s| s.pod), claim);
             st.replicas += r.adjust.0;
             st.current_replicas += r.adjust.1;
             st.updated_replicas += r.adjust.2;
@@ -674,6 +684,63 @@ fn in_place_spec(
     Ok(spec)
 }
 
+/// The pod-claims check of the rolling update when claims are resized (else `None`), and the
+/// claim lookup by name.
+type ClaimLookups<'f, 'c> =
+    (Option<&'f dyn Fn(&Pod) -> PodClaims>, &'f dyn Fn(&str) -> Option<&'c PersistentVolumeClaim>);
+
+/// `TryPatchPVC` of the round's targets (each claim patched on the version observed, with kruise's
+/// `SuccessfulResize` Event), the refusal that stopped the round, and who waits for a resize.
+fn resize_claims<'c>(
+    r: &mut Round<'_>,
+    errors: &mut Vec<String>,
+    round: &budget::RollingRound,
+    slots: &[Slot<'_>],
+    claim: &dyn Fn(&str) -> Option<&'c PersistentVolumeClaim>,
+) {
+    let pod_at = |o: i64| slots.binary_search_by_key(&o, |s| s.ordinal).ok().and_then(|i| slots[i].pod);
+    for (o, intended) in &round.resizes {
+        let Some(p) = pod_at(*o) else { continue };
+        let pname = pods::name(p);
+        let mut writes = Vec::new();
+        let mut names = Vec::new();
+        for c in intended {
+            let cname = c.metadata.name.as_deref().unwrap_or("");
+            let Some(observed) = claim(cname) else { continue };
+            writes.push(claim_patch(observed, c));
+            names.push(cname.to_string());
+            r.step.events.push(Event::normal(
+                "SuccessfulResize",
+                format!("resize Claim {cname} Pod {pname} in StatefulSet {} success", r.name),
+            ));
+        }
+        if !writes.is_empty() {
+            let reason =
+                format!("claims {} are smaller than their templates: expanded before the pod", names.join(", "));
+            r.step.actions.push(Action::new(ActionKind::ResizeClaims, Some(pname), pod_revision(p), reason, writes));
+        }
+    }
+    if let Some((_, refusal)) = &round.refused {
+        if refusal.warn {
+            r.step.events.push(Event::warning(
+                "FailedUpdatePVC",
+                format!(
+                    "failed to update pvc {}: contains diff other than spec resource, wait pvc to be deleted",
+                    refusal.claim
+                ),
+            ));
+        }
+        errors.push(refusal.message.clone());
+    }
+    for o in &round.resizing {
+        let Some(p) = pod_at(*o) else { continue };
+        r.step.waiting.push(format!(
+            "{} waits for its claims to be resized (capacity reaching the request, or FileSystemResizePending)",
+            pods::name(p)
+        ));
+    }
+}
+
 /// `rollingUpdateStatefulsetPods` with `inPlaceUpdatePod` and `deletePod`; returns how many
 /// pods of the current revision it takes (kruise's `status.CurrentReplicas--`).
 #[allow(clippy::too_many_arguments)]
@@ -686,6 +753,7 @@ fn rolling_update(
     (current_name, update_name): (&str, &str),
     update_data: &str,
     machine: &Machine<'_>,
+    (claims, claim): ClaimLookups<'_, '_>,
 ) -> i32 {
     let mut taken_current = 0;
     let set = r.set;
@@ -695,12 +763,12 @@ fn rolling_update(
         budget::min_ready_seconds(set),
         r.now,
         |p| refresh::update_completed(p, opts).is_err(),
-        |_| false,
+        |p| claims.is_some_and(|f| !f(p).ready),
     );
     if let Some(d) = unavailable.requeue_after {
         r.step.requeue_after(d);
     }
-    let round = match budget::plan_rolling_update(set, start, slots, update_name, &unavailable, r.gates) {
+    let round = match budget::plan_rolling_update(set, start, slots, update_name, &unavailable, r.gates, claims) {
         Err(e) => {
             errors.push(e);
             return 0;
@@ -733,6 +801,7 @@ fn rolling_update(
             round.max_unavailable
         ));
     }
+    resize_claims(r, errors, &round, slots, claim);
     let update_value: Value = serde_json::from_str(update_data).unwrap_or(Value::Null);
     let policy = pod_update_policy(set);
     for &o in &round.updates {

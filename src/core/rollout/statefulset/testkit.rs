@@ -7,6 +7,7 @@ use std::collections::BTreeMap;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::storage::v1::StorageClass;
 use serde_json::{Value, json};
 
 use super::identity;
@@ -47,6 +48,8 @@ pub struct World {
     pub set: StatefulSet,
     pub cluster: FakeCluster,
     pub gates: FeatureGates,
+    /// The cluster's StorageClasses.
+    pub storage_classes: Vec<StorageClass>,
 }
 
 impl std::ops::Deref for World {
@@ -65,7 +68,7 @@ impl std::ops::DerefMut for World {
 impl World {
     /// An empty world around a set.
     pub fn new(set: StatefulSet) -> World {
-        World { set, cluster: FakeCluster::default(), gates: FeatureGates::default() }
+        World { set, cluster: FakeCluster::default(), gates: FeatureGates::default(), storage_classes: Vec::new() }
     }
 
     /// One planning round.
@@ -73,11 +76,13 @@ impl World {
         let pods: Vec<&Pod> = self.pods.iter().collect();
         let pvcs: Vec<&PersistentVolumeClaim> = self.pvcs.iter().collect();
         let revisions: Vec<&ControllerRevision> = self.revisions.iter().collect();
+        let storage_classes: Vec<&StorageClass> = self.storage_classes.iter().collect();
         plan(&Input {
             set: &self.set,
             pods: &pods,
             pvcs: &pvcs,
             revisions: &revisions,
+            storage_classes: &storage_classes,
             gates: &self.gates,
             now: self.now,
         })

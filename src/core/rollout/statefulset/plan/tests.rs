@@ -384,3 +384,150 @@ fn a_pod_written_this_round_is_deleted_the_next() {
     assert_eq!(pods_of(&p, ActionKind::Recreate), ["web-0"]);
     w.apply(&p).unwrap();
 }
+
+/// A set whose claims of template `data` (class `class`) are resized as it rolls
+/// (`StatefulSetAutoResizePVCGate`, `volumeClaimUpdateStrategy: OnPodRollingUpdate`), brought up
+/// with every claim bound at 1Gi.
+fn resizing_world(class: &str, expandable: Option<bool>) -> World {
+    let set = stateful_set(
+        4,
+        "nginx:1",
+        json!({"podManagementPolicy": "Parallel",
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate":
+                {"maxUnavailable": 2, "podUpdatePolicy": "InPlaceIfPossible"}},
+            "volumeClaimUpdateStrategy": {"type": "OnPodRollingUpdate"},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {"accessModes": ["ReadWriteOnce"],
+                "storageClassName": class, "resources": {"requests": {"storage": "1Gi"}}}}]}),
+    );
+    let mut w = with_gate(World::new(set));
+    w.gates = w.gates.clone().with(crate::core::features::Gate::StatefulSetAutoResizePVCGate, true);
+    let mut sc = json!({"metadata": {"name": class}, "provisioner": "csi.example.com"});
+    if let Some(e) = expandable {
+        sc["allowVolumeExpansion"] = json!(e);
+    }
+    w.storage_classes.push(serde_json::from_value(sc).unwrap());
+    w.settle(20);
+    for c in w.pvcs.iter_mut() {
+        grow(c);
+    }
+    w.settle(5);
+    assert_eq!((w.unready(), w.pvcs.len()), (0, 4));
+    w
+}
+
+/// The CSI driver's part: a claim's capacity reaches its request.
+fn grow(c: &mut PersistentVolumeClaim) {
+    let request = c.spec.as_ref().unwrap().resources.as_ref().unwrap().requests.as_ref().unwrap()["storage"].clone();
+    c.status = Some(serde_json::from_value(json!({"phase": "Bound", "capacity": {"storage": request}})).unwrap());
+}
+
+fn request(c: &PersistentVolumeClaim) -> &str {
+    &c.spec.as_ref().unwrap().resources.as_ref().unwrap().requests.as_ref().unwrap()["storage"].0
+}
+
+fn grow_template(w: &mut World, size: &str) {
+    w.edit(|s| {
+        let spec = s.spec.volume_claim_templates[0].spec.as_mut().unwrap();
+        spec.resources = Some(serde_json::from_value(json!({"requests": {"storage": size}})).unwrap());
+    });
+}
+
+/// kruise's `rollingUpdateStatefulsetPods` with auto-resize: a target's claims are expanded first
+/// (highest ordinal first, within maxUnavailable), the pod waits, unavailable, until the driver
+/// has resized them, and only then is it updated in place; `status.volumeClaims` follows.
+#[test]
+fn claims_are_expanded_before_their_pods_are_updated() {
+    let mut w = resizing_world("fast", Some(true));
+    let before = uids(&w);
+    let vc = &w.set.status.clone().unwrap().volume_claims;
+    assert_eq!((vc.len(), vc[0].compatible_replicas, vc[0].compatible_ready_replicas), (1, 4, 4));
+    grow_template(&mut w, "2Gi");
+    set_image(&mut w, "nginx:2");
+
+    let first = w.plan();
+    assert!(first.errors.is_empty(), "{:?}", first.errors);
+    assert_eq!(pods_of(&first, ActionKind::ResizeClaims), ["web-3", "web-2"], "two at a time, highest first");
+    assert!(pods_of(&first, ActionKind::UpdateInPlace).is_empty(), "no pod before its claims");
+    assert!(first.events.iter().any(|e| e.reason == "SuccessfulResize"));
+    assert!(
+        first.waiting.iter().any(|m| m.contains("web-3 waits for its claims to be resized")),
+        "{:?}",
+        first.waiting
+    );
+    assert_eq!(first.status.volume_claims[0].compatible_replicas, 0, "1Gi claims against a 2Gi template");
+    w.apply(&first).unwrap();
+    let resized: Vec<&str> = w.pvcs.iter().map(request).collect();
+    assert_eq!(resized, ["1Gi", "1Gi", "2Gi", "2Gi"], "data-web-2 and data-web-3 expanded");
+    let claim3 = w.pvcs.iter().find(|c| c.metadata.name.as_deref() == Some("data-web-3")).unwrap();
+    assert_eq!(claim3.metadata.annotations.as_ref().unwrap()[resize::OWNED_BY_ASTS], "web");
+
+    // The driver has not resized them yet: nothing moves, the two still count unavailable.
+    let waiting = w.plan();
+    assert!(waiting.actions.iter().all(|a| a.kind != ActionKind::UpdateInPlace && a.kind != ActionKind::ResizeClaims));
+    let vc = &waiting.status.volume_claims[0];
+    assert_eq!((vc.compatible_replicas, vc.compatible_ready_replicas), (2, 0), "two expanded, neither resized yet");
+    w.apply(&waiting).unwrap();
+
+    // web-3's claim is resized: web-3 is updated in place; web-1 still waits for the budget.
+    let idx = w.pvcs.iter().position(|c| c.metadata.name.as_deref() == Some("data-web-3")).unwrap();
+    grow(&mut w.pvcs[idx]);
+    let next = w.plan();
+    assert_eq!(pods_of(&next, ActionKind::UpdateInPlace), ["web-3"]);
+    assert!(pods_of(&next, ActionKind::ResizeClaims).is_empty(), "web-2 waits, web-1 is out of budget");
+    w.apply(&next).unwrap();
+
+    for round in 0.. {
+        assert!(round < 40, "the rollout does not end");
+        for c in w.pvcs.iter_mut() {
+            grow(c);
+        }
+        w.kubelet();
+        w.advance(1);
+        let p = w.plan();
+        assert!(p.errors.is_empty(), "{:?}", p.errors);
+        w.apply(&p).unwrap();
+        if p.actions.is_empty() && p.status_write.is_none() {
+            break;
+        }
+    }
+    assert_eq!(uids(&w), before, "in place: no pod recreated");
+    assert!(w.pvcs.iter().all(|c| request(c) == "2Gi"), "every claim expanded");
+    assert!((0..4).all(|o| image(w.pod(o).unwrap()) == "nginx:2"));
+    let st = w.set.status.clone().unwrap();
+    assert_eq!((st.volume_claims[0].compatible_replicas, st.volume_claims[0].compatible_ready_replicas), (4, 4));
+    assert_eq!(st.current_revision, st.update_revision);
+}
+
+/// A claim whose class does not allow expansion, or that differs from its template in more than
+/// its size, stops the round with kruise's error (and Warning), and no pod is touched.
+#[test]
+fn claims_that_cannot_be_expanded_stop_the_round() {
+    let mut w = resizing_world("fixed", Some(false));
+    grow_template(&mut w, "2Gi");
+    set_image(&mut w, "nginx:2");
+    let p = w.plan();
+    assert_eq!(p.errors, ["storage class fixed for web-3 does not support volume expansion"]);
+    assert!(p.actions.iter().all(|a| a.kind != ActionKind::UpdateInPlace && a.kind != ActionKind::ResizeClaims));
+
+    let mut w = resizing_world("fast", Some(true));
+    w.edit(|s| {
+        s.spec.volume_claim_templates[0].spec.as_mut().unwrap().access_modes = Some(vec!["ReadWriteMany".into()])
+    });
+    set_image(&mut w, "nginx:2");
+    let p = w.plan();
+    assert_eq!(
+        p.errors,
+        ["can not patch pvc data-web-3: contains diff other than spec resource, wait pvc to be deleted"]
+    );
+    assert!(p.events.iter().any(|e| e.reason == "FailedUpdatePVC" && e.message.contains("data-web-3")));
+    assert!(pods_of(&p, ActionKind::UpdateInPlace).is_empty());
+
+    // Without the gate the same set rolls its pods and leaves the claims alone.
+    let mut w = resizing_world("fixed", Some(false));
+    w.gates = w.gates.clone().with(crate::core::features::Gate::StatefulSetAutoResizePVCGate, false);
+    grow_template(&mut w, "2Gi");
+    set_image(&mut w, "nginx:2");
+    let p = w.plan();
+    assert!(p.errors.is_empty(), "{:?}", p.errors);
+    assert_eq!(pods_of(&p, ActionKind::UpdateInPlace), ["web-3", "web-2"]);
+}
