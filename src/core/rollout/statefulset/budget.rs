@@ -16,7 +16,10 @@
 //!   is updated (in place or recreated, decided elsewhere) and counts as unavailable;
 //! - with claims resized as pods roll ([`super::resize`]), a target at the update revision whose
 //!   claims are too small is a target too: its claims are expanded first and the pod waits,
-//!   unavailable, until they are; a claim that cannot be expanded stops the round.
+//!   unavailable, until they are; a claim that cannot be expanded stops the round;
+//! - a target at the update revision whose volumes lack a claim template's claim (a template was
+//!   added) is a target too, recreated: kruise patches the volumes in and loops on the API
+//!   server's Forbidden (#1389, #2343).
 //!
 //! Kept from Go: "up to date" in the update loop is the exact label `controller-revision-hash ==
 //! <update revision name>`, while `sortPodsToUpdate` and creation use kruise's `IsPodUpdate`
@@ -255,6 +258,8 @@ pub struct RollingRound {
 /// tells a pod's claims against their templates when the set resizes them as it rolls
 /// ([`resize::enabled`]; `None` otherwise): a pod at the update revision whose claims are too
 /// small is a target too, its claims are expanded first, and it is updated only once they are.
+/// `storage_ok` tells whether a pod's volumes cover the claim templates
+/// ([`identity::storage_matches`]); one at the update revision whose volumes do not is a target.
 pub fn plan_rolling_update(
     set: &StatefulSet,
     start: i64,
@@ -263,6 +268,7 @@ pub fn plan_rolling_update(
     unavailable: &Unavailable,
     gates: &FeatureGates,
     claims: Option<&dyn Fn(&Pod) -> PodClaims>,
+    storage_ok: &dyn Fn(&Pod) -> bool,
 ) -> Result<Result<RollingRound, NoRollingUpdate>, String> {
     if set.spec.update_strategy.type_ == ON_DELETE {
         return Ok(Err(NoRollingUpdate::OnDelete));
@@ -296,7 +302,9 @@ pub fn plan_rolling_update(
         let Some(pod) = slots[i].pod else { continue };
         let pod_claims = claims.map(|f| f(pod));
         let claims_match = pod_claims.as_ref().is_none_or(|c| c.matched);
-        if identity::pod_revision(pod) == update_revision && claims_match {
+        // A pod whose volumes lack a claim template's claim (one was added) is recreated like an
+        // out-of-date pod: its volumes cannot change in place.
+        if identity::pod_revision(pod) == update_revision && claims_match && storage_ok(pod) {
             continue;
         }
         if budget_spent(&round, pod) {

@@ -525,10 +525,18 @@ pub fn plan(input: &Input<'_>) -> Plan {
         let classes = input.storage_classes;
         let class = |n: &str| classes.iter().copied().find(|c| c.metadata.name.as_deref() == Some(n));
         let pod_claims = |p: &Pod| resize::pod_claims(set, p, claim, class);
+        // Go's `replicas` hold the pods the scaling part just created (no status: unavailable).
+        let with_created: Vec<Slot<'_>> = slots
+            .iter()
+            .map(|s| Slot {
+                ordinal: s.ordinal,
+                pod: s.pod.or_else(|| created.iter().find(|(c, _)| *c == s.ordinal).map(|(_, p)| p)),
+            })
+            .collect();
         let taken_current = rolling_update(
             &mut r,
             &mut out.errors,
-            slots,
+            &with_created,
             range.start,
             &sorted,
             (&current_name, &update_name),
@@ -606,15 +614,25 @@ fn restore<'c>(
         what.push("identity");
     }
     if !identity::storage_matches(set, &after) {
-        identity::update_storage(set, &mut after);
-        what.push("storage");
+        // kruise adds the volumes to the pod (`updateStorage`) and the API server refuses it
+        // (a pod's volumes never change: Forbidden, retried forever, kruise #1389, #2343). Here the
+        // missing claims are created and the rolling update recreates the pod instead.
         match r.create_claims(&after, claim) {
-            Ok(w) => writes.extend(w),
+            Ok(w) if !w.is_empty() => {
+                writes.extend(w);
+                what.push("missing claims");
+            }
+            Ok(_) => {}
             Err(e) => {
                 errors.push(e);
                 return;
             }
         }
+        r.step.waiting.push(format!(
+            "{}'s volumes lack a volumeClaimTemplate's claim: a pod's volumes cannot change, the rolling \
+             update recreates it",
+            pods::name(p)
+        ));
     }
     if r.gates.enabled(Gate::StatefulSetAutoDeletePVC) && !pvc::claims_match_retention_policy(set, p, range, claim) {
         for c in pvc::claim_updates_for_retention_policy(set, p, range, claim) {
@@ -768,7 +786,9 @@ fn rolling_update(
     if let Some(d) = unavailable.requeue_after {
         r.step.requeue_after(d);
     }
-    let round = match budget::plan_rolling_update(set, start, slots, update_name, &unavailable, r.gates, claims) {
+    let round = match budget::plan_rolling_update(set, start, slots, update_name, &unavailable, r.gates, claims, &|p| {
+        identity::storage_matches(set, p)
+    }) {
         Err(e) => {
             errors.push(e);
             return 0;
@@ -805,10 +825,14 @@ fn rolling_update(
     let update_value: Value = serde_json::from_str(update_data).unwrap_or(Value::Null);
     let policy = pod_update_policy(set);
     for &o in &round.updates {
-        let Some(p) = pod_at(o).filter(|_| !r.deleted.contains(&o)) else { continue };
+        // A pod this round creates (no uid yet) counts in the budget but is not written to.
+        let Some(p) = pod_at(o).filter(|p| !r.deleted.contains(&o) && p.metadata.uid.is_some()) else { continue };
         let pname = pods::name(p).to_string();
         let mut refused = None;
-        if policy == IN_PLACE_IF_POSSIBLE || policy == IN_PLACE_ONLY {
+        if !identity::storage_matches(set, p) {
+            // A volumeClaimTemplate was added: only a new pod mounts its claim.
+            refused = Some("its volumes lack a volumeClaimTemplate's claim".to_string());
+        } else if policy == IN_PLACE_IF_POSSIBLE || policy == IN_PLACE_ONLY {
             match in_place_spec(r, p, revisions, &update_value) {
                 Ok(spec) => {
                     if let Err(e) = machine.update_in_place(&mut r.changes, &mut r.step, p, update_name, &spec) {

@@ -250,8 +250,9 @@ fn run(name: &str, r: Round) {
         r.pods.iter().enumerate().map(|(i, (rev, state, sd))| pod_at(&format!("foo-{i}"), rev, *state, *sd)).collect();
     let slots: Vec<Slot<'_>> = pods.iter().enumerate().map(|(i, p)| Slot { ordinal: i as i64, pod: Some(p) }).collect();
     let unavailable = unavailable_replicas(&slots, r.min_ready, at(NOW), |_| false, |_| false);
-    let round =
-        plan_rolling_update(&set, 0, &slots, "new", &unavailable, &FeatureGates::default(), None).unwrap().unwrap();
+    let round = plan_rolling_update(&set, 0, &slots, "new", &unavailable, &FeatureGates::default(), None, &|_| true)
+        .unwrap()
+        .unwrap();
     assert_eq!(round.specified_deletes, r.deletes, "{name}: specified deletes");
     assert_eq!(round.updates, r.updates, "{name}: updates");
     assert_eq!(round.blocked.map(|b| b.ordinal), r.blocked, "{name}: blocked at");
@@ -413,13 +414,13 @@ fn on_delete_and_paused_do_nothing() {
     set.spec.update_strategy.type_ = ON_DELETE.into();
     let none = Unavailable::default();
     assert_eq!(
-        plan_rolling_update(&set, 0, &[], "r", &none, &FeatureGates::default(), None),
+        plan_rolling_update(&set, 0, &[], "r", &none, &FeatureGates::default(), None, &|_| true),
         Ok(Err(NoRollingUpdate::OnDelete))
     );
     let mut set = stateful_set(2);
     set.spec.update_strategy.rolling_update = Some(strategy(json!({"paused": true})));
     assert_eq!(
-        plan_rolling_update(&set, 0, &[], "r", &none, &FeatureGates::default(), None),
+        plan_rolling_update(&set, 0, &[], "r", &none, &FeatureGates::default(), None, &|_| true),
         Ok(Err(NoRollingUpdate::Paused))
     );
 }
@@ -461,8 +462,9 @@ fn rounds_keep_the_budget_and_the_partition() {
         let slots: Vec<Slot<'_>> =
             pods.iter().enumerate().map(|(i, p)| Slot { ordinal: i as i64, pod: Some(p) }).collect();
         let unavailable = unavailable_replicas(&slots, min_ready, at(NOW), |_| false, |_| false);
-        let round =
-            plan_rolling_update(&set, 0, &slots, NEW, &unavailable, &FeatureGates::default(), None).unwrap().unwrap();
+        let round = plan_rolling_update(&set, 0, &slots, NEW, &unavailable, &FeatureGates::default(), None, &|_| true)
+            .unwrap()
+            .unwrap();
         let what = format!("case {case}: {n} pods, mu {mu}, partition {partition}");
         assert!(round.unavailable.len() <= (mu as usize).max(unavailable.names.len()), "{what}");
         assert!(round.order.len() <= n.saturating_sub(partition as usize), "{what}");

@@ -531,3 +531,54 @@ fn claims_that_cannot_be_expanded_stop_the_round() {
     assert!(p.errors.is_empty(), "{:?}", p.errors);
     assert_eq!(pods_of(&p, ActionKind::UpdateInPlace), ["web-3", "web-2"]);
 }
+
+/// kruise #1389, #2343: a volumeClaimTemplate added to a running set. kruise patches the volume
+/// into each pod and the API server refuses it forever (a pod's volumes never change); here the
+/// claims are created and the rolling update recreates the pods, highest first within
+/// maxUnavailable, and no write ever changes a live pod's volumes.
+#[test]
+fn an_added_claim_template_recreates_the_pods_instead_of_patching_their_volumes() {
+    let set = stateful_set(
+        3,
+        "nginx:1",
+        json!({"podManagementPolicy": "Parallel", "updateStrategy": {"type": "RollingUpdate", "rollingUpdate":
+            {"maxUnavailable": 1, "podUpdatePolicy": "InPlaceIfPossible"}}}),
+    );
+    let mut w = with_gate(World::new(set));
+    w.settle(20);
+    let before = uids(&w);
+    let revision = w.set.status.clone().unwrap().update_revision;
+    w.edit(|s| {
+        s.spec.volume_claim_templates = vec![
+            serde_json::from_value(json!({"metadata": {"name": "data"},
+            "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}))
+            .unwrap(),
+        ]
+    });
+    let mut recreated = Vec::new();
+    for round in 0.. {
+        assert!(round < 60, "the rollout does not end");
+        let p = w.plan();
+        assert!(p.errors.is_empty(), "{:?}", p.errors);
+        recreated.extend(pods_of(&p, ActionKind::Recreate));
+        w.apply(&p).unwrap();
+        for pod in &w.pods {
+            let has = identity::storage_matches(&w.set, pod);
+            let uid = pod.metadata.uid.as_deref().unwrap();
+            assert!(!(has && before.values().any(|u| u == uid)), "a live pod's volumes were changed");
+        }
+        assert!(unavailable(&w) <= 1, "round {round}: {} unavailable", unavailable(&w));
+        w.kubelet();
+        w.advance(1);
+        if p.actions.is_empty() && p.status_write.is_none() {
+            break;
+        }
+    }
+    assert_eq!(recreated, ["web-2", "web-1", "web-0"]);
+    assert_eq!(w.pvcs.len(), 3);
+    for o in 0..3 {
+        let p = w.pod(o).unwrap();
+        assert!(identity::storage_matches(&w.set, p), "web-{o} mounts its claim");
+        assert_eq!(identity::pod_revision(p), revision, "the template did not change");
+    }
+}
