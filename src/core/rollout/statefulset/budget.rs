@@ -252,14 +252,27 @@ pub struct RollingRound {
     pub refused: Option<(i64, Refusal)>,
 }
 
+/// What the rolling update asks of a pod's storage.
+#[derive(Clone, Copy)]
+pub struct Storage<'f> {
+    /// The pod's claims against their templates when the set resizes them as it rolls
+    /// ([`super::resize::enabled`]), else `None`.
+    pub claims: Option<&'f dyn Fn(&Pod) -> PodClaims>,
+    /// Whether the pod's volumes cover the claim templates ([`identity::storage_matches`]).
+    pub volumes_ok: &'f dyn Fn(&Pod) -> bool,
+}
+
+impl Storage<'_> {
+    /// No resizing, every pod's volumes taken as matching (tests of the arithmetic alone).
+    pub const IGNORED: Storage<'static> = Storage { claims: None, volumes_ok: &|_| true };
+}
+
 /// Steps 3 and 5–7 of spec §6.4 over the replicas (`slots`) and the unavailable set of step 4.
 /// `update_revision` is the update revision's name. Like Go's `replicas`, the slots should hold
-/// the pods this round's scaling creates (without a phase they count as unavailable). `claims`
-/// tells a pod's claims against their templates when the set resizes them as it rolls
-/// ([`resize::enabled`]; `None` otherwise): a pod at the update revision whose claims are too
-/// small is a target too, its claims are expanded first, and it is updated only once they are.
-/// `storage_ok` tells whether a pod's volumes cover the claim templates
-/// ([`identity::storage_matches`]); one at the update revision whose volumes do not is a target.
+/// the pods this round's scaling creates (without a phase they count as unavailable). With
+/// `storage.claims`, a pod at the update revision whose claims are too small is a target too, its
+/// claims are expanded first, and it is updated only once they are; one whose volumes do not
+/// cover the claim templates (`storage.volumes_ok`) is a target too.
 pub fn plan_rolling_update(
     set: &StatefulSet,
     start: i64,
@@ -267,9 +280,9 @@ pub fn plan_rolling_update(
     update_revision: &str,
     unavailable: &Unavailable,
     gates: &FeatureGates,
-    claims: Option<&dyn Fn(&Pod) -> PodClaims>,
-    storage_ok: &dyn Fn(&Pod) -> bool,
+    storage: Storage<'_>,
 ) -> Result<Result<RollingRound, NoRollingUpdate>, String> {
+    let Storage { claims, volumes_ok: storage_ok } = storage;
     if set.spec.update_strategy.type_ == ON_DELETE {
         return Ok(Err(NoRollingUpdate::OnDelete));
     }

@@ -786,9 +786,9 @@ fn rolling_update(
     if let Some(d) = unavailable.requeue_after {
         r.step.requeue_after(d);
     }
-    let round = match budget::plan_rolling_update(set, start, slots, update_name, &unavailable, r.gates, claims, &|p| {
-        identity::storage_matches(set, p)
-    }) {
+    let volumes_ok = |p: &Pod| identity::storage_matches(set, p);
+    let storage = budget::Storage { claims, volumes_ok: &volumes_ok };
+    let round = match budget::plan_rolling_update(set, start, slots, update_name, &unavailable, r.gates, storage) {
         Err(e) => {
             errors.push(e);
             return 0;

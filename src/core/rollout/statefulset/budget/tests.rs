@@ -250,7 +250,7 @@ fn run(name: &str, r: Round) {
         r.pods.iter().enumerate().map(|(i, (rev, state, sd))| pod_at(&format!("foo-{i}"), rev, *state, *sd)).collect();
     let slots: Vec<Slot<'_>> = pods.iter().enumerate().map(|(i, p)| Slot { ordinal: i as i64, pod: Some(p) }).collect();
     let unavailable = unavailable_replicas(&slots, r.min_ready, at(NOW), |_| false, |_| false);
-    let round = plan_rolling_update(&set, 0, &slots, "new", &unavailable, &FeatureGates::default(), None, &|_| true)
+    let round = plan_rolling_update(&set, 0, &slots, "new", &unavailable, &FeatureGates::default(), Storage::IGNORED)
         .unwrap()
         .unwrap();
     assert_eq!(round.specified_deletes, r.deletes, "{name}: specified deletes");
@@ -414,13 +414,13 @@ fn on_delete_and_paused_do_nothing() {
     set.spec.update_strategy.type_ = ON_DELETE.into();
     let none = Unavailable::default();
     assert_eq!(
-        plan_rolling_update(&set, 0, &[], "r", &none, &FeatureGates::default(), None, &|_| true),
+        plan_rolling_update(&set, 0, &[], "r", &none, &FeatureGates::default(), Storage::IGNORED),
         Ok(Err(NoRollingUpdate::OnDelete))
     );
     let mut set = stateful_set(2);
     set.spec.update_strategy.rolling_update = Some(strategy(json!({"paused": true})));
     assert_eq!(
-        plan_rolling_update(&set, 0, &[], "r", &none, &FeatureGates::default(), None, &|_| true),
+        plan_rolling_update(&set, 0, &[], "r", &none, &FeatureGates::default(), Storage::IGNORED),
         Ok(Err(NoRollingUpdate::Paused))
     );
 }
@@ -462,7 +462,7 @@ fn rounds_keep_the_budget_and_the_partition() {
         let slots: Vec<Slot<'_>> =
             pods.iter().enumerate().map(|(i, p)| Slot { ordinal: i as i64, pod: Some(p) }).collect();
         let unavailable = unavailable_replicas(&slots, min_ready, at(NOW), |_| false, |_| false);
-        let round = plan_rolling_update(&set, 0, &slots, NEW, &unavailable, &FeatureGates::default(), None, &|_| true)
+        let round = plan_rolling_update(&set, 0, &slots, NEW, &unavailable, &FeatureGates::default(), Storage::IGNORED)
             .unwrap()
             .unwrap();
         let what = format!("case {case}: {n} pods, mu {mu}, partition {partition}");
