@@ -12,7 +12,12 @@ use clap::{ArgAction, Args, Parser, Subcommand};
 
 /// kubectl-kruise: OpenKruise's kubectl plugin (rollouts of CloneSets and Advanced StatefulSets).
 #[derive(Debug, Parser)]
-#[command(name = "kubectl-kruise", bin_name = "kubectl kruise", version, about)]
+#[command(
+    name = "kubectl-kruise",
+    bin_name = "kubectl kruise",
+    version,
+    about = "OpenKruise's kubectl plugin: rollouts of CloneSets and Advanced StatefulSets, selective scale-down, kruise plan"
+)]
 pub struct PluginCli {
     #[command(flatten)]
     pub kube: KubeFlags,
