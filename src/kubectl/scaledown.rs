@@ -134,8 +134,7 @@ mod tests {
         assert_eq!(patch["metadata"]["resourceVersion"], "7", "pinned to what was read");
 
         // A pod already listed is not counted again.
-        let (_, patch) =
-            scaledown_patch(&set, "web-old,web-c", &live(&["web-c", "web-old"])).map(|(n, p)| (n, p)).unwrap();
+        let (_, patch) = scaledown_patch(&set, "web-old,web-c", &live(&["web-c", "web-old"])).unwrap();
         assert_eq!(patch["spec"]["replicas"], 3);
         assert_eq!(patch["spec"]["scaleStrategy"]["podsToDelete"], json!(["web-old", "web-c"]));
     }

@@ -120,7 +120,7 @@ pub fn cloneset_progress(cs: &CloneSet) -> Result<Progress, String> {
         available: st.available_replicas,
         updated: st.updated_replicas,
         updated_ready: st.updated_ready_replicas,
-        update_revision: &cs.status.as_ref().map(|s| s.update_revision.as_str()).unwrap_or(""),
+        update_revision: cs.status.as_ref().map(|s| s.update_revision.as_str()).unwrap_or(""),
     })
 }
 
