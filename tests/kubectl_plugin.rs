@@ -345,3 +345,83 @@ async fn restart_scaledown_and_plan_through_kubectl() {
     assert_eq!(wrong.code, 1);
     assert!(wrong.stderr.starts_with("error: ") && wrong.stderr.contains("no-such-context"), "{}", wrong.stderr);
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_advanced_statefulset_pauses_resumes_rolls_out_and_rolls_back() {
+    use kruise::apis::statefulset::v1beta1::StatefulSet;
+    let t = Scenario::start("kk-asts").await;
+    let k = Plugin::new(t.ns());
+    let api: Api<StatefulSet> = Api::namespaced(t.client.clone(), t.ns());
+    let set: StatefulSet = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                         "spec": {"containers": [{"name": "main", "image": "nginx:1.25"}]}},
+            "podManagementPolicy": "Parallel",
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+                "podUpdatePolicy": "ReCreate", "partition": 0, "maxUnavailable": 1}},
+            "revisionHistoryLimit": 10}
+    }))
+    .unwrap();
+    api.create(&kube::api::PostParams::default(), &set).await.unwrap();
+    let done = |revision: Option<String>| {
+        let api = api.clone();
+        async move {
+            poll("the set rolled out", || async {
+                let s = api.get("web").await.ok()?.status?;
+                (s.ready_replicas == 2
+                    && s.updated_ready_replicas == 2
+                    && s.current_revision == s.update_revision
+                    && revision.as_ref().is_none_or(|r| *r != s.update_revision))
+                .then_some(s.update_revision)
+            })
+            .await
+        }
+    };
+    let first = done(None).await;
+    let out = k.ok(&["rollout", "status", "asts/web", "--watch=false"]).await;
+    assert_eq!(out, format!("Advanced StatefulSet rolling update complete 2 pods at revision {first}...\n"));
+
+    assert_eq!(k.ok(&["rollout", "pause", "asts/web"]).await, "statefulset.apps.kruise.io/web paused\n");
+    let paused = |s: &StatefulSet| s.spec.update_strategy.rolling_update.as_ref().is_some_and(|r| r.paused);
+    assert!(paused(&api.get("web").await.unwrap()));
+    api.patch(
+        "web",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.26"}]}}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let mut status =
+        Following::start(k.command(&["rollout", "status", "statefulset.apps.kruise.io/web", "--timeout=5m"]));
+    status
+        .wait_for("Waiting for Advanced StatefulSet \"web\" rollout to finish: 0 out of 2 new pods have been updated")
+        .await;
+    assert_eq!(k.ok(&["rollout", "resume", "asts/web"]).await, "statefulset.apps.kruise.io/web resumed\n");
+    assert!(!paused(&api.get("web").await.unwrap()));
+    let (code, lines, stderr) = status.finish().await;
+    assert_eq!(code, 0, "{lines:#?}\n{stderr}");
+    let second = done(Some(first.clone())).await;
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some(format!("Advanced StatefulSet rolling update complete 2 pods at revision {second}...").as_str())
+    );
+
+    let history = k.ok(&["rollout", "history", "asts/web"]).await;
+    assert_eq!(
+        history,
+        "statefulset.apps.kruise.io/web \nREVISION  CHANGE-CAUSE\n1         <none>\n2         <none>\n\n"
+    );
+    assert_eq!(k.ok(&["rollout", "undo", "asts/web"]).await, "statefulset.apps.kruise.io/web rolled back\n");
+    k.ok(&["rollout", "status", "asts/web", "--timeout=5m"]).await;
+    let back = done(Some(second)).await;
+    assert_eq!(back, first, "back at the first revision");
+    for p in t.pods().await {
+        assert_eq!(p.spec.unwrap().containers[0].image.as_deref(), Some("nginx:1.25"));
+    }
+    // scaledown is CloneSet-only, as in kruise-tools.
+    let r = k.run(&["scaledown", "asts/web", "--pods", "web-0"]).await;
+    assert_eq!((r.code, r.stderr.as_str()), (1, "error: currently only supported CloneSet selective pods deletion\n"));
+}
