@@ -185,6 +185,11 @@ async fn rollout_status_follows_a_paused_then_resumed_rollout_and_exits_0_when_c
     let why = status.wait_for("waiting: ").await;
     assert!(why.contains("the update is paused (updateStrategy.paused)"), "{why}");
 
+    // While paused it cannot complete: --timeout ends the wait with kubectl's error.
+    let timed = k.run(&["rollout", "status", "cloneset/web", "--timeout=2s"]).await;
+    assert_eq!((timed.code, timed.stderr.as_str()), (1, "error: timed out waiting for the condition\n"));
+    assert!(timed.stdout.starts_with("Waiting for CloneSet"), "{}", timed.stdout);
+
     // resume clears it; the rollout runs and status exits 0 on its last line.
     assert_eq!(k.ok(&["rollout", "resume", "cloneset/web"]).await, "cloneset.apps.kruise.io/web resumed\n");
     assert_eq!(raw_paused(&raw(&t).await), Value::Null);
