@@ -7,13 +7,21 @@ ADMIN_ADDR ?= 127.0.0.1:8000
 GO_WEBHOOK := target/bench/go-webhook
 BENCH_ARGS ?=
 
-.PHONY: help build run test unit lint fmt certs manifests verify bench bench-servers pgo loadtest callgrind controlplane helm cluster dev image fuzz soak clean
+.PHONY: help build install run test unit lint fmt certs manifests verify bench bench-servers pgo loadtest callgrind controlplane helm cluster dev image fuzz soak clean
 
 help: ## List targets
 	@grep -E '^[a-z-]+:.*##' $(MAKEFILE_LIST) | awk -F ':.*## ' '{printf "  %-10s %s\n", $$1, $$2}'
 
 build: ## Build the kruise binary
 	$(CARGO) build --locked
+
+PREFIX ?= /usr/local
+BINDIR ?= $(PREFIX)/bin
+install: ## Install the release kruise binary in PREFIX/bin (default /usr/local) with a kubectl-kruise link, for `kubectl kruise`
+	$(CARGO) build --locked --release --bin kruise
+	install -d $(DESTDIR)$(BINDIR)
+	install -m 0755 target/release/kruise $(DESTDIR)$(BINDIR)/kruise
+	ln -sf kruise $(DESTDIR)$(BINDIR)/kubectl-kruise
 
 run: build ## Serve the webhooks on 127.0.0.1:9876 (dev certs, examples/ as the cluster view)
 	@test -f certs/tls.crt || $(BIN) certs --out certs

@@ -15,6 +15,7 @@ pub mod compat;
 pub mod config;
 pub mod controller;
 pub mod core;
+pub mod kubectl;
 pub mod leader;
 pub mod log;
 pub mod manifests;

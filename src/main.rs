@@ -10,16 +10,26 @@ static GLOBAL: kruise_alloc::Mimalloc = kruise_alloc::Mimalloc;
 fn main() {
     // ring, not aws-lc-rs: it builds without cmake. Ignored if already installed.
     let _ = rustls::crypto::ring::default_provider().install_default();
-    let cli = kruise::cli::Cli::parse();
+    // Started as `kubectl-kruise` (kubectl's plugin lookup, or the `make install` link): the plugin's
+    // command line instead of kruise's.
+    let args: Vec<std::ffi::OsString> = std::env::args_os().collect();
+    if kruise::kubectl::invoked_as_plugin(args.first().map(|a| a.as_os_str())) {
+        std::process::exit(block_on(kruise::kubectl::run(args)));
+    }
+    let cli = kruise::cli::Cli::parse_from(args);
     kruise::init_tracing(cli.log_format, &cli.log);
-    let runtime = match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
-        Ok(rt) => rt,
-        Err(e) => {
-            eprintln!("error: cannot start the async runtime: {e}");
-            std::process::exit(1);
-        }
-    };
-    let code = runtime.block_on(kruise::run(cli));
+    let code = block_on(kruise::run(cli));
     kruise::log::sink::flush();
     std::process::exit(code);
+}
+
+/// Runs `f` on a multi-threaded runtime; exits 1 when none can be started.
+fn block_on(f: impl std::future::Future<Output = i32>) -> i32 {
+    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+        Ok(rt) => rt.block_on(f),
+        Err(e) => {
+            eprintln!("error: cannot start the async runtime: {e}");
+            1
+        }
+    }
 }

@@ -1,0 +1,441 @@
+//! `rollout status`: one progress line per change of the workload until its rollout is complete
+//! (exit 0), or until `--timeout` (`error: timed out waiting for the condition`, exit 1); with
+//! `--watch=false` one line and exit 0 whatever it says, as kubectl. While a CloneSet waits, the
+//! reasons our planner gives (`crate::plan`, the controller's own decision function, run on what
+//! the cluster holds now) follow the line, each once until they change.
+//!
+//! Completeness follows kruise-tools' `CloneSetStatusViewer`/`AdvancedStatefulSetStatusViewer`
+//! messages, with two deliberate fixes: kruise-tools calls an in-place CloneSet "complete" before
+//! the controller has observed the new spec, and a ReCreate one complete once enough pods are
+//! ready, updated or not. Here a rollout is complete when the status has observed the spec's
+//! generation, every pod the partition leaves to update is updated and ready, no old or surplus
+//! pod is left, and every desired pod is ready — kubectl's Deployment rule, in kruise's terms.
+
+use futures::StreamExt;
+use k8s_openapi::jiff::Timestamp;
+use kube::Api;
+use kube::runtime::{WatchStreamExt, watcher};
+
+use super::cli::{KubeFlags, StatusArgs};
+use super::target::{Target, Workload, parse_one};
+use super::{Failure, Object, Outcome, connect, fail, get_target, out};
+use crate::apis::CloneSet;
+use crate::apis::statefulset::v1beta1::StatefulSet;
+use crate::compat::intstr::calculate_partition_replicas;
+use crate::core::features::FeatureGates;
+
+/// What one look at the workload says.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Progress {
+    /// The line to print (with its newline).
+    pub message: String,
+    /// Whether the rollout is complete.
+    pub done: bool,
+}
+
+fn waiting(message: String) -> Result<Progress, String> {
+    Ok(Progress { message, done: false })
+}
+
+/// The counts both kinds are judged on.
+struct Counts<'a> {
+    kind: &'a str,
+    name: &'a str,
+    generation: i64,
+    observed: i64,
+    replicas: i32,
+    /// Pods the partition keeps at the old revision.
+    partition: i32,
+    status_replicas: i32,
+    ready: i32,
+    available: i32,
+    updated: i32,
+    updated_ready: i32,
+    update_revision: &'a str,
+}
+
+fn judge(c: &Counts) -> Result<Progress, String> {
+    let Counts { kind, name, .. } = *c;
+    if c.observed == 0 || c.generation > c.observed {
+        return waiting(format!("Waiting for {kind} spec update to be observed...\n"));
+    }
+    let expected = (c.replicas - c.partition).max(0);
+    if c.updated < expected {
+        return waiting(if c.partition > 0 {
+            format!(
+                "Waiting for partitioned roll out to finish: {} out of {expected} new pods have been updated...\n",
+                c.updated
+            )
+        } else {
+            format!(
+                "Waiting for {kind} {name:?} rollout to finish: {} out of {expected} new pods have been updated...\n",
+                c.updated
+            )
+        });
+    }
+    // Pods beyond the desired ones (old pods of a finished partition-0 rollout, surge pods, a
+    // scale-down in progress).
+    let old = if c.partition == 0 { c.status_replicas - c.updated } else { 0 };
+    let left = old.max(c.status_replicas - c.replicas);
+    if left > 0 {
+        return waiting(format!(
+            "Waiting for {kind} {name:?} rollout to finish: {left} old pods are pending termination...\n"
+        ));
+    }
+    if c.ready < c.replicas {
+        return waiting(format!("Waiting for {} pods to be ready...\n", c.replicas - c.ready));
+    }
+    if c.updated_ready < expected {
+        return waiting(format!(
+            "Waiting for {kind} {name:?} rollout to finish: {} of {expected} updated pods are ready...\n",
+            c.updated_ready
+        ));
+    }
+    Ok(Progress {
+        message: if c.partition > 0 {
+            format!("partitioned roll out complete: {} new pods have been updated...\n", c.updated)
+        } else {
+            format!("{kind} rolling update complete {} pods at revision {}...\n", c.available, c.update_revision)
+        },
+        done: true,
+    })
+}
+
+/// A CloneSet's progress.
+pub fn cloneset_progress(cs: &CloneSet) -> Result<Progress, String> {
+    let partition = calculate_partition_replicas(cs.spec.update_strategy.partition.as_ref(), cs.spec.replicas)
+        .map_err(|e| {
+            format!("failed calculate partition of CloneSet {:?}: {e}", cs.metadata.name.as_deref().unwrap_or(""))
+        })?;
+    let st = cs.status.clone().unwrap_or_default();
+    judge(&Counts {
+        kind: "CloneSet",
+        name: cs.metadata.name.as_deref().unwrap_or(""),
+        generation: cs.metadata.generation.unwrap_or(0),
+        observed: st.observed_generation,
+        replicas: cs.spec.replicas.unwrap_or(1),
+        partition: i32::try_from(partition).unwrap_or(i32::MAX),
+        status_replicas: st.replicas,
+        ready: st.ready_replicas,
+        available: st.available_replicas,
+        updated: st.updated_replicas,
+        updated_ready: st.updated_ready_replicas,
+        update_revision: cs.status.as_ref().map(|s| s.update_revision.as_str()).unwrap_or(""),
+    })
+}
+
+/// An Advanced StatefulSet's progress; `OnDelete` has no rollout to follow (kubectl's message for
+/// a StatefulSet).
+pub fn asts_progress(sts: &StatefulSet) -> Result<Progress, String> {
+    let strategy = &sts.spec.update_strategy;
+    if strategy.type_ == "OnDelete" {
+        return Err("rollout status is only available for RollingUpdate strategy type".into());
+    }
+    let replicas = sts.spec.replicas.unwrap_or(1);
+    let partition = strategy.rolling_update.as_ref().and_then(|r| r.partition).unwrap_or(0).clamp(0, replicas.max(0));
+    let st = sts.status.as_ref();
+    judge(&Counts {
+        kind: "Advanced StatefulSet",
+        name: sts.metadata.name.as_deref().unwrap_or(""),
+        generation: sts.metadata.generation.unwrap_or(0),
+        observed: st.map_or(0, |s| s.observed_generation),
+        replicas,
+        partition,
+        status_replicas: st.map_or(0, |s| s.replicas),
+        ready: st.map_or(0, |s| s.ready_replicas),
+        available: st.map_or(0, |s| s.available_replicas),
+        updated: st.map_or(0, |s| s.updated_replicas),
+        updated_ready: st.map_or(0, |s| s.updated_ready_replicas),
+        update_revision: st.map_or("", |s| s.update_revision.as_str()),
+    })
+}
+
+/// The progress of a workload as read.
+pub fn progress(object: &Object) -> Result<Progress, String> {
+    match object {
+        Object::CloneSet(cs) => cloneset_progress(cs),
+        Object::AdvancedStatefulSet(s) => asts_progress(s),
+    }
+}
+
+/// The lines that explain a wait: each reason indented under the progress line.
+pub fn reason_lines(reasons: &[String]) -> String {
+    reasons.iter().map(|r| format!("  waiting: {r}\n")).collect()
+}
+
+/// Why the controller holds the rollout back now, by the planner of the workload's kind.
+async fn reasons(client: &kube::Client, ns: &str, target: &Target) -> Vec<String> {
+    match target.workload {
+        Workload::CloneSet => {
+            let Ok(manifests) = crate::plan::live::read(client, ns, &target.name).await else {
+                return Vec::new();
+            };
+            match crate::plan::plan_manifests(&manifests, &FeatureGates::default(), Timestamp::now()) {
+                Ok(planned) => {
+                    planned.into_iter().flat_map(|p| p.plan.waiting.into_iter().chain(p.plan.errors)).collect()
+                }
+                Err(_) => Vec::new(),
+            }
+        }
+        // No Advanced StatefulSet planner in `crate::plan` yet: progress lines only.
+        Workload::AdvancedStatefulSet => Vec::new(),
+    }
+}
+
+/// Prints one look; says whether to stop.
+struct Printer {
+    last_reasons: Vec<String>,
+}
+
+impl Printer {
+    async fn show(
+        &mut self,
+        client: &kube::Client,
+        ns: &str,
+        target: &Target,
+        object: &Object,
+    ) -> Result<bool, Failure> {
+        let p = progress(object)?;
+        out(&p.message);
+        if !p.done {
+            let now = reasons(client, ns, target).await;
+            if !now.is_empty() && now != self.last_reasons {
+                out(&reason_lines(&now));
+            }
+            self.last_reasons = now;
+        }
+        Ok(p.done)
+    }
+}
+
+async fn follow_kind<K>(
+    client: &kube::Client,
+    ns: &str,
+    target: &Target,
+    printer: &mut Printer,
+    wrap: impl Fn(K) -> Object,
+) -> Result<(), Failure>
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
+    let config = watcher::Config::default().fields(&format!("metadata.name={}", target.name));
+    let api: Api<K> = Api::namespaced(client.clone(), ns);
+    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+    let mut seen = false;
+    while let Some(event) = events.next().await {
+        match event {
+            Ok(watcher::Event::Apply(o) | watcher::Event::InitApply(o)) => {
+                seen = true;
+                if printer.show(client, ns, target, &wrap(o)).await? {
+                    return Ok(());
+                }
+            }
+            // kubectl stops rather than follow a new object of the same name.
+            Ok(watcher::Event::Delete(_)) => return Err(Failure::Other("object has been deleted".into())),
+            Ok(watcher::Event::InitDone) if !seen => {
+                return Err(Failure::Other(format!("{} {:?} not found", target.workload.resource(), target.name)));
+            }
+            Ok(_) => {}
+            // Refused outright: retrying will not help.
+            Err(watcher::Error::WatchError(e)) if e.code == 401 || e.code == 403 => return Err(Failure::Api(e)),
+            // Anything else the watcher retries with backoff, as client-go's reflector does.
+            Err(_) => {}
+        }
+    }
+    Err(Failure::Other("the watch ended".into()))
+}
+
+async fn follow(client: &kube::Client, ns: &str, target: &Target, printer: &mut Printer) -> Result<(), Failure> {
+    match target.workload {
+        Workload::CloneSet => {
+            follow_kind(client, ns, target, printer, |o: CloneSet| Object::CloneSet(Box::new(o))).await
+        }
+        Workload::AdvancedStatefulSet => {
+            follow_kind(client, ns, target, printer, |o: StatefulSet| Object::AdvancedStatefulSet(Box::new(o))).await
+        }
+    }
+}
+
+/// `rollout status TYPE/NAME [-w] [--timeout D]`.
+pub async fn run(flags: &KubeFlags, args: &StatusArgs) -> Outcome {
+    let target = match parse_one(&args.resources, "rollout status") {
+        Ok(t) => t,
+        Err(e) => return fail(e),
+    };
+    let (client, ns) = connect::connect(flags).await.map_err(|e| vec![e])?;
+    // Read once first: a missing object is kubectl's NotFound error, not a wait.
+    let object = get_target(&client, &ns, &target).await.map_err(|e| vec![e])?;
+    let mut printer = Printer { last_reasons: Vec::new() };
+    if !args.watch {
+        printer.show(&client, &ns, &target, &object).await.map_err(|e| vec![e])?;
+        return Ok(());
+    }
+    let watch = follow(&client, &ns, &target, &mut printer);
+    let result = if args.timeout.is_zero() {
+        watch.await
+    } else {
+        match tokio::time::timeout(args.timeout, watch).await {
+            Ok(r) => r,
+            Err(_) => Err(Failure::Other("timed out waiting for the condition".into())),
+        }
+    };
+    result.map_err(|e| vec![e])
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use serde_json::{Value, json};
+
+    fn cs(generation: i64, replicas: i32, partition: Value, strategy: &str, status: Value) -> CloneSet {
+        serde_json::from_value(json!({
+            "apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+            "metadata": {"name": "web", "generation": generation},
+            "spec": {"replicas": replicas, "updateStrategy": {"type": strategy, "partition": partition}},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn st(observed: i64, replicas: i32, ready: i32, updated: i32, updated_ready: i32) -> Value {
+        json!({"observedGeneration": observed, "replicas": replicas, "readyReplicas": ready,
+               "availableReplicas": ready, "updatedReplicas": updated, "updatedReadyReplicas": updated_ready,
+               "updateRevision": "web-7c9f", "currentRevision": "web-5d8b"})
+    }
+
+    #[test]
+    fn cloneset_rollout_completeness() {
+        let table: &[(&str, CloneSet, bool, &str)] = &[
+            (
+                "spec not observed",
+                cs(2, 3, json!(0), "ReCreate", st(1, 3, 3, 3, 3)),
+                false,
+                "Waiting for CloneSet spec update to be observed...\n",
+            ),
+            (
+                "no status yet",
+                cs(1, 3, json!(null), "ReCreate", json!(null)),
+                false,
+                "Waiting for CloneSet spec update to be observed...\n",
+            ),
+            // kruise-tools says complete here (enough ready pods); none is updated yet.
+            (
+                "recreate, old pods ready",
+                cs(2, 3, json!(0), "ReCreate", st(2, 3, 3, 0, 0)),
+                false,
+                "Waiting for CloneSet \"web\" rollout to finish: 0 out of 3 new pods have been updated...\n",
+            ),
+            // kruise-tools says complete for in-place before the spec is even observed.
+            (
+                "in place, not observed",
+                cs(3, 3, json!(0), "InPlaceIfPossible", st(2, 3, 3, 3, 3)),
+                false,
+                "Waiting for CloneSet spec update to be observed...\n",
+            ),
+            (
+                "in place, midway",
+                cs(2, 4, json!(0), "InPlaceIfPossible", st(2, 4, 3, 2, 1)),
+                false,
+                "Waiting for CloneSet \"web\" rollout to finish: 2 out of 4 new pods have been updated...\n",
+            ),
+            (
+                "surge pod left",
+                cs(2, 3, json!(0), "ReCreate", st(2, 4, 4, 3, 3)),
+                false,
+                "Waiting for CloneSet \"web\" rollout to finish: 1 old pods are pending termination...\n",
+            ),
+            (
+                "updated, one not ready",
+                cs(2, 3, json!(0), "ReCreate", st(2, 3, 2, 3, 2)),
+                false,
+                "Waiting for 1 pods to be ready...\n",
+            ),
+            (
+                "complete",
+                cs(2, 3, json!(0), "ReCreate", st(2, 3, 3, 3, 3)),
+                true,
+                "CloneSet rolling update complete 3 pods at revision web-7c9f...\n",
+            ),
+            (
+                "partition 2 of 5, waiting",
+                cs(2, 5, json!(2), "InPlaceIfPossible", st(2, 5, 5, 2, 2)),
+                false,
+                "Waiting for partitioned roll out to finish: 2 out of 3 new pods have been updated...\n",
+            ),
+            (
+                "partition 40% of 5, done",
+                cs(2, 5, json!("40%"), "ReCreate", st(2, 5, 5, 3, 3)),
+                true,
+                "partitioned roll out complete: 3 new pods have been updated...\n",
+            ),
+            (
+                "partition, updated pod not ready",
+                cs(2, 5, json!(2), "ReCreate", st(2, 5, 5, 3, 2)),
+                false,
+                "Waiting for CloneSet \"web\" rollout to finish: 2 of 3 updated pods are ready...\n",
+            ),
+            (
+                "scale to 0",
+                cs(2, 0, json!(0), "ReCreate", st(2, 0, 0, 0, 0)),
+                true,
+                "CloneSet rolling update complete 0 pods at revision web-7c9f...\n",
+            ),
+            (
+                "scaling down",
+                cs(2, 1, json!(0), "ReCreate", st(2, 3, 3, 3, 3)),
+                false,
+                "Waiting for CloneSet \"web\" rollout to finish: 2 old pods are pending termination...\n",
+            ),
+        ];
+        for (what, cs, done, message) in table {
+            let p = cloneset_progress(cs).unwrap();
+            assert_eq!((p.done, p.message.as_str()), (*done, *message), "{what}");
+        }
+        let bad = cs(1, 3, json!("x%"), "ReCreate", st(1, 3, 3, 3, 3));
+        assert!(cloneset_progress(&bad).unwrap_err().contains("failed calculate partition"));
+    }
+
+    #[test]
+    fn asts_rollout_completeness() {
+        let asts = |partition: Value, strategy: &str, status: Value| -> StatefulSet {
+            serde_json::from_value(json!({
+                "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet",
+                "metadata": {"name": "db", "generation": 2},
+                "spec": {"replicas": 3, "updateStrategy": {"type": strategy, "rollingUpdate": {"partition": partition}}},
+                "status": status,
+            }))
+            .unwrap()
+        };
+        let p = asts_progress(&asts(json!(0), "RollingUpdate", st(2, 3, 3, 3, 3))).unwrap();
+        assert_eq!(
+            p,
+            Progress {
+                message: "Advanced StatefulSet rolling update complete 3 pods at revision web-7c9f...\n".into(),
+                done: true
+            }
+        );
+        let p = asts_progress(&asts(json!(1), "RollingUpdate", st(2, 3, 3, 1, 1))).unwrap();
+        assert_eq!(p.message, "Waiting for partitioned roll out to finish: 1 out of 2 new pods have been updated...\n");
+        let p = asts_progress(&asts(json!(1), "RollingUpdate", st(2, 3, 3, 2, 2))).unwrap();
+        assert!(p.done, "{p:?}");
+        let p = asts_progress(&asts(json!(5), "RollingUpdate", st(2, 3, 3, 0, 0))).unwrap();
+        assert!(p.done, "a partition above replicas leaves nothing to update: {p:?}");
+        let p = asts_progress(&asts(json!(0), "RollingUpdate", st(1, 3, 3, 3, 3))).unwrap();
+        assert_eq!(p.message, "Waiting for Advanced StatefulSet spec update to be observed...\n");
+        assert!(asts_progress(&asts(json!(0), "OnDelete", st(2, 3, 3, 3, 3))).unwrap_err().contains("RollingUpdate"));
+    }
+
+    #[test]
+    fn reasons_are_indented_under_the_line() {
+        assert_eq!(
+            reason_lines(&["paused".into(), "maxUnavailable reached".into()]),
+            "  waiting: paused\n  waiting: maxUnavailable reached\n"
+        );
+        assert_eq!(reason_lines(&[]), "");
+    }
+}

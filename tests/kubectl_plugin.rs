@@ -1,0 +1,432 @@
+//! `kubectl kruise` end to end (issue 32 item 4): the REAL kubectl, with a PATH holding a
+//! `kubectl-kruise` link to the built `kruise` binary (kubectl's plugin lookup, as `make install`
+//! sets it up), on the test control plane with the CloneSet reconciler running in-process. The
+//! rollout commands are judged by what the API server holds afterwards and by their exit codes
+//! and output: `rollout status` follows a paused, then resumed rollout with progress lines (and
+//! the planner's reason for the wait) and exits 0 when it completes; `undo` puts the previous
+//! revision's template back and the pods follow; `pause`/`resume` set and clear `paused`.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod e2e_cloneset_support;
+
+use std::path::PathBuf;
+use std::process::Stdio;
+
+use e2e_cloneset_support::*;
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use kube::api::{Api, ListParams};
+use serde_json::{Value, json};
+use tokio::io::AsyncBufReadExt;
+
+/// A PATH with `kubectl-kruise` first, and a HOME of its own for kubectl.
+struct Plugin {
+    dir: tempfile::TempDir,
+    ns: String,
+}
+
+/// What one command did.
+struct Run {
+    code: i32,
+    stdout: String,
+    stderr: String,
+}
+
+impl Plugin {
+    fn new(ns: &str) -> Plugin {
+        let dir = tempfile::tempdir().unwrap();
+        std::fs::create_dir(dir.path().join("bin")).unwrap();
+        std::os::unix::fs::symlink(env!("CARGO_BIN_EXE_kruise"), dir.path().join("bin/kubectl-kruise")).unwrap();
+        Plugin { dir, ns: ns.to_string() }
+    }
+
+    fn path(&self) -> String {
+        let bin: PathBuf = self.dir.path().join("bin");
+        format!("{}:{}", bin.display(), std::env::var("PATH").unwrap_or_default())
+    }
+
+    /// `kubectl kruise ARGS -n NS`, with KUBECONFIG set.
+    fn command(&self, args: &[&str]) -> tokio::process::Command {
+        let mut c = tokio::process::Command::new("kubectl");
+        c.arg("kruise")
+            .args(args)
+            .args(["-n", &self.ns])
+            .env("PATH", self.path())
+            .env("KUBECONFIG", cluster().kubeconfig())
+            .env("HOME", self.dir.path())
+            .kill_on_drop(true);
+        c
+    }
+
+    async fn run(&self, args: &[&str]) -> Run {
+        let out = tokio::time::timeout(DEADLINE, self.command(args).output())
+            .await
+            .expect("kubectl kruise finishes")
+            .expect("kubectl runs (is it installed? .ci/run installs it)");
+        Run {
+            code: out.status.code().unwrap_or(-1),
+            stdout: String::from_utf8_lossy(&out.stdout).into_owned(),
+            stderr: String::from_utf8_lossy(&out.stderr).into_owned(),
+        }
+    }
+
+    /// Runs and expects exit 0; returns stdout.
+    async fn ok(&self, args: &[&str]) -> String {
+        let r = self.run(args).await;
+        assert_eq!(r.code, 0, "kubectl kruise {args:?}:\nstdout: {}\nstderr: {}", r.stdout, r.stderr);
+        r.stdout
+    }
+}
+
+/// A process whose stdout lines are collected as they come.
+struct Following {
+    child: tokio::process::Child,
+    lines: tokio::sync::mpsc::UnboundedReceiver<String>,
+    seen: Vec<String>,
+}
+
+impl Following {
+    fn start(mut command: tokio::process::Command) -> Following {
+        let mut child = command.stdout(Stdio::piped()).stderr(Stdio::piped()).spawn().expect("kubectl runs");
+        let stdout = child.stdout.take().unwrap();
+        let (tx, lines) = tokio::sync::mpsc::unbounded_channel();
+        tokio::spawn(async move {
+            let mut reader = tokio::io::BufReader::new(stdout).lines();
+            while let Ok(Some(line)) = reader.next_line().await {
+                if tx.send(line).is_err() {
+                    break;
+                }
+            }
+        });
+        Following { child, lines, seen: Vec::new() }
+    }
+
+    /// Waits for a line containing `text`.
+    async fn wait_for(&mut self, text: &str) -> String {
+        let found = tokio::time::timeout(DEADLINE, async {
+            while let Some(line) = self.lines.recv().await {
+                self.seen.push(line.clone());
+                if line.contains(text) {
+                    return Some(line);
+                }
+            }
+            None
+        })
+        .await;
+        match found {
+            Ok(Some(line)) => line,
+            _ => panic!("no line with {text:?}; saw {:#?}", self.seen),
+        }
+    }
+
+    /// Waits for the process to exit; its exit code, every stdout line, and stderr.
+    async fn finish(mut self) -> (i32, Vec<String>, String) {
+        let status = tokio::time::timeout(DEADLINE, self.child.wait()).await.expect("it exits").unwrap();
+        let mut stderr = String::new();
+        if let Some(mut e) = self.child.stderr.take() {
+            tokio::io::AsyncReadExt::read_to_string(&mut e, &mut stderr).await.unwrap();
+        }
+        while let Some(line) = self.lines.recv().await {
+            self.seen.push(line);
+        }
+        (status.code().unwrap_or(-1), self.seen, stderr)
+    }
+}
+
+fn template_image(t: &Scenario, name: &str) -> impl std::future::Future<Output = String> {
+    let api: Api<kruise::apis::CloneSet> = Api::namespaced(t.client.clone(), t.ns());
+    let name = name.to_string();
+    async move {
+        let cs = api.get(&name).await.unwrap();
+        cs.spec.template.spec.unwrap().containers[0].image.clone().unwrap()
+    }
+}
+
+async fn ready_at(t: &Scenario, replicas: i32) -> kruise::apis::CloneSetStatus {
+    t.wait_status("web", "every pod updated and ready", |s| {
+        s.replicas == replicas
+            && s.ready_replicas == replicas
+            && s.updated_replicas == replicas
+            && s.updated_ready_replicas == replicas
+            && s.current_revision == s.update_revision
+    })
+    .await
+}
+
+fn raw_paused(v: &Value) -> Value {
+    v["spec"]["updateStrategy"].get("paused").cloned().unwrap_or(Value::Null)
+}
+
+async fn raw(t: &Scenario) -> Value {
+    let api: Api<kube::core::DynamicObject> =
+        Api::namespaced_with(t.client.clone(), t.ns(), &kube::core::ApiResource::erase::<kruise::apis::CloneSet>(&()));
+    serde_json::to_value(api.get("web").await.unwrap()).unwrap()
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn rollout_status_follows_a_paused_then_resumed_rollout_and_exits_0_when_complete() {
+    let t = Scenario::start("kk-status").await;
+    let k = Plugin::new(t.ns());
+    t.create("web", spec(3, "nginx:1.25", json!({"type": "ReCreate"}))).await;
+    let st = ready_at(&t, 3).await;
+
+    let out = k.ok(&["rollout", "status", "cloneset/web", "--watch=false"]).await;
+    assert_eq!(out, format!("CloneSet rolling update complete 3 pods at revision {}...\n", st.update_revision));
+
+    // pause sets updateStrategy.paused; a second pause is kubectl's error, exit 1.
+    assert_eq!(k.ok(&["rollout", "pause", "cloneset/web"]).await, "cloneset.apps.kruise.io/web paused\n");
+    assert_eq!(raw_paused(&raw(&t).await), json!(true));
+    let again = k.run(&["rollout", "pause", "cloneset", "web"]).await;
+    assert_eq!((again.code, again.stderr.as_str()), (1, "error: clonesets.apps.kruise.io \"web\" is already paused\n"));
+
+    // A new template while paused: status waits, and says why (the planner's reason).
+    t.patch_spec("web", json!({"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.26"}]}}})).await;
+    let mut status = Following::start(k.command(&["rollout", "status", "cloneset/web", "--timeout=5m"]));
+    status.wait_for("Waiting for CloneSet \"web\" rollout to finish: 0 out of 3 new pods have been updated").await;
+    let why = status.wait_for("waiting: ").await;
+    assert!(why.contains("the update is paused (updateStrategy.paused)"), "{why}");
+
+    // While paused it cannot complete: --timeout ends the wait with kubectl's error.
+    let timed = k.run(&["rollout", "status", "cloneset/web", "--timeout=2s"]).await;
+    assert_eq!((timed.code, timed.stderr.as_str()), (1, "error: timed out waiting for the condition\n"));
+    assert!(timed.stdout.starts_with("Waiting for CloneSet"), "{}", timed.stdout);
+
+    // resume clears it; the rollout runs and status exits 0 on its last line.
+    assert_eq!(k.ok(&["rollout", "resume", "cloneset/web"]).await, "cloneset.apps.kruise.io/web resumed\n");
+    assert_eq!(raw_paused(&raw(&t).await), Value::Null);
+    let (code, lines, stderr) = status.finish().await;
+    assert_eq!(code, 0, "{lines:#?}\n{stderr}");
+    let st = ready_at(&t, 3).await;
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some(format!("CloneSet rolling update complete 3 pods at revision {}...", st.update_revision).as_str()),
+        "{lines:#?}"
+    );
+    let progress = lines.iter().filter(|l| l.starts_with("Waiting for")).count();
+    assert!(progress >= 2, "progress lines while it ran: {lines:#?}");
+    for p in t.pods().await {
+        assert_eq!(p.spec.unwrap().containers[0].image.as_deref(), Some("nginx:1.26"));
+    }
+    let again = k.run(&["rollout", "resume", "cloneset/web"]).await;
+    assert_eq!((again.code, again.stderr.as_str()), (1, "error: clonesets.apps.kruise.io \"web\" is not paused\n"));
+
+    // Missing objects and kinds we do not handle: kubectl's errors, exit 1.
+    let missing = k.run(&["rollout", "status", "cloneset/nope"]).await;
+    assert_eq!(
+        (missing.code, missing.stderr.as_str()),
+        (1, "Error from server (NotFound): clonesets.apps.kruise.io \"nope\" not found\n")
+    );
+    let sts = k.run(&["rollout", "status", "statefulset/web"]).await;
+    assert_eq!(sts.code, 1);
+    assert!(sts.stderr.contains("asts/NAME"), "{}", sts.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn undo_rolls_back_to_the_previous_revision_and_history_lists_them() {
+    let t = Scenario::start("kk-undo").await;
+    let k = Plugin::new(t.ns());
+    t.create("web", spec(2, "nginx:1.25", json!({"type": "ReCreate"}))).await;
+    let first = ready_at(&t, 2).await.update_revision;
+    t.patch_spec(
+        "web",
+        json!({"template": {
+        "metadata": {"labels": {"app": "web", "track": "new"}},
+        "spec": {"containers": [{"name": "main", "image": "nginx:1.26"}]}}}),
+    )
+    .await;
+    let second = t
+        .wait_status("web", "the second revision rolled out", |s| {
+            s.update_revision != first
+                && s.updated_ready_replicas == 2
+                && s.replicas == 2
+                && s.current_revision == s.update_revision
+        })
+        .await
+        .update_revision;
+
+    let history = k.ok(&["rollout", "history", "cloneset/web"]).await;
+    assert_eq!(history, "cloneset.apps.kruise.io/web \nREVISION  CHANGE-CAUSE\n1         <none>\n2         <none>\n\n");
+    let one = k.ok(&["rollout", "history", "cloneset/web", "--revision=1"]).await;
+    assert!(one.starts_with("cloneset.apps.kruise.io/web with revision #1\nPod Template:\n"), "{one}");
+    assert!(one.contains("    Image:\tnginx:1.25\n") && !one.contains("track=new"), "{one}");
+
+    // undo: the template is revision 1's again (the label added since is gone, not merged).
+    assert_eq!(k.ok(&["rollout", "undo", "cloneset/web"]).await, "cloneset.apps.kruise.io/web rolled back\n");
+    assert_eq!(template_image(&t, "web").await, "nginx:1.25");
+    let labels = raw(&t).await["spec"]["template"]["metadata"]["labels"].clone();
+    assert_eq!(labels, json!({"app": "web"}));
+    let out = k.ok(&["rollout", "status", "cloneset/web", "--timeout=5m"]).await;
+    assert!(out.ends_with(&format!("CloneSet rolling update complete 2 pods at revision {first}...\n")), "{out}");
+    let st = ready_at(&t, 2).await;
+    assert_eq!(st.update_revision, first, "the controller went back to the first revision, not a new one");
+    assert_ne!(st.update_revision, second);
+    for p in t.pods().await {
+        assert_eq!(label(&p, "controller-revision-hash"), first);
+        assert_eq!(p.spec.unwrap().containers[0].image.as_deref(), Some("nginx:1.25"));
+    }
+
+    // Undo to the revision the template already has: skipped, exit 0. A missing one: exit 1.
+    let revisions: Api<ControllerRevision> = Api::namespaced(t.client.clone(), t.ns());
+    let current = revisions.get(&first).await.unwrap().revision;
+    let skip = k.ok(&["rollout", "undo", "cloneset/web", &format!("--to-revision={current}")]).await;
+    assert_eq!(
+        skip,
+        format!("cloneset.apps.kruise.io/web skipped rollback (current template already matches revision {current})\n")
+    );
+    let missing = k.run(&["rollout", "undo", "cloneset/web", "--to-revision=99"]).await;
+    assert_eq!(
+        (missing.code, missing.stderr.as_str()),
+        (1, "error: unable to find specified revision 99 in history\n")
+    );
+    assert_eq!(revisions.list(&ListParams::default()).await.unwrap().items.len(), 2);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn restart_scaledown_and_plan_through_kubectl() {
+    let t = Scenario::start("kk-restart").await;
+    let k = Plugin::new(t.ns());
+    t.create("web", spec(3, "nginx:1.25", json!({"type": "ReCreate"}))).await;
+    let before = ready_at(&t, 3).await.update_revision;
+
+    // restart: kubectl's template annotation, a new revision, every pod replaced.
+    assert_eq!(k.ok(&["rollout", "restart", "cloneset/web"]).await, "cloneset.apps.kruise.io/web restarted\n");
+    let at = raw(&t).await["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"].clone();
+    assert!(at.as_str().is_some_and(|s| s.ends_with('Z') && s.len() == 20), "{at}");
+    let out = k.ok(&["rollout", "status", "cloneset/web", "--timeout=5m"]).await;
+    let after = ready_at(&t, 3).await.update_revision;
+    assert_ne!(after, before);
+    assert!(out.ends_with(&format!("CloneSet rolling update complete 3 pods at revision {after}...\n")), "{out}");
+    for p in t.pods().await {
+        let annotations = p.metadata.annotations.unwrap_or_default();
+        assert_eq!(
+            annotations.get("kubectl.kubernetes.io/restartedAt").map(|s| s.as_str()),
+            at.as_str(),
+            "{:?}",
+            p.metadata.name
+        );
+    }
+
+    // scaledown: exactly the named pod goes, replicas 2, and it is not replaced.
+    let pods = t.pods().await;
+    let victim = pods[1].metadata.name.clone().unwrap();
+    let out = k.ok(&["scaledown", "cloneset/web", "--pods", &victim]).await;
+    assert_eq!(
+        out,
+        format!("# web delete pods [{victim}] successfully\ncloneset.apps.kruise.io/web selective pod deletion\n")
+    );
+    let v = raw(&t).await;
+    assert_eq!(
+        (v["spec"]["replicas"].clone(), v["spec"]["scaleStrategy"]["podsToDelete"].clone()),
+        (json!(2), json!([victim]))
+    );
+    let left = t
+        .eventually("the named pod gone, two left", |pods| {
+            let names: Vec<String> = pods.iter().filter_map(|p| p.metadata.name.clone()).collect();
+            (names.len() == 2 && !names.contains(&victim)).then_some(names)
+        })
+        .await;
+    let expected: Vec<String> = pods.iter().filter_map(|p| p.metadata.name.clone()).filter(|n| *n != victim).collect();
+    assert_eq!(left, expected);
+    let stranger = k.run(&["scaledown", "cloneset/web", "--pods", "someone-else"]).await;
+    assert_eq!(stranger.code, 1);
+    assert!(stranger.stderr.contains("not live pods of CloneSet \"web\""), "{}", stranger.stderr);
+
+    // plan: `kruise plan` through the plugin, in the namespace -n names.
+    let plan: Value = serde_json::from_str(&k.ok(&["plan", "cloneset", "web", "-o", "json"]).await).unwrap();
+    assert_eq!(plan["cloneSet"], format!("{}/web", t.ns()));
+    // --kubeconfig as a flag instead of the environment.
+    let flag = format!("--kubeconfig={}", cluster().kubeconfig().display());
+    let mut c = k.command(&["rollout", "status", "cloneset/web", "--watch=false", &flag]);
+    c.env_remove("KUBECONFIG");
+    let out = c.output().await.unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    assert_eq!(
+        String::from_utf8_lossy(&out.stdout),
+        format!("CloneSet rolling update complete 2 pods at revision {after}...\n")
+    );
+    // --context picks a kubeconfig context; an unknown one is an error.
+    let current = kube::config::Kubeconfig::read_from(cluster().kubeconfig()).unwrap().current_context.unwrap();
+    k.ok(&["rollout", "status", "cloneset/web", "--watch=false", "--context", &current]).await;
+    let wrong = k.run(&["rollout", "status", "cloneset/web", "--context", "no-such-context"]).await;
+    assert_eq!(wrong.code, 1);
+    assert!(wrong.stderr.starts_with("error: ") && wrong.stderr.contains("no-such-context"), "{}", wrong.stderr);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_advanced_statefulset_pauses_resumes_rolls_out_and_rolls_back() {
+    use kruise::apis::statefulset::v1beta1::StatefulSet;
+    let t = Scenario::start("kk-asts").await;
+    let k = Plugin::new(t.ns());
+    let api: Api<StatefulSet> = Api::namespaced(t.client.clone(), t.ns());
+    let set: StatefulSet = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "serviceName": "web", "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                         "spec": {"containers": [{"name": "main", "image": "nginx:1.25"}]}},
+            "podManagementPolicy": "Parallel",
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+                "podUpdatePolicy": "ReCreate", "partition": 0, "maxUnavailable": 1}},
+            "revisionHistoryLimit": 10}
+    }))
+    .unwrap();
+    api.create(&kube::api::PostParams::default(), &set).await.unwrap();
+    let done = |revision: Option<String>| {
+        let api = api.clone();
+        async move {
+            poll("the set rolled out", || async {
+                let s = api.get("web").await.ok()?.status?;
+                (s.ready_replicas == 2
+                    && s.updated_ready_replicas == 2
+                    && s.current_revision == s.update_revision
+                    && revision.as_ref().is_none_or(|r| *r != s.update_revision))
+                .then_some(s.update_revision)
+            })
+            .await
+        }
+    };
+    let first = done(None).await;
+    let out = k.ok(&["rollout", "status", "asts/web", "--watch=false"]).await;
+    assert_eq!(out, format!("Advanced StatefulSet rolling update complete 2 pods at revision {first}...\n"));
+
+    assert_eq!(k.ok(&["rollout", "pause", "asts/web"]).await, "statefulset.apps.kruise.io/web paused\n");
+    let paused = |s: &StatefulSet| s.spec.update_strategy.rolling_update.as_ref().is_some_and(|r| r.paused);
+    assert!(paused(&api.get("web").await.unwrap()));
+    api.patch(
+        "web",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.26"}]}}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let mut status =
+        Following::start(k.command(&["rollout", "status", "statefulset.apps.kruise.io/web", "--timeout=5m"]));
+    status
+        .wait_for("Waiting for Advanced StatefulSet \"web\" rollout to finish: 0 out of 2 new pods have been updated")
+        .await;
+    assert_eq!(k.ok(&["rollout", "resume", "asts/web"]).await, "statefulset.apps.kruise.io/web resumed\n");
+    assert!(!paused(&api.get("web").await.unwrap()));
+    let (code, lines, stderr) = status.finish().await;
+    assert_eq!(code, 0, "{lines:#?}\n{stderr}");
+    let second = done(Some(first.clone())).await;
+    assert_eq!(
+        lines.last().map(String::as_str),
+        Some(format!("Advanced StatefulSet rolling update complete 2 pods at revision {second}...").as_str())
+    );
+
+    let history = k.ok(&["rollout", "history", "asts/web"]).await;
+    assert_eq!(
+        history,
+        "statefulset.apps.kruise.io/web \nREVISION  CHANGE-CAUSE\n1         <none>\n2         <none>\n\n"
+    );
+    assert_eq!(k.ok(&["rollout", "undo", "asts/web"]).await, "statefulset.apps.kruise.io/web rolled back\n");
+    k.ok(&["rollout", "status", "asts/web", "--timeout=5m"]).await;
+    let back = done(Some(second)).await;
+    assert_eq!(back, first, "back at the first revision");
+    for p in t.pods().await {
+        assert_eq!(p.spec.unwrap().containers[0].image.as_deref(), Some("nginx:1.25"));
+    }
+    // scaledown is CloneSet-only, as in kruise-tools.
+    let r = k.run(&["scaledown", "asts/web", "--pods", "web-0"]).await;
+    assert_eq!((r.code, r.stderr.as_str()), (1, "error: currently only supported CloneSet selective pods deletion\n"));
+}
