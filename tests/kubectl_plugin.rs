@@ -284,25 +284,24 @@ async fn undo_rolls_back_to_the_previous_revision_and_history_lists_them() {
 async fn restart_scaledown_and_plan_through_kubectl() {
     let t = Scenario::start("kk-restart").await;
     let k = Plugin::new(t.ns());
-    t.create("web", spec(3, "nginx:1.25", json!({"type": "ReCreate"}))).await;
+    t.create("web", spec(3, "nginx:1.25", json!({"type": "InPlaceIfPossible"}))).await;
     let before = ready_at(&t, 3).await.update_revision;
+    let uids: Vec<String> = t.pods().await.iter().map(|p| p.metadata.uid.clone().unwrap()).collect();
 
-    // restart: kubectl's template annotation, a new revision, every pod replaced.
+    // restart: kruise-tools' RESTARTED_AT env in every container, a new revision, and every pod
+    // replaced even under InPlaceIfPossible (an env change cannot be made in place).
     assert_eq!(k.ok(&["rollout", "restart", "cloneset/web"]).await, "cloneset.apps.kruise.io/web restarted\n");
-    let at = raw(&t).await["spec"]["template"]["metadata"]["annotations"]["kubectl.kubernetes.io/restartedAt"].clone();
-    assert!(at.as_str().is_some_and(|s| s.ends_with('Z') && s.len() == 20), "{at}");
+    let env = raw(&t).await["spec"]["template"]["spec"]["containers"][0]["env"].clone();
+    let at = env.as_array().unwrap().iter().find(|e| e["name"] == "RESTARTED_AT").unwrap()["value"].clone();
+    assert!(at.as_str().is_some_and(|s| s.ends_with('Z') && s.len() == 20), "{env}");
     let out = k.ok(&["rollout", "status", "cloneset/web", "--timeout=5m"]).await;
     let after = ready_at(&t, 3).await.update_revision;
     assert_ne!(after, before);
     assert!(out.ends_with(&format!("CloneSet rolling update complete 3 pods at revision {after}...\n")), "{out}");
     for p in t.pods().await {
-        let annotations = p.metadata.annotations.unwrap_or_default();
-        assert_eq!(
-            annotations.get("kubectl.kubernetes.io/restartedAt").map(|s| s.as_str()),
-            at.as_str(),
-            "{:?}",
-            p.metadata.name
-        );
+        assert!(!uids.contains(p.metadata.uid.as_ref().unwrap()), "{:?} was restarted", p.metadata.name);
+        let env = p.spec.as_ref().unwrap().containers[0].env.clone().unwrap_or_default();
+        assert!(env.iter().any(|e| e.name == "RESTARTED_AT" && e.value.as_deref() == at.as_str()), "{env:?}");
     }
 
     // scaledown: exactly the named pod goes, replicas 2, and it is not replaced.

@@ -1,7 +1,7 @@
 //! `rollout status`: one progress line per change of the workload until its rollout is complete
 //! (exit 0), or until `--timeout` (`error: timed out waiting for the condition`, exit 1); with
-//! `--watch=false` one line and exit 0 whatever it says, as kubectl. While a CloneSet waits, the
-//! reasons our planner gives (`crate::plan`, the controller's own decision function, run on what
+//! `--watch=false` one line and exit 0 whatever it says, as kubectl. While a CloneSet or an
+//! Advanced StatefulSet waits, the reasons our planner gives (`crate::plan`, the controller's own decision function, run on what
 //! the cluster holds now) follow the line, each once until they change.
 //!
 //! Completeness follows kruise-tools' `CloneSetStatusViewer`/`AdvancedStatefulSetStatusViewer`
@@ -165,20 +165,21 @@ pub fn reason_lines(reasons: &[String]) -> String {
 
 /// Why the controller holds the rollout back now, by the planner of the workload's kind.
 async fn reasons(client: &kube::Client, ns: &str, target: &Target) -> Vec<String> {
-    match target.workload {
-        Workload::CloneSet => {
-            let Ok(manifests) = crate::plan::live::read(client, ns, &target.name).await else {
-                return Vec::new();
-            };
-            match crate::plan::plan_manifests(&manifests, &FeatureGates::default(), Timestamp::now()) {
-                Ok(planned) => {
-                    planned.into_iter().flat_map(|p| p.plan.waiting.into_iter().chain(p.plan.errors)).collect()
-                }
-                Err(_) => Vec::new(),
-            }
+    use crate::plan::live::Kind;
+    let kind = match target.workload {
+        Workload::CloneSet => Kind::CloneSet,
+        Workload::AdvancedStatefulSet => Kind::StatefulSet,
+    };
+    let Ok(manifests) = crate::plan::live::read(client, kind, ns, &target.name).await else {
+        return Vec::new();
+    };
+    match crate::plan::plan_workloads(&manifests, &FeatureGates::default(), Timestamp::now()) {
+        Ok(planned) => {
+            let clonesets = planned.clonesets.into_iter().map(|p| (p.plan.waiting, p.plan.errors));
+            let sets = planned.statefulsets.into_iter().map(|p| (p.plan.waiting, p.plan.errors));
+            clonesets.chain(sets).flat_map(|(waiting, errors)| waiting.into_iter().chain(errors)).collect()
         }
-        // No Advanced StatefulSet planner in `crate::plan` yet: progress lines only.
-        Workload::AdvancedStatefulSet => Vec::new(),
+        Err(_) => Vec::new(),
     }
 }
 
