@@ -403,6 +403,8 @@ async fn an_advanced_statefulset_pauses_resumes_rolls_out_and_rolls_back() {
     status
         .wait_for("Waiting for Advanced StatefulSet \"web\" rollout to finish: 0 out of 2 new pods have been updated")
         .await;
+    // The planner says why it waits.
+    status.wait_for("  waiting: the rolling update is paused (rollingUpdate.paused)").await;
     assert_eq!(k.ok(&["rollout", "resume", "asts/web"]).await, "statefulset.apps.kruise.io/web resumed\n");
     assert!(!paused(&api.get("web").await.unwrap()));
     let (code, lines, stderr) = status.finish().await;
@@ -425,6 +427,15 @@ async fn an_advanced_statefulset_pauses_resumes_rolls_out_and_rolls_back() {
     for p in t.pods().await {
         assert_eq!(p.spec.unwrap().containers[0].image.as_deref(), Some("nginx:1.25"));
     }
+    // `kruise plan statefulset` through the plugin reads the set from the cluster: nothing to do.
+    let plan: serde_json::Value =
+        serde_json::from_str(&k.ok(&["plan", "statefulset", "web", "-o", "json"]).await).unwrap();
+    assert_eq!(plan["statefulSet"], format!("{}/web", t.ns()));
+    assert_eq!(
+        (plan["currentRevision"].as_str(), plan["updateRevision"].as_str()),
+        (Some(first.as_str()), Some(first.as_str()))
+    );
+    assert_eq!(plan["actions"], json!([]), "{plan:#}");
     // scaledown is CloneSet-only, as in kruise-tools.
     let r = k.run(&["scaledown", "asts/web", "--pods", "web-0"]).await;
     assert_eq!((r.code, r.stderr.as_str()), (1, "error: currently only supported CloneSet selective pods deletion\n"));
