@@ -28,6 +28,7 @@ use crate::apis::statefulset::v1beta1::StatefulSet;
 use crate::compat::selector::Selector;
 use crate::core::rollout::ownership::controller_of;
 use crate::core::rollout::plan::status_write;
+use crate::core::rollout::statefulset::conditions;
 use crate::core::rollout::statefulset::plan::{Input, plan};
 use crate::core::rollout::statefulset::resize::OWNED_BY_ASTS;
 use crate::metrics::Metrics;
@@ -96,6 +97,40 @@ fn pod_trigger(queue: WorkQueue, sets: Informer<StatefulSet>) -> impl Fn(Change<
     }
 }
 
+/// kruise's `FailedCreatePod` / `FailedUpdatePod` condition when a creation or an identity repair
+/// of the round failed: the observed status with the condition set, written on the set as observed
+/// (a conflict leaves it to the next failure; the counters are left to the next round, as this
+/// one stopped half-way). The write's own error is what the round returns.
+async fn record_failure(
+    ctx: &Context,
+    key: &str,
+    set: &StatefulSet,
+    planned: &crate::core::rollout::statefulset::plan::Plan,
+    failed: &super::apply::WriteError,
+    api: Api<StatefulSet>,
+) {
+    let error = match &failed.source {
+        kube::Error::Api(s) => s.message.clone(),
+        e => e.to_string(),
+    };
+    let Some(condition) = conditions::failure_condition(&planned.actions, &failed.what, &error, Timestamp::now())
+    else {
+        return;
+    };
+    let mut status = set.status.clone().unwrap_or_default();
+    if !conditions::set_condition(&mut status, condition) {
+        return;
+    }
+    let name = set.metadata.name.clone().unwrap_or_default();
+    let rv = set.metadata.resource_version.as_deref().unwrap_or("");
+    let Some(write) = status_write(set, &name, rv, |s| s.status = Some(status), false) else { return };
+    let ns = set.metadata.namespace.clone().unwrap_or_default();
+    let writes = PlannedWrites { actions: &[], status: Some(&write), on_collision: &|_| None };
+    if let Err(e) = ctx.actor.apply(key, &ns, api, writes).await {
+        tracing::debug!("the failure condition was not written: {e}");
+    }
+}
+
 /// A claim the set resized (annotation `apps.kruise.io/owned-by-asts`, kruise's
 /// `pvcEventHandler`) queues that set when it changes: its capacity growing lets the pod waiting
 /// for it be updated. Such claims need not have an owner reference (retention policy Retain).
@@ -154,7 +189,11 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     let writes =
         PlannedWrites { actions: &planned.actions, status: planned.status_write.as_ref(), on_collision: &on_collision };
     let api: Api<StatefulSet> = Api::namespaced(ctx.actor.client().clone(), &ns);
-    if let Some(again) = ctx.actor.apply(key, &ns, api, writes).await? {
+    let applied = ctx.actor.apply(key, &ns, api.clone(), writes).await;
+    if let Err(ReconcileError::Write(failed)) = &applied {
+        record_failure(ctx, key, &set, &planned, failed, api).await;
+    }
+    if let Some(again) = applied? {
         return Ok(Some(again));
     }
     tracing::debug!(actions = planned.actions.len(), waiting = ?planned.waiting, "round applied");

@@ -14,6 +14,7 @@
 //! - [`budget`]: `maxUnavailable`, the unavailable set, update order and which pods this round
 //!   may update;
 //! - [`status`]: the status counters computed from the pods;
+//! - [`conditions`]: `FailedCreatePod` / `FailedUpdatePod` when a pod write of a round fails;
 //! - [`plan`]: one round of the controller assembled from all of the above and the shared
 //!   pod-update machine ([`crate::core::rollout::podupdate`]).
 //!
@@ -22,6 +23,7 @@
 
 pub mod adoption;
 pub mod budget;
+pub mod conditions;
 #[cfg(test)]
 pub(crate) mod fixtures;
 pub mod identity;
