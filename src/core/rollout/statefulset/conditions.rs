@@ -136,7 +136,7 @@ mod tests {
         assert!(set_condition(&mut status, first.clone()));
         let second = failure_condition(&actions, "create pod ns/web-0", "second", at(2)).unwrap();
         assert!(!set_condition(&mut status, second), "same type, status and reason: unchanged");
-        assert_eq!(status.conditions, [first.clone()]);
+        assert_eq!(status.conditions, std::slice::from_ref(&first));
         let mut other = first.clone();
         other.status = "False".into();
         other.last_transition_time = Some(Time(at(3)));
