@@ -10,6 +10,8 @@
 //! the reconciles with their mean time, and its resident memory after the scale-up, after the
 //! rollout and at its peak. It asserts nothing about speed (machines are noisy).
 
+mod proc;
+
 use std::collections::BTreeMap;
 use std::future::Future;
 use std::io::{BufRead, BufReader, Write};
@@ -94,32 +96,14 @@ impl Controller {
         Controller { child, stdin, stdout, name }
     }
 
-    /// `/proc/PID/<file>` of the child.
-    fn proc(&self, file: &str) -> String {
-        std::fs::read_to_string(format!("/proc/{}/{file}", self.child.id())).unwrap_or_default()
-    }
-
-    /// CPU time of the whole child (utime + stime of /proc/PID/stat, in clock ticks of 10 ms).
+    /// CPU time of the whole child.
     fn cpu(&self) -> Duration {
-        let stat = self.proc("stat");
-        let after_name = stat.rsplit_once(") ").map_or("", |(_, rest)| rest);
-        let fields: Vec<&str> = after_name.split_whitespace().collect();
-        let ticks = |i: usize| fields.get(i).and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
-        // Fields 14 and 15 of stat; `after_name` starts at field 3.
-        Duration::from_millis((ticks(11) + ticks(12)) * 10)
+        proc::cpu(self.child.id())
     }
 
-    /// (peak, current) resident set in MiB: VmHWM and VmRSS.
+    /// (peak, current) resident set of the child in MiB.
     fn rss_mib(&self) -> (f64, f64) {
-        let text = self.proc("status");
-        let field = |name: &str| {
-            text.lines()
-                .find_map(|l| l.strip_prefix(name))
-                .and_then(|rest| rest.split_whitespace().next())
-                .and_then(|kb| kb.parse::<f64>().ok())
-                .map_or(0.0, |kb| kb / 1024.0)
-        };
-        (field("VmHWM:"), field("VmRSS:"))
+        proc::rss_mib(self.child.id())
     }
 
     fn metrics(&mut self) -> String {

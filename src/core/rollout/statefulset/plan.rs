@@ -214,6 +214,18 @@ impl Round<'_> {
     }
 }
 
+/// The replica slots with the pods this round creates in the empty ones (Go's `replicas` after
+/// `processReplica` assigned them).
+fn with_created<'a>(slots: &[Slot<'a>], created: &'a [(i64, Pod)]) -> Vec<Slot<'a>> {
+    slots
+        .iter()
+        .map(|s| Slot {
+            ordinal: s.ordinal,
+            pod: s.pod.or_else(|| created.iter().find(|(c, _)| *c == s.ordinal).map(|(_, p)| p)),
+        })
+        .collect()
+}
+
 fn claim_patch(observed: &PersistentVolumeClaim, intended: &PersistentVolumeClaim) -> Write {
     Write::PatchPvc {
         name: observed.metadata.name.clone().unwrap_or_default(),
@@ -403,13 +415,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
         match *step {
             ScaleStep::Create(o) => {
                 let needed = {
-                    let view: Vec<Slot<'_>> = slots
-                        .iter()
-                        .map(|s| Slot {
-                            ordinal: s.ordinal,
-                            pod: s.pod.or_else(|| created.iter().find(|(c, _)| *c == s.ordinal).map(|(_, p)| p)),
-                        })
-                        .collect();
+                    let view = with_created(slots, &created);
                     asts_revision::is_current_revision_needed(set, &update_name, o, range.start, &view, gates)
                 };
                 let (template, revision) =
@@ -526,17 +532,11 @@ pub fn plan(input: &Input<'_>) -> Plan {
         let class = |n: &str| classes.iter().copied().find(|c| c.metadata.name.as_deref() == Some(n));
         let pod_claims = |p: &Pod| resize::pod_claims(set, p, claim, class);
         // Go's `replicas` hold the pods the scaling part just created (no status: unavailable).
-        let with_created: Vec<Slot<'_>> = slots
-            .iter()
-            .map(|s| Slot {
-                ordinal: s.ordinal,
-                pod: s.pod.or_else(|| created.iter().find(|(c, _)| *c == s.ordinal).map(|(_, p)| p)),
-            })
-            .collect();
+        let replicas = with_created(slots, &created);
         let taken_current = rolling_update(
             &mut r,
             &mut out.errors,
-            &with_created,
+            &replicas,
             range.start,
             &sorted,
             (&current_name, &update_name),
