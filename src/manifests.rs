@@ -56,10 +56,18 @@ pub enum ManifestError {
     },
 }
 
+/// Where the opt-in CloneSet CRD serving v1beta1 too lives (a kustomize Component patch).
+pub const CLONESET_V1BETA1_COMPONENT: &str = "deploy/components/cloneset-v1beta1/apps.kruise.io_clonesets.yaml";
+
 /// Every generated file: path relative to the repository root, and content.
 pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
+    // CloneSet as the newest released kruise (v1.9) serves it: v1alpha1 alone. kruise HEAD adds
+    // v1beta1 (which keeps `paused` and other fields elsewhere); served by default it would become
+    // kubectl's preferred version and a v1.8 user's `kubectl patch cloneset ... updateStrategy.paused`
+    // would be pruned silently. It is opt-in: [`CLONESET_V1BETA1_COMPONENT`], chart value
+    // `crds.cloneSetV1beta1`.
     let crds: Vec<(&str, CustomResourceDefinition)> = vec![
-        ("apps.kruise.io_clonesets.yaml", served(CloneSet::crd(), cloneset::v1beta1::CloneSet::crd(), "v1alpha1")?),
+        ("apps.kruise.io_clonesets.yaml", CloneSet::crd()),
         (
             "apps.kruise.io_statefulsets.yaml",
             served(statefulset::v1alpha1::StatefulSet::crd(), statefulset::v1beta1::StatefulSet::crd(), "v1beta1")?,
@@ -73,18 +81,25 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
             served(ImagePullJob::crd(), imagepulljob::v1beta1::ImagePullJob::crd(), "v1beta1")?,
         ),
     ];
-    let mut files = Vec::new();
-    let mut chart_crds = Vec::new();
-    for (name, crd) in crds {
-        let mut crd = serde_json::to_value(&crd).map_err(|e| ManifestError::Render(name.to_string(), e.to_string()))?;
+    let finish = |name: &str, crd: &CustomResourceDefinition| -> Result<serde_json::Value, ManifestError> {
+        let mut crd = serde_json::to_value(crd).map_err(|e| ManifestError::Render(name.to_string(), e.to_string()))?;
         strip_defaults(&mut crd["spec"]["versions"]);
         strip_nullable(&mut crd["spec"]["versions"]);
         if let Some(versions) = crd["spec"]["versions"].as_array_mut() {
             versions.iter_mut().for_each(|v| controller_gen_root(&mut v["schema"]["openAPIV3Schema"]));
         }
+        Ok(crd)
+    };
+    let mut files = Vec::new();
+    let mut chart_crds = Vec::new();
+    for (name, crd) in crds {
+        let crd = finish(name, &crd)?;
         files.push((Path::new("deploy/crds").join(name), yaml(name, &crd)?));
         chart_crds.push((name, crd));
     }
+    let both = served(CloneSet::crd(), cloneset::v1beta1::CloneSet::crd(), "v1alpha1")?;
+    let both = finish(CLONESET_V1BETA1_COMPONENT, &both)?;
+    files.push((PathBuf::from(CLONESET_V1BETA1_COMPONENT), yaml(CLONESET_V1BETA1_COMPONENT, &both)?));
     let (mutating, validating) = (mutating(), validating());
     files.push((PathBuf::from("webhook-config/mutating-webhook-configuration.yaml"), yaml("mutating", &mutating)?));
     files.push((
@@ -95,12 +110,14 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
     let render = |what: &str, e: serde_json::Error| ManifestError::Render(what.into(), e.to_string());
     let mutating = serde_json::to_value(&mutating).map_err(|e| render("mutating", e))?;
     let validating = serde_json::to_value(&validating).map_err(|e| render("validating", e))?;
-    files.extend(chart::render(&chart_crds, mutating, validating)?);
+    let opt_in = [("apps.kruise.io_clonesets.yaml", ".Values.crds.cloneSetV1beta1", both)];
+    files.extend(chart::render(&chart_crds, &opt_in, mutating, validating)?);
     Ok(files)
 }
 
 /// Storage versions, as kruise v1.9: CloneSet stays v1alpha1 (HEAD moved it to v1beta1 after
-/// v1.9), Advanced StatefulSet, SidecarSet and ImagePullJob are stored as v1beta1.
+/// v1.9; v1beta1 is served only by the opt-in CRD), Advanced StatefulSet, SidecarSet and
+/// ImagePullJob are stored as v1beta1.
 ///
 /// One CRD serving both versions, `storage` stored, converted by our `/convert` webhook through
 /// the conversion Service, which reaches replicas before they are ready (its `caBundle` is

@@ -138,14 +138,19 @@ fn lint_with_defaults_and_openkruise_values() {
     helm_ok(helm, home.path(), &["lint", "--strict", "deploy/chart", "-f", "tests/data/chart/openkruise-values.yaml"]);
 }
 
-#[test]
-fn defaults_render_the_kustomize_base() {
-    let helm = helm_or_skip!("defaults_render_the_kustomize_base");
-    let out = Command::new("kubectl").args(["kustomize", "deploy"]).current_dir(root()).output();
+/// `kubectl kustomize DIR` (relative to the repository root), by key.
+fn kustomize(dir: &str) -> BTreeMap<String, Value> {
+    let out = Command::new("kubectl").args(["kustomize", dir]).current_dir(root()).output();
     let out = out.expect("kubectl runs (is it installed? .ci/run installs it)");
-    assert!(out.status.success(), "kubectl kustomize deploy: {}", String::from_utf8_lossy(&out.stderr));
-    let kustomize = by_key(kruise_testenv::manifests::parse(&String::from_utf8_lossy(&out.stdout)).unwrap());
-    let mut chart = by_key(template(helm, &[]));
+    assert!(out.status.success(), "kubectl kustomize {dir}: {}", String::from_utf8_lossy(&out.stderr));
+    by_key(kruise_testenv::manifests::parse(&String::from_utf8_lossy(&out.stdout)).unwrap())
+}
+
+/// The chart rendered with `args`, and the kustomize build of `dir`, install the same objects
+/// (Helm's keep annotation on the CRDs aside).
+fn chart_matches_kustomize(helm: &Path, args: &[&str], dir: &str) -> Vec<String> {
+    let kustomize = kustomize(dir);
+    let mut chart = by_key(template(helm, args));
     // The one difference on purpose: Helm keeps the CRDs on uninstall.
     for (k, obj) in chart.iter_mut().filter(|(k, _)| k.contains(" CustomResourceDefinition ")) {
         let annotations = obj["metadata"]["annotations"].as_object_mut().unwrap();
@@ -154,16 +159,52 @@ fn defaults_render_the_kustomize_base() {
         obj["metadata"].as_object_mut().unwrap().remove("annotations");
     }
     let (chart_keys, base_keys): (Vec<_>, Vec<_>) = (chart.keys().collect(), kustomize.keys().collect());
-    assert_eq!(chart_keys, base_keys, "the chart and deploy/ install different objects");
+    assert_eq!(chart_keys, base_keys, "the chart and {dir} install different objects");
     for (k, obj) in &chart {
         assert!(
             obj == &kustomize[k],
-            "{k} differs between the chart (left) and deploy/ (right):\n{}\n---\n{}",
+            "{k} differs between the chart (left) and {dir} (right):\n{}\n---\n{}",
             serde_yaml_ng::to_string(obj).unwrap(),
             serde_yaml_ng::to_string(&kustomize[k]).unwrap()
         );
     }
-    assert!(chart_keys.len() >= 14, "{chart_keys:?}");
+    chart_keys.into_iter().cloned().collect()
+}
+
+fn cloneset_versions(objects: &BTreeMap<String, Value>) -> Vec<String> {
+    let (_, crd) = objects.iter().find(|(k, _)| k.ends_with("/clonesets.apps.kruise.io")).unwrap();
+    crd["spec"]["versions"].as_array().unwrap().iter().map(|v| v["name"].as_str().unwrap().to_string()).collect()
+}
+
+#[test]
+fn defaults_render_the_kustomize_base() {
+    let helm = helm_or_skip!("defaults_render_the_kustomize_base");
+    let keys = chart_matches_kustomize(helm, &[], "deploy");
+    assert!(keys.len() >= 14, "{keys:?}");
+    assert_eq!(cloneset_versions(&kustomize("deploy")), ["v1alpha1"], "as released kruise serves CloneSets");
+}
+
+/// Issue 32 item 3: CloneSet v1beta1 (kruise HEAD's) is opt-in: the chart value
+/// `crds.cloneSetV1beta1` and the kustomize Component `deploy/components/cloneset-v1beta1` give
+/// the same CRD, serving both versions with v1alpha1 stored and converted by /convert.
+#[test]
+fn the_cloneset_v1beta1_opt_in_renders_alike_in_the_chart_and_kustomize() {
+    let helm = helm_or_skip!("the_cloneset_v1beta1_opt_in_renders_alike_in_the_chart_and_kustomize");
+    let overlay = root().join("target/tmp/cloneset-v1beta1-overlay");
+    std::fs::create_dir_all(&overlay).unwrap();
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        "resources:\n- ../../../deploy\ncomponents:\n- ../../../deploy/components/cloneset-v1beta1\n",
+    )
+    .unwrap();
+    chart_matches_kustomize(helm, &["--set", "crds.cloneSetV1beta1=true"], "target/tmp/cloneset-v1beta1-overlay");
+    let objects = kustomize("target/tmp/cloneset-v1beta1-overlay");
+    assert_eq!(cloneset_versions(&objects), ["v1alpha1", "v1beta1"]);
+    let (_, crd) = objects.iter().find(|(k, _)| k.ends_with("/clonesets.apps.kruise.io")).unwrap();
+    assert_eq!(crd["spec"]["conversion"]["strategy"], "Webhook");
+    let stored: Vec<&Value> =
+        crd["spec"]["versions"].as_array().unwrap().iter().filter(|v| v["storage"] == true).collect();
+    assert_eq!(stored[0]["name"], "v1alpha1");
 }
 
 #[test]
@@ -270,8 +311,13 @@ fn other_namespace_ports_external_certs_gates_and_unmanaged_crds() {
         assert_eq!(w["clientConfig"]["service"]["namespace"], "kruise", "{w}");
     }
     // With the CRDs managed, their conversion webhooks call the Service in that namespace too.
-    let objects = template(helm, &["--set", "installation.namespace=kruise"]);
-    for crd in objects.iter().filter(|o| o["kind"] == "CustomResourceDefinition") {
+    let objects = template(helm, &["--set", "installation.namespace=kruise", "--set", "crds.cloneSetV1beta1=true"]);
+    let converting: Vec<&Value> = objects
+        .iter()
+        .filter(|o| o["kind"] == "CustomResourceDefinition" && !o["spec"]["conversion"].is_null())
+        .collect();
+    assert_eq!(converting.len(), 4, "CloneSet (opted in), StatefulSet, SidecarSet, ImagePullJob");
+    for crd in converting {
         assert_eq!(crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["namespace"], "kruise");
     }
 }

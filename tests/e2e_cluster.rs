@@ -62,6 +62,18 @@ async fn kubectl_apply_goes_through_kruise_webhooks() {
     assert_eq!(c0["resources"]["requests"]["cpu"], "500m", "quantities normalised");
     assert_eq!(spec["template"]["spec"]["schedulerName"], "default-scheduler");
 
+    // Issue 32: a v1.8 user's merge patch without a version reaches v1alpha1 (the only version
+    // deploy/ serves, as released kruise) and is kept, not pruned as v1beta1 would prune it.
+    let patch = r#"{"spec":{"updateStrategy":{"paused":true}}}"#;
+    let (ok, stdout, stderr) =
+        kubectl.run(&[&n[..], &["patch", "cloneset", "sample", "--type", "merge", "-p", patch]].concat()).await;
+    assert!(ok && stdout.contains("cloneset.apps.kruise.io/sample patched"), "{stdout}{stderr}");
+    let (ok, stdout, stderr) = kubectl
+        .run(&[&n[..], &["get", "cloneset", "sample", "-o", "jsonpath={.spec.updateStrategy.paused}"]].concat())
+        .await;
+    assert!(ok, "{stderr}");
+    assert_eq!(stdout.trim(), "true", "the patch was kept");
+
     // A dry-run UPDATE that would break InPlaceOnly is refused with the path of the change.
     let edited = cloneset.replace("type: InPlaceIfPossible", "type: InPlaceOnly").replace("cpu: \"0.5\"", "cpu: \"1\"");
     let path = kubectl.dir().join("edited.yaml");

@@ -1,5 +1,5 @@
-//! The v1beta1 API on the real control plane (issue 15): the CRDs of `deploy/crds` serve
-//! v1alpha1 and v1beta1 and convert through `kruise serve`'s `/convert`, reached through Service
+//! The v1beta1 API on the real control plane (issue 15): the CRDs of `deploy/crds` (and the
+//! opt-in CloneSet CRD of `deploy/components/cloneset-v1beta1`) serve v1alpha1 and v1beta1 and convert through `kruise serve`'s `/convert`, reached through Service
 //! `kruise-webhook-service` as the admission webhooks are. A v1beta1 CloneSet as the docs write
 //! it is applied with kubectl, defaulted and validated by our webhooks, and reads back as
 //! v1alpha1 (its storage version) and v1beta1 with the same meaning; a SidecarSet stored as
@@ -89,7 +89,10 @@ async fn v1beta1_api_through_the_conversion_webhook() {
     let kubeconfig = manager_kubeconfig(certs.path()).await;
     let kruise = Kruise::start(certs.path(), &kubeconfig, &[]);
     install(&[&kruise]).await;
+    // CloneSet v1beta1 is opt-in (kruise HEAD's version): the Component's CRD serves both.
+    c.apply_path(root().join(kruise::manifests::CLONESET_V1BETA1_COMPONENT)).await.unwrap();
     let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
+    e2e_common::trust_conversion(&ca).await;
     kruise_testenv::register_webhooks(&admin, &root().join("webhook-config"), &ca).await.unwrap();
     let ns = c.namespace("e2e-conversion").await.unwrap();
     let ns = ns.name().to_string();

@@ -28,15 +28,19 @@ const EXTERNAL_ANNOTATIONS: &str =
     "    {{- with include \"kruise.caAnnotations\" . }}\n    {{- . | nindent 4 }}\n    {{- end }}\n";
 
 /// `Chart.yaml`, the CRD templates and the webhook configuration templates.
+/// `opt_in` are CRDs installed instead of the one of the same name when a value is true
+/// (`(file, value, crd)`).
 pub(super) fn render(
     crds: &[(&str, Value)],
+    opt_in: &[(&str, &str, Value)],
     mutating: Value,
     validating: Value,
 ) -> Result<Vec<(PathBuf, String)>, ManifestError> {
     let dir = Path::new(CHART_DIR);
     let mut files = vec![(dir.join("Chart.yaml"), chart_yaml()?)];
     for (name, crd) in crds {
-        files.push((dir.join("templates/crds").join(name), crd_template(name, crd.clone())?));
+        let other = opt_in.iter().find(|(n, _, _)| n == name).map(|(_, value, c)| (*value, c.clone()));
+        files.push((dir.join("templates/crds").join(name), crd_template(name, crd.clone(), other)?));
     }
     files.push((
         dir.join("templates/webhook-config/mutating-webhook-configuration.yaml"),
@@ -64,17 +68,29 @@ fn chart_yaml() -> Result<String, ManifestError> {
     yaml("Chart.yaml", &chart)
 }
 
-/// A CRD, installed while `crds.managed`, kept on uninstall, its conversion Service in the
-/// release's namespace.
-fn crd_template(name: &str, mut crd: Value) -> Result<String, ManifestError> {
+/// A CRD's template: installed while `crds.managed`; with `other` = `(value, crd)`, that CRD
+/// instead while the value is true.
+fn crd_template(name: &str, crd: Value, other: Option<(&str, Value)>) -> Result<String, ManifestError> {
+    let body = match other {
+        Some((value, other)) => format!(
+            "{{{{- if {value} }}}}\n{}{{{{- else }}}}\n{}{{{{- end }}}}\n",
+            crd_body(name, other)?,
+            crd_body(name, crd)?
+        ),
+        None => crd_body(name, crd)?,
+    };
+    Ok(format!("{{{{- if .Values.crds.managed }}}}\n{body}{{{{- end }}}}\n"))
+}
+
+/// A CRD, kept on uninstall, its conversion Service in the release's namespace.
+fn crd_body(name: &str, mut crd: Value) -> Result<String, ManifestError> {
     crd["metadata"]["annotations"] = serde_json::json!({"helm.sh/resource-policy": "keep"});
     if let Some(service) = crd.pointer_mut("/spec/conversion/webhook/clientConfig/service") {
         service["namespace"] = NAMESPACE.into();
     }
     let body = splice(name, crd)?;
     let keep = "    helm.sh/resource-policy: keep\n";
-    let body = insert_after(name, &body, keep, EXTERNAL_ANNOTATIONS)?;
-    Ok(format!("{{{{- if .Values.crds.managed }}}}\n{body}{{{{- end }}}}\n"))
+    insert_after(name, &body, keep, EXTERNAL_ANNOTATIONS)
 }
 
 /// A webhook configuration: the Service's namespace, `timeoutSeconds` and, for the pod webhooks,
@@ -200,11 +216,20 @@ mod tests {
             "metadata": {"name": "x.apps.kruise.io"},
             "spec": {"conversion": {"webhook": {"clientConfig": {"service": {"name": "c", "namespace": "kruise-system"}}}}}
         });
-        let text = crd_template("x", crd).unwrap();
+        let text = crd_template("x", crd.clone(), None).unwrap();
         assert!(text.starts_with("{{- if .Values.crds.managed }}\n# Generated"), "{text}");
         assert!(text.ends_with("{{- end }}\n"), "{text}");
         assert!(text.contains("    helm.sh/resource-policy: keep\n    {{- with include \"kruise.caAnnotations\" . }}"));
         assert!(text.contains("namespace: {{ .Values.installation.namespace }}\n"), "{text}");
+
+        // An opt-in CRD replaces it while its value is true.
+        let mut other = crd.clone();
+        other["spec"]["versions"] = serde_json::json!([{"name": "v1"}, {"name": "v2"}]);
+        let text = crd_template("x", crd, Some((".Values.crds.x", other))).unwrap();
+        let (when, rest) = text.split_once("{{- else }}\n").unwrap();
+        assert!(when.starts_with("{{- if .Values.crds.managed }}\n{{- if .Values.crds.x }}\n# Generated"), "{text}");
+        assert!(when.contains("name: v2") && !rest.contains("name: v2"), "{text}");
+        assert!(rest.ends_with("{{- end }}\n{{- end }}\n"), "{text}");
     }
 
     #[test]

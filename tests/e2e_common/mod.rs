@@ -192,14 +192,20 @@ pub const ELECTION: [&str; 8] = [
 
 /// Sets the `caBundle` of every kruise CRD's conversion webhook to `ca_pem`.
 pub async fn trust_conversion(ca_pem: &[u8]) {
+    // Every kruise CRD that converts through the webhook (the CloneSet's only with its opt-in).
     use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
     use kube::api::{Api, Patch, PatchParams};
     let crds: Api<CustomResourceDefinition> = Api::all(cluster().client().await.unwrap());
     let bundle: String =
         serde_json::to_value(k8s_openapi::ByteString(ca_pem.to_vec())).unwrap().as_str().unwrap().into();
-    for name in ["clonesets", "statefulsets", "sidecarsets", "imagepulljobs"] {
+    for crd in crds.list(&Default::default()).await.unwrap() {
+        let name = crd.metadata.name.clone().unwrap_or_default();
+        let converting = crd.spec.conversion.as_ref().is_some_and(|c| c.strategy == "Webhook");
+        if !name.ends_with(".kruise.io") || !converting {
+            continue;
+        }
         let patch = serde_json::json!({"spec": {"conversion": {"webhook": {"clientConfig": {"caBundle": bundle}}}}});
-        crds.patch(&format!("{name}.apps.kruise.io"), &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+        crds.patch(&name, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
     }
 }
 
