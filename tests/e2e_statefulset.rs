@@ -20,12 +20,17 @@ fn asts(t: &Scenario) -> Api<StatefulSet> {
 
 /// An Advanced StatefulSet `web` as its mutating webhook leaves it, `extra` merged into the spec.
 fn set(replicas: i32, image: &str, extra: Value) -> StatefulSet {
+    named_set("web", replicas, image, extra)
+}
+
+/// [`set`] named `name`, its pods labelled `app: <name>`.
+fn named_set(name: &str, replicas: i32, image: &str, extra: Value) -> StatefulSet {
     let mut spec = json!({
         "replicas": replicas,
-        "serviceName": "web",
-        "selector": {"matchLabels": {"app": "web"}},
+        "serviceName": name,
+        "selector": {"matchLabels": {"app": name}},
         "template": {
-            "metadata": {"labels": {"app": "web"}},
+            "metadata": {"labels": {"app": name}},
             "spec": {
                 "readinessGates": [{"conditionType": "InPlaceUpdateReady"}],
                 "containers": [{"name": "main", "image": image}]
@@ -39,7 +44,7 @@ fn set(replicas: i32, image: &str, extra: Value) -> StatefulSet {
     merge(&mut spec, extra);
     serde_json::from_value(json!({
         "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet",
-        "metadata": {"name": "web"}, "spec": spec,
+        "metadata": {"name": name}, "spec": spec,
     }))
     .unwrap()
 }
@@ -230,4 +235,467 @@ async fn faults_never_produce_an_extra_or_a_missing_pod() {
         assert_eq!(p.spec.as_ref().unwrap().containers[0].image.as_deref(), Some("nginx:1.26"));
     }
     eprintln!("faults injected: {counts:?}");
+}
+
+/// Polls until set `name` has `n` replicas, all ready and at the update revision.
+async fn wait_rolled_out(
+    api: &Api<StatefulSet>,
+    name: &str,
+    n: i32,
+) -> kruise::apis::statefulset::v1beta1::StatefulSetStatus {
+    poll(&format!("{name}: {n} ready replicas at the update revision"), || async {
+        let s = api.get(name).await.ok()?.status?;
+        (s.replicas == n
+            && s.ready_replicas == n
+            && s.updated_ready_replicas == n
+            && s.current_revision == s.update_revision)
+            .then_some(s)
+    })
+    .await
+}
+
+fn names(pods: &[Pod]) -> Vec<String> {
+    pods.iter().map(|p| p.metadata.name.clone().unwrap()).collect()
+}
+
+/// `ordinals.start: 5` (gate StatefulSetStartOrdinal, alpha and off by default as in kruise,
+/// turned on as `--feature-gates=StatefulSetStartOrdinal=true` turns it on) numbers 3 replicas
+/// 5, 6 and 7: names, the pod-name and pod-index labels and the hostnames follow, no pod of a
+/// lower ordinal is ever created, and scaling down removes the highest ordinal.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ordinals_start_numbers_pods_from_the_start_ordinal() {
+    let t = Scenario::start_with_gates("asts-start", "StatefulSetStartOrdinal=true").await;
+    let api = asts(&t);
+    api.create(&PostParams::default(), &set(3, "nginx:1.25", json!({"ordinals": {"start": 5}}))).await.unwrap();
+    wait_rolled_out(&api, "web", 3).await;
+    let pods = t.pods().await;
+    assert_eq!(names(&pods), ["web-5", "web-6", "web-7"]);
+    for p in &pods {
+        let name = p.metadata.name.clone().unwrap();
+        let spec = p.spec.as_ref().unwrap();
+        assert_eq!(label(p, "statefulset.kubernetes.io/pod-name"), name);
+        assert_eq!(label(p, "apps.kubernetes.io/pod-index"), name.trim_start_matches("web-"));
+        assert_eq!((spec.hostname.as_deref(), spec.subdomain.as_deref()), (Some(name.as_str()), Some("web")));
+    }
+    let mut ever = t.history.names();
+    ever.sort();
+    assert_eq!(ever, ["web-5", "web-6", "web-7"], "no other pod was ever created");
+
+    let kept: BTreeMap<String, String> =
+        pods.iter().map(|p| (p.metadata.name.clone().unwrap(), p.metadata.uid.clone().unwrap())).collect();
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&json!({"spec": {"replicas": 2}}))).await.unwrap();
+    wait_rolled_out(&api, "web", 2).await;
+    let pods = t.eventually("web-7 gone", |pods| (pods.len() == 2).then(|| pods.to_vec())).await;
+    assert_eq!(names(&pods), ["web-5", "web-6"]);
+    for p in &pods {
+        assert_eq!(p.metadata.uid, kept.get(p.metadata.name.as_deref().unwrap()).cloned(), "kept its pod");
+    }
+    assert_eq!(t.history.created().await, 3);
+}
+
+/// A set of `replicas` with a claim template `data` (1Gi, the cluster's default StorageClass,
+/// which the simulated provisioner serves) mounted at /data, and `whenScaled: when_scaled`.
+fn set_with_claims(name: &str, replicas: i32, when_scaled: &str) -> StatefulSet {
+    named_set(
+        name,
+        replicas,
+        "nginx:1.25",
+        json!({
+            "template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.25",
+                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}],
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": when_scaled},
+        }),
+    )
+}
+
+fn claim_owners(claim: &k8s_openapi::api::core::v1::PersistentVolumeClaim) -> Vec<(String, String)> {
+    claim.metadata.owner_references.iter().flatten().map(|o| (o.kind.clone(), o.name.clone())).collect()
+}
+
+/// `persistentVolumeClaimRetentionPolicy.whenScaled` (gate StatefulSetAutoDeletePVC, on by
+/// default): two sets of 3 with a claim template scale down to 1. `Delete` has the condemned pods'
+/// claims deleted (owned by their pods, collected with them) and leaves the live pod's claim
+/// unowned; `Retain` keeps every claim. Scaled back up, the `Delete` set's new pods get new
+/// claims, the `Retain` set's pods mount their old ones.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_scaled_delete_removes_the_condemned_claims_and_retain_keeps_them() {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    let t = Scenario::start("asts-pvc").await;
+    let api = asts(&t);
+    let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(t.client.clone(), t.ns());
+    api.create(&PostParams::default(), &set_with_claims("del", 3, "Delete")).await.unwrap();
+    api.create(&PostParams::default(), &set_with_claims("keep", 3, "Retain")).await.unwrap();
+    wait_rolled_out(&api, "del", 3).await;
+    wait_rolled_out(&api, "keep", 3).await;
+    let before = t.claims().await;
+    let expected: Vec<String> =
+        ["del", "keep"].iter().flat_map(|s| (0..3).map(move |i| format!("data-{s}-{i}"))).collect();
+    assert_eq!(before.keys().cloned().collect::<Vec<_>>(), expected);
+    for p in t.pods().await {
+        let claim = format!("data-{}", p.metadata.name.as_deref().unwrap());
+        let volumes = p.spec.as_ref().unwrap().volumes.clone().unwrap_or_default();
+        assert!(
+            volumes.iter().any(|v| v.persistent_volume_claim.as_ref().is_some_and(|c| c.claim_name == claim)),
+            "{:?} mounts {claim}",
+            p.metadata.name
+        );
+    }
+
+    for name in ["del", "keep"] {
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&json!({"spec": {"replicas": 1}}))).await.unwrap();
+    }
+    wait_rolled_out(&api, "del", 1).await;
+    wait_rolled_out(&api, "keep", 1).await;
+    t.eventually("the condemned pods gone", |pods| (pods.len() == 2).then_some(())).await;
+    assert_eq!(names(&t.pods().await), ["del-0", "keep-0"]);
+    let after = poll("the condemned claims of del deleted", || async {
+        let c = t.claims().await;
+        (!c.contains_key("data-del-1") && !c.contains_key("data-del-2")).then_some(c)
+    })
+    .await;
+    assert_eq!(after.get("data-del-0"), before.get("data-del-0"), "the live pod's claim is kept");
+    for i in 0..3 {
+        let name = format!("data-keep-{i}");
+        assert_eq!(after.get(&name), before.get(&name), "{name} retained");
+    }
+    let owners = claim_owners(&claims_api.get("data-del-0").await.unwrap());
+    assert!(owners.is_empty(), "a live replica's claim is not owned: {owners:?}");
+    for i in 1..3 {
+        let name = format!("data-keep-{i}");
+        let owners = claim_owners(&claims_api.get(&name).await.unwrap());
+        assert!(owners.is_empty(), "{name}: Retain sets no owner: {owners:?}");
+    }
+
+    for name in ["del", "keep"] {
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&json!({"spec": {"replicas": 3}}))).await.unwrap();
+    }
+    wait_rolled_out(&api, "del", 3).await;
+    wait_rolled_out(&api, "keep", 3).await;
+    let again = t.claims().await;
+    assert_eq!(again.keys().cloned().collect::<Vec<_>>(), expected);
+    for i in 0..3 {
+        let (del, keep) = (format!("data-del-{i}"), format!("data-keep-{i}"));
+        assert_eq!(again[&keep], before[&keep], "{keep} is mounted again");
+        if i == 0 {
+            assert_eq!(again[&del], before[&del]);
+        } else {
+            assert_ne!(again[&del], before[&del], "{del} was created anew, not reused");
+        }
+    }
+}
+
+/// The pods' deletions (first seen terminating or gone) and creations, in the order the watcher
+/// saw them, as `-name` and `+name`, from the log index `from` on.
+async fn recreations(t: &Scenario, from: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut terminating = std::collections::BTreeSet::new();
+    for e in &t.history.log().await[from..] {
+        match e.kind {
+            PodEventKind::Added => out.push(format!("+{}", e.name())),
+            PodEventKind::Modified | PodEventKind::Deleted
+                if (e.terminating() || e.kind == PodEventKind::Deleted) && terminating.insert(e.uid().to_string()) =>
+            {
+                out.push(format!("-{}", e.name()))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// An env change cannot be made in place: each pod is deleted and created again at the update
+/// revision, highest ordinal first, the next one only once the one before is back and ready.
+async fn env_change_recreates_highest_ordinal_first(prefix: &str, extra: Value) {
+    let t = Scenario::start(prefix).await;
+    let api = asts(&t);
+    api.create(&PostParams::default(), &set(3, "nginx:1.25", extra)).await.unwrap();
+    let first = wait_rolled_out(&api, "web", 3).await;
+    let before = by_name(&t.pods().await);
+    t.history.mark().await;
+    let from = t.history.seen();
+    let env = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.25",
+        "env": [{"name": "MODE", "value": "b"}]}]}}}});
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&env)).await.unwrap();
+    poll("3 recreated pods ready", || async {
+        let s = api.get("web").await.ok()?.status?;
+        (s.update_revision != first.update_revision
+            && s.current_revision == s.update_revision
+            && s.updated_ready_replicas == 3
+            && s.ready_replicas == 3)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(recreations(&t, from).await, ["-web-2", "+web-2", "-web-1", "+web-1", "-web-0", "+web-0"]);
+    let pods = t.pods().await;
+    for p in &pods {
+        let name = p.metadata.name.clone().unwrap();
+        assert_ne!(p.metadata.uid.as_ref(), Some(&before[&name].0), "{name} is a new pod");
+        let env = p.spec.as_ref().unwrap().containers[0].env.clone().unwrap_or_default();
+        assert_eq!(
+            env.iter().map(|e| (e.name.as_str(), e.value.as_deref())).collect::<Vec<_>>(),
+            [("MODE", Some("b"))]
+        );
+    }
+    t.history.assert_at_most_unready(1).await;
+    assert_eq!(t.history.created().await, 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_env_change_recreates_pods_highest_ordinal_first_under_parallel() {
+    env_change_recreates_highest_ordinal_first("asts-env-par", json!({})).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_env_change_recreates_pods_highest_ordinal_first_under_ordered_ready() {
+    env_change_recreates_highest_ordinal_first(
+        "asts-env-ord",
+        json!({"podManagementPolicy": "OrderedReady", "updateStrategy": {"rollingUpdate": {"maxUnavailable": null}}}),
+    )
+    .await;
+}
+
+/// `unorderedUpdate.priorityStrategy.weightPriority` under Parallel: with web-0 and web-1
+/// labelled `tier=hot` (weight 50), an in-place image update goes web-1, web-0 (the weighted
+/// pods, ordinal descending between equals), then web-3, web-2 — where the ordinal order would
+/// have been 3, 2, 1, 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weight_priority_updates_the_heavier_pods_first() {
+    let t = Scenario::start("asts-weight").await;
+    let api = asts(&t);
+    let strategy = json!({"updateStrategy": {"rollingUpdate": {"unorderedUpdate": {"priorityStrategy": {
+        "weightPriority": [{"weight": 50, "matchSelector": {"matchLabels": {"tier": "hot"}}}]}}}}});
+    api.create(&PostParams::default(), &set(4, "nginx:1.25", strategy)).await.unwrap();
+    wait_rolled_out(&api, "web", 4).await;
+    let pods_api: Api<Pod> = Api::namespaced(t.client.clone(), t.ns());
+    for name in ["web-0", "web-1"] {
+        let labels = json!({"metadata": {"labels": {"tier": "hot"}}});
+        pods_api.patch(name, &PatchParams::default(), &Patch::Merge(&labels)).await.unwrap();
+    }
+    poll("the watcher to see the labels", || async {
+        let log = t.history.log().await;
+        let hot: std::collections::BTreeSet<&str> =
+            log.iter().filter(|e| label(&e.pod, "tier") == "hot").map(|e| e.name()).collect();
+        (hot.len() == 2).then_some(())
+    })
+    .await;
+    let before = by_name(&t.pods().await);
+    t.history.mark().await;
+    let from = t.history.seen();
+    let first = api.get("web").await.unwrap().status.unwrap();
+    let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.26"}]}}}});
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&image)).await.unwrap();
+    poll("4 pods updated and ready", || async {
+        let s = api.get("web").await.ok()?.status?;
+        (s.update_revision != first.update_revision
+            && s.current_revision == s.update_revision
+            && s.updated_ready_replicas == 4
+            && s.ready_replicas == 4)
+            .then_some(())
+    })
+    .await;
+    let mut order: Vec<String> = Vec::new();
+    for e in &t.history.log().await[from..] {
+        if e.image() == "nginx:1.26" && !order.iter().any(|n| n == e.name()) {
+            order.push(e.name().to_string());
+        }
+    }
+    assert_eq!(order, ["web-1", "web-0", "web-3", "web-2"]);
+    let after = by_name(&t.pods().await);
+    for (name, (uid, restarts, image)) in &after {
+        assert_eq!(uid, &before[name].0, "{name} updated in place");
+        assert_eq!((restarts, image.as_str()), (&(before[name].1 + 1), "nginx:1.26"), "{name}");
+    }
+    t.history.assert_at_most_unready(1).await;
+}
+
+/// Go's revision of the set `takeover`: name and data bytes as kruise v1.8 computes them for the
+/// template of that fixture (`src/core/rollout/statefulset/revision/go_fixtures.json`, written by
+/// the Go program beside it, not by this crate).
+fn go_revision_fixture() -> (String, String, Value) {
+    let all: Vec<Value> =
+        serde_json::from_str(include_str!("../src/core/rollout/statefulset/revision/go_fixtures.json")).unwrap();
+    let f = all.into_iter().find(|f| f["statefulSet"] == "takeover").expect("the takeover fixture");
+    (f["name"].as_str().unwrap().to_string(), f["data"].as_str().unwrap().to_string(), f["spec"]["template"].clone())
+}
+
+/// A set created by Go kruise v1.8 is taken over without a single pod write. With the reconciler
+/// stopped, the test builds what Go leaves: the set (template defaults as kruise's webhook injects
+/// them, a claim template, Retain/Retain), its ControllerRevision (Go's name and data bytes, the
+/// short-hash label, owned by the set), the claims, three pods as `newVersionedStatefulSetPod`
+/// and the pod webhook write them (generateName, owner, `controller-revision-hash` = the full
+/// revision name, pod-name and pod-index labels, lifecycle state Normal with its timestamp,
+/// hostname and subdomain, the claim volume, readiness gates InPlaceUpdateReady and
+/// KruisePodReady), run by the simulated kubelet, their gate conditions True as kruise sets them,
+/// and the set's status as Go writes it. Then our reconciler starts, and once it has observed a
+/// new generation (a revisionHistoryLimit edit) and a few more seconds have passed: no pod was
+/// created, deleted or modified (resourceVersions unchanged, the watcher saw nothing), the
+/// revision is Go's and the only one, and the claims are untouched.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
+    use k8s_openapi::api::apps::v1::ControllerRevision;
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    use kube::api::{ApiResource, DynamicObject};
+    let t = Scenario::start("asts-takeover").await;
+    t.stop_reconciler().await;
+    let ns = t.ns().to_string();
+    let (revision, data, template) = go_revision_fixture();
+    let hash = revision.strip_prefix("takeover-").unwrap().to_string();
+
+    // The set, as posted through Go kruise's mutating webhook.
+    let dynamic: Api<DynamicObject> =
+        Api::namespaced_with(t.client.clone(), &ns, &ApiResource::erase::<StatefulSet>(&()));
+    let claim_spec = json!({"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}},
+        "volumeMode": "Filesystem"});
+    let created = dynamic
+        .create(
+            &PostParams::default(),
+            &serde_json::from_value(json!({
+                "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet",
+                "metadata": {"name": "takeover"},
+                "spec": {
+                    "replicas": 3,
+                    "serviceName": "takeover",
+                    "selector": {"matchLabels": {"app": "takeover"}},
+                    "template": template,
+                    "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": claim_spec}],
+                    "podManagementPolicy": "Parallel",
+                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0,
+                        "maxUnavailable": 1, "podUpdatePolicy": "InPlaceIfPossible", "minReadySeconds": 0}},
+                    "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
+                    "revisionHistoryLimit": 10,
+                },
+            }))
+            .unwrap(),
+        )
+        .await
+        .unwrap();
+    assert_eq!(created.data["spec"]["template"], template, "the API server stored the template Go hashed");
+    let set_uid = created.metadata.uid.clone().unwrap();
+    let generation = created.metadata.generation.unwrap();
+    let owner = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet", "name": "takeover",
+        "uid": set_uid, "controller": true, "blockOwnerDeletion": true});
+
+    // Its revision, Go's data bytes sent verbatim.
+    let meta = json!({"name": revision, "namespace": ns, "ownerReferences": [owner],
+        "labels": {"app": "takeover", "controller-revision-hash": hash}});
+    let body = format!(
+        r#"{{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{meta},"data":{data},"revision":1}}"#
+    );
+    let url = format!("/apis/apps/v1/namespaces/{ns}/controllerrevisions");
+    let request = hyper::Request::post(url).header("content-type", "application/json").body(body.into_bytes()).unwrap();
+    t.client.request_text(request).await.unwrap();
+    let stored = hyper::Request::get(format!("/apis/apps/v1/namespaces/{ns}/controllerrevisions/{revision}"))
+        .body(Vec::new())
+        .unwrap();
+    let stored = t.client.request_text(stored).await.unwrap();
+    assert!(stored.contains(&format!(r#""data":{data}"#)), "the revision holds Go's bytes: {stored}");
+
+    // The claims, then the pods.
+    let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(t.client.clone(), &ns);
+    let pods_api: Api<Pod> = Api::namespaced(t.client.clone(), &ns);
+    let mut pod_spec = template["spec"].clone();
+    pod_spec["readinessGates"].as_array_mut().unwrap().push(json!({"conditionType": "KruisePodReady"}));
+    for i in 0..3 {
+        let (pod, claim) = (format!("takeover-{i}"), format!("data-takeover-{i}"));
+        let pvc = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
+            "metadata": {"name": claim, "labels": {"app": "takeover"}}, "spec": claim_spec});
+        claims_api.create(&PostParams::default(), &serde_json::from_value(pvc).unwrap()).await.unwrap();
+        let mut spec = pod_spec.clone();
+        spec["hostname"] = json!(pod);
+        spec["subdomain"] = json!("takeover");
+        spec["volumes"] = json!([{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]);
+        let p = json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {
+                "name": pod, "generateName": "takeover-", "ownerReferences": [owner],
+                "labels": {"app": "takeover", "controller-revision-hash": revision,
+                    "statefulset.kubernetes.io/pod-name": pod, "apps.kubernetes.io/pod-index": i.to_string(),
+                    "lifecycle.apps.kruise.io/state": "Normal"},
+                "annotations": {"team": "storage", "lifecycle.apps.kruise.io/timestamp": "2026-01-05T10:00:00Z"},
+            },
+            "spec": spec});
+        pods_api.create(&PostParams::default(), &serde_json::from_value(p).unwrap()).await.unwrap();
+    }
+    // Running (the kubelet), then the gates' conditions as kruise's controllers set them.
+    t.eventually("3 running pods", |pods| {
+        (pods.len() == 3 && pods.iter().all(|p| condition(p, "ContainersReady").as_deref() == Some("True")))
+            .then_some(())
+    })
+    .await;
+    for i in 0..3 {
+        let at = "2026-01-05T10:00:05Z";
+        let conditions = json!({"status": {"conditions": [
+            {"type": "InPlaceUpdateReady", "status": "True", "lastTransitionTime": at},
+            {"type": "KruisePodReady", "status": "True", "lastTransitionTime": at}]}});
+        pods_api
+            .patch_status(&format!("takeover-{i}"), &PatchParams::default(), &Patch::Strategic(&conditions))
+            .await
+            .unwrap();
+    }
+    t.eventually("3 ready pods", |pods| (pods.len() == 3 && all_ready(pods)).then_some(())).await;
+    let status = json!({"status": {"observedGeneration": generation, "replicas": 3, "readyReplicas": 3,
+        "availableReplicas": 3, "currentReplicas": 3, "updatedReplicas": 3, "updatedReadyReplicas": 3,
+        "updatedAvailableReplicas": 3, "currentRevision": revision, "updateRevision": revision,
+        "collisionCount": 0, "labelSelector": "app=takeover"}});
+    asts(&t).patch_status("takeover", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+
+    // What Go left, once the kubelet is done with it.
+    let snapshot = || async {
+        let pods: BTreeMap<String, (String, String)> = t
+            .pods()
+            .await
+            .into_iter()
+            .map(|p| (p.metadata.name.unwrap(), (p.metadata.uid.unwrap(), p.metadata.resource_version.unwrap())))
+            .collect();
+        let claims: BTreeMap<String, (String, String)> = claims_api
+            .list(&Default::default())
+            .await
+            .unwrap()
+            .items
+            .into_iter()
+            .map(|c| (c.metadata.name.unwrap(), (c.metadata.uid.unwrap(), c.metadata.resource_version.unwrap())))
+            .collect();
+        (pods, claims)
+    };
+    poll("3 bound claims", || async {
+        let list = claims_api.list(&Default::default()).await.ok()?.items;
+        (list.len() == 3 && list.iter().all(|c| c.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Bound")))
+            .then_some(())
+    })
+    .await;
+    t.history.mark().await;
+    let (go_pods, go_claims) = snapshot().await;
+    poll("the watcher to see the pods as listed", || async { (t.history.versions() == go_pods).then_some(()) }).await;
+    let from = t.history.seen();
+
+    // Our reconciler takes over.
+    t.start_reconciler().await;
+    let edit = json!({"spec": {"revisionHistoryLimit": 11}});
+    let edited = asts(&t).patch("takeover", &PatchParams::default(), &Patch::Merge(&edit)).await.unwrap();
+    let observed = edited.metadata.generation.unwrap();
+    assert!(observed > generation);
+    let st = poll("the reconciler to observe the new generation", || async {
+        let s = asts(&t).get("takeover").await.ok()?.status?;
+        (s.observed_generation == observed).then_some(s)
+    })
+    .await;
+    tokio::time::sleep(std::time::Duration::from_secs(5)).await;
+
+    let (pods, claims) = snapshot().await;
+    assert_eq!(pods, go_pods, "no pod was created, deleted or written");
+    assert_eq!(claims, go_claims, "no claim was created, deleted or written");
+    let seen: Vec<String> = t.history.log().await[from..]
+        .iter()
+        .map(|e| format!("{:?} {} {:?}", e.kind, e.name(), e.pod.metadata.resource_version))
+        .collect();
+    assert!(seen.is_empty(), "the watcher saw pod changes after the takeover: {seen:?}");
+    let revisions: Api<ControllerRevision> = Api::namespaced(t.client.clone(), &ns);
+    let revisions: Vec<_> = revisions.list(&Default::default()).await.unwrap().items;
+    let revisions: Vec<(String, i64)> =
+        revisions.iter().map(|r| (r.metadata.name.clone().unwrap(), r.revision)).collect();
+    assert_eq!(revisions, [(revision.clone(), 1)], "Go's revision is ours: none created, none bumped");
+    let st = asts(&t).get("takeover").await.unwrap().status.unwrap_or(st);
+    assert_eq!((st.current_revision.as_str(), st.update_revision.as_str()), (revision.as_str(), revision.as_str()));
+    assert_eq!((st.replicas, st.ready_replicas, st.updated_replicas, st.current_replicas), (3, 3, 3, 3));
 }
