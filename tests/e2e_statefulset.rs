@@ -510,28 +510,34 @@ async fn a_weight_priority_updates_the_heavier_pods_first() {
     t.history.assert_at_most_unready(1).await;
 }
 
-/// Go's revision of the set `takeover`: name and data bytes as kruise v1.8 computes them for the
-/// template of that fixture (`src/core/rollout/statefulset/revision/go_fixtures.json`, written by
-/// the Go program beside it, not by this crate).
-fn go_revision_fixture() -> (String, String, Value) {
+/// Go's revision of the set `takeover` whose template runs `image`: name and data bytes as kruise
+/// v1.8 computes them (`src/core/rollout/statefulset/revision/go_fixtures.json`, written by the Go
+/// program beside it, not by this crate), and the template.
+fn go_revision_fixture(image: &str) -> (String, String, Value) {
     let all: Vec<Value> =
         serde_json::from_str(include_str!("../src/core/rollout/statefulset/revision/go_fixtures.json")).unwrap();
-    let f = all.into_iter().find(|f| f["statefulSet"] == "takeover").expect("the takeover fixture");
+    let f = all
+        .into_iter()
+        .find(|f| f["statefulSet"] == "takeover" && f["spec"]["template"]["spec"]["containers"][0]["image"] == image)
+        .expect("the takeover fixture");
     (f["name"].as_str().unwrap().to_string(), f["data"].as_str().unwrap().to_string(), f["spec"]["template"].clone())
 }
 
 /// A set created by Go kruise v1.8 is taken over without a single pod write. With the reconciler
-/// stopped, the test builds what Go leaves: the set (template defaults as kruise's webhook injects
-/// them, a claim template, Retain/Retain), its ControllerRevision (Go's name and data bytes, the
-/// short-hash label, owned by the set), the claims, three pods as `newVersionedStatefulSetPod`
-/// and the pod webhook write them (generateName, owner, `controller-revision-hash` = the full
-/// revision name, pod-name and pod-index labels, lifecycle state Normal with its timestamp,
-/// hostname and subdomain, the claim volume, readiness gates InPlaceUpdateReady and
-/// KruisePodReady), run by the simulated kubelet, their gate conditions True as kruise sets them,
-/// and the set's status as Go writes it. Then our reconciler starts, and once it has observed a
-/// new generation (a revisionHistoryLimit edit) and a few more seconds have passed: no pod was
-/// created, deleted or modified (resourceVersions unchanged, the watcher saw nothing), the
-/// revision is Go's and the only one, and the claims are untouched.
+/// stopped, the test builds what Go leaves after a set created at nginx:1.24 was moved to
+/// nginx:1.25 in place: the set (template defaults as kruise's webhook injects them, a claim
+/// template, Retain/Retain), its two ControllerRevisions (Go's names and data bytes, the
+/// short-hash label, owned by the set, revisions 1 and 2), the claims, three pods as
+/// `newVersionedStatefulSetPod` and the pod webhook write them (generateName, owner,
+/// `controller-revision-hash` = the full revision name, pod-name and pod-index labels, lifecycle
+/// state Normal with its timestamp, hostname and subdomain, the claim volume, readiness gates
+/// InPlaceUpdateReady and KruisePodReady) — pods 1 and 2 updated in place, with the
+/// `apps.kruise.io/inplace-update-state` Go left on them — run by the simulated kubelet, their
+/// gate conditions True as kruise sets them, and the set's status as Go writes it. Then our
+/// reconciler starts, and once it has observed a new generation (a revisionHistoryLimit edit) and
+/// a few more seconds have passed: no pod was created, deleted or modified (resourceVersions
+/// unchanged, the watcher saw nothing), the revisions are Go's (none created, none bumped), and
+/// the claims are untouched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
     use k8s_openapi::api::apps::v1::ControllerRevision;
@@ -540,8 +546,8 @@ async fn a_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
     let t = Scenario::start("asts-takeover").await;
     t.stop_reconciler().await;
     let ns = t.ns().to_string();
-    let (revision, data, template) = go_revision_fixture();
-    let hash = revision.strip_prefix("takeover-").unwrap().to_string();
+    let (old_revision, old_data, _) = go_revision_fixture("nginx:1.24");
+    let (revision, data, template) = go_revision_fixture("nginx:1.25");
 
     // The set, as posted through Go kruise's mutating webhook.
     let dynamic: Api<DynamicObject> =
@@ -577,20 +583,25 @@ async fn a_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
     let owner = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet", "name": "takeover",
         "uid": set_uid, "controller": true, "blockOwnerDeletion": true});
 
-    // Its revision, Go's data bytes sent verbatim.
-    let meta = json!({"name": revision, "namespace": ns, "ownerReferences": [owner],
-        "labels": {"app": "takeover", "controller-revision-hash": hash}});
-    let body = format!(
-        r#"{{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{meta},"data":{data},"revision":1}}"#
-    );
-    let url = format!("/apis/apps/v1/namespaces/{ns}/controllerrevisions");
-    let request = hyper::Request::post(url).header("content-type", "application/json").body(body.into_bytes()).unwrap();
-    t.client.request_text(request).await.unwrap();
-    let stored = hyper::Request::get(format!("/apis/apps/v1/namespaces/{ns}/controllerrevisions/{revision}"))
-        .body(Vec::new())
-        .unwrap();
-    let stored = t.client.request_text(stored).await.unwrap();
-    assert!(stored.contains(&format!(r#""data":{data}"#)), "the revision holds Go's bytes: {stored}");
+    // Its revisions, Go's data bytes sent verbatim.
+    for (n, (name, data)) in [(&old_revision, &old_data), (&revision, &data)].into_iter().enumerate() {
+        let hash = name.strip_prefix("takeover-").unwrap();
+        let meta = json!({"name": name, "namespace": ns, "ownerReferences": [owner],
+            "labels": {"app": "takeover", "controller-revision-hash": hash}});
+        let body = format!(
+            r#"{{"apiVersion":"apps/v1","kind":"ControllerRevision","metadata":{meta},"data":{data},"revision":{}}}"#,
+            n + 1
+        );
+        let url = format!("/apis/apps/v1/namespaces/{ns}/controllerrevisions");
+        let request =
+            hyper::Request::post(url).header("content-type", "application/json").body(body.into_bytes()).unwrap();
+        t.client.request_text(request).await.unwrap();
+        let stored = hyper::Request::get(format!("/apis/apps/v1/namespaces/{ns}/controllerrevisions/{name}"))
+            .body(Vec::new())
+            .unwrap();
+        let stored = t.client.request_text(stored).await.unwrap();
+        assert!(stored.contains(&format!(r#""data":{data}"#)), "the revision holds Go's bytes: {stored}");
+    }
 
     // The claims, then the pods.
     let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(t.client.clone(), &ns);
@@ -606,13 +617,24 @@ async fn a_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
         spec["hostname"] = json!(pod);
         spec["subdomain"] = json!("takeover");
         spec["volumes"] = json!([{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]);
+        let mut annotations = json!({"team": "storage", "lifecycle.apps.kruise.io/timestamp": "2026-01-05T10:00:00Z"});
+        if i > 0 {
+            // Updated in place from nginx:1.24: the state Go's `updatePodInPlace` and
+            // `defaultPatchUpdateSpecToPod` leave (encoding/json, fields in declaration order).
+            let old_image = kruise_testenv::kubelet::runtime::image_id("docker.io/library/nginx:1.24");
+            let state = format!(
+                r#"{{"revision":"{revision}","updateTimestamp":"2026-01-06T09:00:00Z","lastContainerStatuses":{{"main":{{"imageID":"{old_image}"}}}},"updateImages":true,"containerBatchesRecord":[{{"timestamp":"2026-01-06T09:00:00Z","containers":["main"]}}]}}"#
+            );
+            annotations["apps.kruise.io/inplace-update-state"] = json!(state);
+            annotations["lifecycle.apps.kruise.io/timestamp"] = json!("2026-01-06T09:00:05Z");
+        }
         let p = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {
                 "name": pod, "generateName": "takeover-", "ownerReferences": [owner],
                 "labels": {"app": "takeover", "controller-revision-hash": revision,
                     "statefulset.kubernetes.io/pod-name": pod, "apps.kubernetes.io/pod-index": i.to_string(),
                     "lifecycle.apps.kruise.io/state": "Normal"},
-                "annotations": {"team": "storage", "lifecycle.apps.kruise.io/timestamp": "2026-01-05T10:00:00Z"},
+                "annotations": annotations,
             },
             "spec": spec});
         pods_api.create(&PostParams::default(), &serde_json::from_value(p).unwrap()).await.unwrap();
@@ -691,10 +713,16 @@ async fn a_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
         .collect();
     assert!(seen.is_empty(), "the watcher saw pod changes after the takeover: {seen:?}");
     let revisions: Api<ControllerRevision> = Api::namespaced(t.client.clone(), &ns);
-    let revisions: Vec<_> = revisions.list(&Default::default()).await.unwrap().items;
-    let revisions: Vec<(String, i64)> =
-        revisions.iter().map(|r| (r.metadata.name.clone().unwrap(), r.revision)).collect();
-    assert_eq!(revisions, [(revision.clone(), 1)], "Go's revision is ours: none created, none bumped");
+    let mut revisions: Vec<(String, i64)> = revisions
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|r| (r.metadata.name.unwrap(), r.revision))
+        .collect();
+    revisions.sort_by_key(|(_, n)| *n);
+    assert_eq!(revisions, [(old_revision, 1), (revision.clone(), 2)], "Go's revisions: none created, none bumped");
     let st = asts(&t).get("takeover").await.unwrap().status.unwrap_or(st);
     assert_eq!((st.current_revision.as_str(), st.update_revision.as_str()), (revision.as_str(), revision.as_str()));
     assert_eq!((st.replicas, st.ready_replicas, st.updated_replicas, st.current_replicas), (3, 3, 3, 3));
