@@ -1,7 +1,11 @@
 //! The Advanced StatefulSet controller end to end on the real control plane of `testenv/` (issue
 //! 27): deploy/'s CRDs, the reconcilers run in-process scoped to the test's namespace (the shared
 //! harness of `e2e_cloneset_support`), and a watcher recording every pod state, so assertions
-//! hold for every moment it saw, not only the end state.
+//! hold for every moment it saw, not only the end state, and about the order it saw things in
+//! (which pod was recreated or updated first). Covered: in-place updates within maxUnavailable
+//! above a partition, OrderedReady creation with reserveOrdinals, `ordinals.start`, PVC retention
+//! on scale-down, recreate order, weight priorities, faults, and the takeover of a set Go kruise
+//! left (its revisions from the Go-generated fixtures of `core::rollout::statefulset::revision`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_cloneset_support;

@@ -1,7 +1,9 @@
 //! What the workload end-to-end tests share: a [`Scenario`] (a namespace, the CloneSet and
 //! Advanced StatefulSet reconcilers running in-process and scoped to it, optionally behind a fault proxy), waits that poll the API server
 //! with a deadline, and a [`History`] of every pod state a watcher saw, for assertions about
-//! moments (never more than N pods, never more than M unready) rather than end states only.
+//! moments (never more than N pods, never more than M unready) and order (its [`History::log`])
+//! rather than end states only. A scenario's feature gates are written as for `kruise serve
+//! --feature-gates` ([`Scenario::start_with_gates`]).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
