@@ -265,7 +265,9 @@ fn names(pods: &[Pod]) -> Vec<String> {
 /// `ordinals.start: 5` (gate StatefulSetStartOrdinal, alpha and off by default as in kruise,
 /// turned on as `--feature-gates=StatefulSetStartOrdinal=true` turns it on) numbers 3 replicas
 /// 5, 6 and 7: names, the pod-name and pod-index labels and the hostnames follow, no pod of a
-/// lower ordinal is ever created, and scaling down removes the highest ordinal.
+/// lower ordinal is ever created, and scaling down removes the highest ordinal. Moving the start
+/// to 3 (2 replicas: ordinals 3 and 4) condemns web-5 and web-6 and creates web-3 and web-4;
+/// adding `reserveOrdinals: [4]` then moves the second replica to web-5.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn ordinals_start_numbers_pods_from_the_start_ordinal() {
     let t = Scenario::start_with_gates("asts-start", "StatefulSetStartOrdinal=true").await;
@@ -295,6 +297,30 @@ async fn ordinals_start_numbers_pods_from_the_start_ordinal() {
         assert_eq!(p.metadata.uid, kept.get(p.metadata.name.as_deref().unwrap()).cloned(), "kept its pod");
     }
     assert_eq!(t.history.created().await, 3);
+
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&json!({"spec": {"ordinals": {"start": 3}}})))
+        .await
+        .unwrap();
+    let pods = t
+        .eventually("web-3 and web-4 ready, no other", |pods| {
+            (names(pods) == ["web-3", "web-4"] && all_ready(pods)).then(|| pods.to_vec())
+        })
+        .await;
+    wait_rolled_out(&api, "web", 2).await;
+    assert_eq!(t.history.created().await, 5, "{:?}", t.history.names());
+    let (three, four) = (pods[0].metadata.uid.clone(), pods[1].metadata.uid.clone());
+
+    let reserve = json!({"spec": {"reserveOrdinals": [4]}});
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&reserve)).await.unwrap();
+    let pods = t
+        .eventually("web-3 and web-5 ready, no other", |pods| {
+            (names(pods) == ["web-3", "web-5"] && all_ready(pods)).then(|| pods.to_vec())
+        })
+        .await;
+    assert_eq!(pods[0].metadata.uid, three, "web-3 kept");
+    assert_ne!(pods[1].metadata.uid, four);
+    assert_eq!(label(&pods[1], "apps.kubernetes.io/pod-index"), "5");
+    assert_eq!(t.history.created().await, 6, "{:?}", t.history.names());
 }
 
 /// A set of `replicas` with a claim template `data` (1Gi, the cluster's default StorageClass,
@@ -544,13 +570,25 @@ fn go_revision_fixture(image: &str) -> (String, String, Value) {
 /// the claims are untouched.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
+    go_takeover("asts-takeover", 0).await;
+}
+
+/// [`a_set_left_by_go_kruise_is_taken_over_without_a_pod_write`] with `partition: 1`: Go left
+/// takeover-0 at the old revision (created from its template, nginx:1.24), the status naming
+/// the old revision current and the new one the update revision; our reconciler leaves it so.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_partitioned_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
+    go_takeover("asts-takeover-p", 1).await;
+}
+
+async fn go_takeover(prefix: &str, partition: i32) {
     use k8s_openapi::api::apps::v1::ControllerRevision;
     use k8s_openapi::api::core::v1::PersistentVolumeClaim;
     use kube::api::{ApiResource, DynamicObject};
-    let t = Scenario::start("asts-takeover").await;
+    let t = Scenario::start(prefix).await;
     t.stop_reconciler().await;
     let ns = t.ns().to_string();
-    let (old_revision, old_data, _) = go_revision_fixture("nginx:1.24");
+    let (old_revision, old_data, old_template) = go_revision_fixture("nginx:1.24");
     let (revision, data, template) = go_revision_fixture("nginx:1.25");
 
     // The set, as posted through Go kruise's mutating webhook.
@@ -571,7 +609,7 @@ async fn a_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
                     "template": template,
                     "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": claim_spec}],
                     "podManagementPolicy": "Parallel",
-                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": 0,
+                    "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"partition": partition,
                         "maxUnavailable": 1, "podUpdatePolicy": "InPlaceIfPossible", "minReadySeconds": 0}},
                     "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": "Retain"},
                     "revisionHistoryLimit": 10,
@@ -610,9 +648,12 @@ async fn a_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
     // The claims, then the pods.
     let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(t.client.clone(), &ns);
     let pods_api: Api<Pod> = Api::namespaced(t.client.clone(), &ns);
-    let mut pod_spec = template["spec"].clone();
-    pod_spec["readinessGates"].as_array_mut().unwrap().push(json!({"conditionType": "KruisePodReady"}));
     for i in 0..3 {
+        // Below the partition at the old revision, as created; the others moved in place.
+        let in_place = i >= partition;
+        let (template, revision) = if in_place { (&template, &revision) } else { (&old_template, &old_revision) };
+        let mut pod_spec = template["spec"].clone();
+        pod_spec["readinessGates"].as_array_mut().unwrap().push(json!({"conditionType": "KruisePodReady"}));
         let (pod, claim) = (format!("takeover-{i}"), format!("data-takeover-{i}"));
         let pvc = json!({"apiVersion": "v1", "kind": "PersistentVolumeClaim",
             "metadata": {"name": claim, "labels": {"app": "takeover"}}, "spec": claim_spec});
@@ -622,7 +663,7 @@ async fn a_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
         spec["subdomain"] = json!("takeover");
         spec["volumes"] = json!([{"name": "data", "persistentVolumeClaim": {"claimName": claim}}]);
         let mut annotations = json!({"team": "storage", "lifecycle.apps.kruise.io/timestamp": "2026-01-05T10:00:00Z"});
-        if i > 0 {
+        if in_place {
             // Updated in place from nginx:1.24: the state Go's `updatePodInPlace` and
             // `defaultPatchUpdateSpecToPod` leave (encoding/json, fields in declaration order).
             let old_image = kruise_testenv::kubelet::runtime::image_id("docker.io/library/nginx:1.24");
@@ -660,10 +701,12 @@ async fn a_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
             .unwrap();
     }
     t.eventually("3 ready pods", |pods| (pods.len() == 3 && all_ready(pods)).then_some(())).await;
+    let (current, current_replicas, updated) =
+        if partition > 0 { (&old_revision, partition, 3 - partition) } else { (&revision, 3, 3) };
     let status = json!({"status": {"observedGeneration": generation, "replicas": 3, "readyReplicas": 3,
-        "availableReplicas": 3, "currentReplicas": 3, "updatedReplicas": 3, "updatedReadyReplicas": 3,
-        "updatedAvailableReplicas": 3, "currentRevision": revision, "updateRevision": revision,
-        "collisionCount": 0, "labelSelector": "app=takeover"}});
+        "availableReplicas": 3, "currentReplicas": current_replicas, "updatedReplicas": updated,
+        "updatedReadyReplicas": updated, "updatedAvailableReplicas": updated, "currentRevision": current,
+        "updateRevision": revision, "collisionCount": 0, "labelSelector": "app=takeover"}});
     asts(&t).patch_status("takeover", &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
 
     // What Go left, once the kubelet is done with it.
@@ -726,8 +769,15 @@ async fn a_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
         .map(|r| (r.metadata.name.unwrap(), r.revision))
         .collect();
     revisions.sort_by_key(|(_, n)| *n);
-    assert_eq!(revisions, [(old_revision, 1), (revision.clone(), 2)], "Go's revisions: none created, none bumped");
+    assert_eq!(
+        revisions,
+        [(old_revision.clone(), 1), (revision.clone(), 2)],
+        "Go's revisions: none created, none bumped"
+    );
     let st = asts(&t).get("takeover").await.unwrap().status.unwrap_or(st);
-    assert_eq!((st.current_revision.as_str(), st.update_revision.as_str()), (revision.as_str(), revision.as_str()));
-    assert_eq!((st.replicas, st.ready_replicas, st.updated_replicas, st.current_replicas), (3, 3, 3, 3));
+    assert_eq!((&st.current_revision, &st.update_revision), (current, &revision));
+    assert_eq!(
+        (st.replicas, st.ready_replicas, st.updated_replicas, st.current_replicas),
+        (3, 3, updated, current_replicas)
+    );
 }
