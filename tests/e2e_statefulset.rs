@@ -323,9 +323,30 @@ async fn ordinals_start_numbers_pods_from_the_start_ordinal() {
     assert_eq!(t.history.created().await, 6, "{:?}", t.history.names());
 }
 
+/// `scaleStrategy.maxUnavailable: 2` under Parallel: with pods taking 1.5s to become ready, a set
+/// of 6 is created two pods at a time — never more than 2 unready pods at any moment the
+/// watcher saw — where Parallel alone creates all 6 at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_scale_up_keeps_within_scale_max_unavailable() {
+    use kruise_testenv::KubeletSettings;
+    let t = Scenario::start("asts-scale").await;
+    let slow = KubeletSettings { ready_delay: std::time::Duration::from_millis(1500), ..KubeletSettings::default() };
+    cluster().kubelet().configure_namespace(t.ns(), slow);
+    t.history.mark().await;
+    let api = asts(&t);
+    let s = set(6, "nginx:1.25", json!({"scaleStrategy": {"maxUnavailable": 2}}));
+    api.create(&PostParams::default(), &s).await.unwrap();
+    wait_rolled_out(&api, "web", 6).await;
+    let unready = t.history.max_unready().await;
+    cluster().kubelet().forget_namespace(t.ns());
+    assert_eq!(unready, 2, "two pods at a time, never more");
+    assert_eq!(t.history.created().await, 6);
+}
+
 /// A set of `replicas` with a claim template `data` (1Gi, the cluster's default StorageClass,
-/// which the simulated provisioner serves) mounted at /data, and `whenScaled: when_scaled`.
-fn set_with_claims(name: &str, replicas: i32, when_scaled: &str) -> StatefulSet {
+/// which the simulated provisioner serves) mounted at /data, and the retention policy
+/// `whenDeleted: when_deleted`, `whenScaled: when_scaled`.
+fn set_with_claims(name: &str, replicas: i32, when_deleted: &str, when_scaled: &str) -> StatefulSet {
     named_set(
         name,
         replicas,
@@ -335,7 +356,7 @@ fn set_with_claims(name: &str, replicas: i32, when_scaled: &str) -> StatefulSet 
                 "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
             "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
                 "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}],
-            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": "Retain", "whenScaled": when_scaled},
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": when_deleted, "whenScaled": when_scaled},
         }),
     )
 }
@@ -355,8 +376,8 @@ async fn when_scaled_delete_removes_the_condemned_claims_and_retain_keeps_them()
     let t = Scenario::start("asts-pvc").await;
     let api = asts(&t);
     let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(t.client.clone(), t.ns());
-    api.create(&PostParams::default(), &set_with_claims("del", 3, "Delete")).await.unwrap();
-    api.create(&PostParams::default(), &set_with_claims("keep", 3, "Retain")).await.unwrap();
+    api.create(&PostParams::default(), &set_with_claims("del", 3, "Retain", "Delete")).await.unwrap();
+    api.create(&PostParams::default(), &set_with_claims("keep", 3, "Retain", "Retain")).await.unwrap();
     wait_rolled_out(&api, "del", 3).await;
     wait_rolled_out(&api, "keep", 3).await;
     let before = t.claims().await;
@@ -414,6 +435,45 @@ async fn when_scaled_delete_removes_the_condemned_claims_and_retain_keeps_them()
             assert_ne!(again[&del], before[&del], "{del} was created anew, not reused");
         }
     }
+}
+
+/// `whenDeleted: Delete` has the set own its claims, so they go with it; `Retain` leaves them
+/// unowned, and they outlive their set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_deleted_delete_has_the_claims_go_with_the_set_and_retain_keeps_them() {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    use kube::api::DeleteParams;
+    let t = Scenario::start("asts-pvc-del").await;
+    let api = asts(&t);
+    let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(t.client.clone(), t.ns());
+    api.create(&PostParams::default(), &set_with_claims("gone", 2, "Delete", "Retain")).await.unwrap();
+    api.create(&PostParams::default(), &set_with_claims("stay", 2, "Retain", "Retain")).await.unwrap();
+    wait_rolled_out(&api, "gone", 2).await;
+    wait_rolled_out(&api, "stay", 2).await;
+    for i in 0..2 {
+        let name = format!("data-gone-{i}");
+        let owners = poll(&format!("{name} owned by its set"), || async {
+            let owners = claim_owners(&claims_api.get(&name).await.ok()?);
+            (!owners.is_empty()).then_some(owners)
+        })
+        .await;
+        assert_eq!(owners, [("StatefulSet".to_string(), "gone".to_string())]);
+        let name = format!("data-stay-{i}");
+        let owners = claim_owners(&claims_api.get(&name).await.unwrap());
+        assert!(owners.is_empty(), "{name}: {owners:?}");
+    }
+    let before = t.claims().await;
+    for name in ["gone", "stay"] {
+        api.delete(name, &DeleteParams::background()).await.unwrap();
+    }
+    t.eventually("the pods of both sets collected", |pods| pods.is_empty().then_some(())).await;
+    let after = poll("the claims of gone collected", || async {
+        let c = t.claims().await;
+        c.keys().all(|k| !k.starts_with("data-gone-")).then_some(c)
+    })
+    .await;
+    let stay: BTreeMap<String, String> = before.into_iter().filter(|(k, _)| k.starts_with("data-stay-")).collect();
+    assert_eq!(after, stay, "the claims of stay outlive it");
 }
 
 /// The pods' deletions (first seen terminating or gone) and creations, in the order the watcher
