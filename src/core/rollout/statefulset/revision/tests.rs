@@ -32,7 +32,7 @@ fn set_named(name: &str, spec: Value) -> StatefulSet {
 #[test]
 fn names_and_data_match_go() {
     let fixtures: Vec<Fixture> = serde_json::from_str(include_str!("go_fixtures.json")).unwrap();
-    assert_eq!(fixtures.len(), 7);
+    assert_eq!(fixtures.len(), 8);
     for f in fixtures {
         let set = set_named(&f.stateful_set, f.spec.clone());
         let rev = new_revision(&set, 1, f.collision_count);
