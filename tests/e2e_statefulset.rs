@@ -648,8 +648,9 @@ async fn a_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
 }
 
 /// [`a_set_left_by_go_kruise_is_taken_over_without_a_pod_write`] with `partition: 1`: Go left
-/// takeover-0 at the old revision (created from its template, nginx:1.24), the status naming
-/// the old revision current and the new one the update revision; our reconciler leaves it so.
+/// takeover-0 at the old revision (created from its template, nginx:1.24, by a kruise older than
+/// the pod-index label and lifecycle states), the status naming the old revision current and the
+/// new one the update revision; our reconciler leaves it so.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_partitioned_set_left_by_go_kruise_is_taken_over_without_a_pod_write() {
     go_takeover("asts-takeover-p", 1).await;
@@ -747,13 +748,22 @@ async fn go_takeover(prefix: &str, partition: i32) {
             annotations["apps.kruise.io/inplace-update-state"] = json!(state);
             annotations["lifecycle.apps.kruise.io/timestamp"] = json!("2026-01-06T09:00:05Z");
         }
+        let mut labels = json!({"app": "takeover", "controller-revision-hash": revision,
+            "statefulset.kubernetes.io/pod-name": pod, "apps.kubernetes.io/pod-index": i.to_string(),
+            "lifecycle.apps.kruise.io/state": "Normal"});
+        if !in_place {
+            // An older pod, from a kruise before the pod-index label and lifecycle states:
+            // kruise v1.8 leaves it so (identityMatches does not look at the index; no state is
+            // no transition).
+            let old = labels.as_object_mut().unwrap();
+            old.remove("apps.kubernetes.io/pod-index");
+            old.remove("lifecycle.apps.kruise.io/state");
+            annotations.as_object_mut().unwrap().remove("lifecycle.apps.kruise.io/timestamp");
+        }
         let p = json!({"apiVersion": "v1", "kind": "Pod",
             "metadata": {
                 "name": pod, "generateName": "takeover-", "ownerReferences": [owner],
-                "labels": {"app": "takeover", "controller-revision-hash": revision,
-                    "statefulset.kubernetes.io/pod-name": pod, "apps.kubernetes.io/pod-index": i.to_string(),
-                    "lifecycle.apps.kruise.io/state": "Normal"},
-                "annotations": annotations,
+                "labels": labels, "annotations": annotations,
             },
             "spec": spec});
         pods_api.create(&PostParams::default(), &serde_json::from_value(p).unwrap()).await.unwrap();
