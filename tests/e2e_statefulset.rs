@@ -1,10 +1,16 @@
 //! The Advanced StatefulSet controller end to end on the real control plane of `testenv/` (issue
 //! 27): deploy/'s CRDs, the reconcilers run in-process scoped to the test's namespace (the shared
 //! harness of `e2e_cloneset_support`), and a watcher recording every pod state, so assertions
-//! hold for every moment it saw, not only the end state.
+//! hold for every moment it saw, not only the end state, and about the order it saw things in
+//! (which pod was recreated or updated first). Covered: in-place updates within maxUnavailable
+//! above a partition, OrderedReady creation with reserveOrdinals, `ordinals.start`, PVC retention
+//! on scale-down and set deletion, scale-up within `scaleStrategy.maxUnavailable`, recreate order,
+//! weight priorities, faults, and (in `e2e_statefulset_takeover/`) the takeover of a set Go kruise
+//! left.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_cloneset_support;
+mod e2e_statefulset_takeover;
 
 use std::collections::BTreeMap;
 
@@ -20,12 +26,17 @@ fn asts(t: &Scenario) -> Api<StatefulSet> {
 
 /// An Advanced StatefulSet `web` as its mutating webhook leaves it, `extra` merged into the spec.
 fn set(replicas: i32, image: &str, extra: Value) -> StatefulSet {
+    named_set("web", replicas, image, extra)
+}
+
+/// [`set`] named `name`, its pods labelled `app: <name>`.
+fn named_set(name: &str, replicas: i32, image: &str, extra: Value) -> StatefulSet {
     let mut spec = json!({
         "replicas": replicas,
-        "serviceName": "web",
-        "selector": {"matchLabels": {"app": "web"}},
+        "serviceName": name,
+        "selector": {"matchLabels": {"app": name}},
         "template": {
-            "metadata": {"labels": {"app": "web"}},
+            "metadata": {"labels": {"app": name}},
             "spec": {
                 "readinessGates": [{"conditionType": "InPlaceUpdateReady"}],
                 "containers": [{"name": "main", "image": image}]
@@ -39,7 +50,7 @@ fn set(replicas: i32, image: &str, extra: Value) -> StatefulSet {
     merge(&mut spec, extra);
     serde_json::from_value(json!({
         "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet",
-        "metadata": {"name": "web"}, "spec": spec,
+        "metadata": {"name": name}, "spec": spec,
     }))
     .unwrap()
 }
@@ -230,4 +241,415 @@ async fn faults_never_produce_an_extra_or_a_missing_pod() {
         assert_eq!(p.spec.as_ref().unwrap().containers[0].image.as_deref(), Some("nginx:1.26"));
     }
     eprintln!("faults injected: {counts:?}");
+}
+
+/// Polls until set `name` has `n` replicas, all ready and at the update revision.
+async fn wait_rolled_out(
+    api: &Api<StatefulSet>,
+    name: &str,
+    n: i32,
+) -> kruise::apis::statefulset::v1beta1::StatefulSetStatus {
+    poll(&format!("{name}: {n} ready replicas at the update revision"), || async {
+        let s = api.get(name).await.ok()?.status?;
+        (s.replicas == n
+            && s.ready_replicas == n
+            && s.updated_ready_replicas == n
+            && s.current_revision == s.update_revision)
+            .then_some(s)
+    })
+    .await
+}
+
+fn names(pods: &[Pod]) -> Vec<String> {
+    pods.iter().map(|p| p.metadata.name.clone().unwrap()).collect()
+}
+
+/// `ordinals.start: 5` (gate StatefulSetStartOrdinal, alpha and off by default as in kruise,
+/// turned on as `--feature-gates=StatefulSetStartOrdinal=true` turns it on) numbers 3 replicas
+/// 5, 6 and 7: names, the pod-name and pod-index labels and the hostnames follow, no pod of a
+/// lower ordinal is ever created, and scaling down removes the highest ordinal. Moving the start
+/// to 3 (2 replicas: ordinals 3 and 4) condemns web-5 and web-6 and creates web-3 and web-4;
+/// adding `reserveOrdinals: [4]` then moves the second replica to web-5.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn ordinals_start_numbers_pods_from_the_start_ordinal() {
+    let t = Scenario::start_with_gates("asts-start", "StatefulSetStartOrdinal=true").await;
+    let api = asts(&t);
+    api.create(&PostParams::default(), &set(3, "nginx:1.25", json!({"ordinals": {"start": 5}}))).await.unwrap();
+    wait_rolled_out(&api, "web", 3).await;
+    let pods = t.pods().await;
+    assert_eq!(names(&pods), ["web-5", "web-6", "web-7"]);
+    for p in &pods {
+        let name = p.metadata.name.clone().unwrap();
+        let spec = p.spec.as_ref().unwrap();
+        assert_eq!(label(p, "statefulset.kubernetes.io/pod-name"), name);
+        assert_eq!(label(p, "apps.kubernetes.io/pod-index"), name.trim_start_matches("web-"));
+        assert_eq!((spec.hostname.as_deref(), spec.subdomain.as_deref()), (Some(name.as_str()), Some("web")));
+    }
+    let mut ever = t.history.names();
+    ever.sort();
+    assert_eq!(ever, ["web-5", "web-6", "web-7"], "no other pod was ever created");
+
+    let kept: BTreeMap<String, String> =
+        pods.iter().map(|p| (p.metadata.name.clone().unwrap(), p.metadata.uid.clone().unwrap())).collect();
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&json!({"spec": {"replicas": 2}}))).await.unwrap();
+    wait_rolled_out(&api, "web", 2).await;
+    let pods = t.eventually("web-7 gone", |pods| (pods.len() == 2).then(|| pods.to_vec())).await;
+    assert_eq!(names(&pods), ["web-5", "web-6"]);
+    for p in &pods {
+        assert_eq!(p.metadata.uid, kept.get(p.metadata.name.as_deref().unwrap()).cloned(), "kept its pod");
+    }
+    assert_eq!(t.history.created().await, 3);
+
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&json!({"spec": {"ordinals": {"start": 3}}})))
+        .await
+        .unwrap();
+    let pods = t
+        .eventually("web-3 and web-4 ready, no other", |pods| {
+            (names(pods) == ["web-3", "web-4"] && all_ready(pods)).then(|| pods.to_vec())
+        })
+        .await;
+    wait_rolled_out(&api, "web", 2).await;
+    assert_eq!(t.history.created().await, 5, "{:?}", t.history.names());
+    let (three, four) = (pods[0].metadata.uid.clone(), pods[1].metadata.uid.clone());
+
+    let reserve = json!({"spec": {"reserveOrdinals": [4]}});
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&reserve)).await.unwrap();
+    let pods = t
+        .eventually("web-3 and web-5 ready, no other", |pods| {
+            (names(pods) == ["web-3", "web-5"] && all_ready(pods)).then(|| pods.to_vec())
+        })
+        .await;
+    assert_eq!(pods[0].metadata.uid, three, "web-3 kept");
+    assert_ne!(pods[1].metadata.uid, four);
+    assert_eq!(label(&pods[1], "apps.kubernetes.io/pod-index"), "5");
+    assert_eq!(t.history.created().await, 6, "{:?}", t.history.names());
+}
+
+/// `scaleStrategy.maxUnavailable: 2` under Parallel: with pods taking 1.5s to become ready, a set
+/// of 6 is created two pods at a time — never more than 2 unready pods at any moment the
+/// watcher saw — where Parallel alone creates all 6 at once.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn parallel_scale_up_keeps_within_scale_max_unavailable() {
+    use kruise_testenv::KubeletSettings;
+    let t = Scenario::start("asts-scale").await;
+    let slow = KubeletSettings { ready_delay: std::time::Duration::from_millis(1500), ..KubeletSettings::default() };
+    cluster().kubelet().configure_namespace(t.ns(), slow);
+    t.history.mark().await;
+    let api = asts(&t);
+    let s = set(6, "nginx:1.25", json!({"scaleStrategy": {"maxUnavailable": 2}}));
+    api.create(&PostParams::default(), &s).await.unwrap();
+    wait_rolled_out(&api, "web", 6).await;
+    let unready = t.history.max_unready().await;
+    cluster().kubelet().forget_namespace(t.ns());
+    assert_eq!(unready, 2, "two pods at a time, never more");
+    assert_eq!(t.history.created().await, 6);
+}
+
+/// A set of `replicas` with a claim template `data` (1Gi, the cluster's default StorageClass,
+/// which the simulated provisioner serves) mounted at /data, and the retention policy
+/// `whenDeleted: when_deleted`, `whenScaled: when_scaled`.
+fn set_with_claims(name: &str, replicas: i32, when_deleted: &str, when_scaled: &str) -> StatefulSet {
+    named_set(
+        name,
+        replicas,
+        "nginx:1.25",
+        json!({
+            "template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.25",
+                "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}},
+            "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+                "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}],
+            "persistentVolumeClaimRetentionPolicy": {"whenDeleted": when_deleted, "whenScaled": when_scaled},
+        }),
+    )
+}
+
+fn claim_owners(claim: &k8s_openapi::api::core::v1::PersistentVolumeClaim) -> Vec<(String, String)> {
+    claim.metadata.owner_references.iter().flatten().map(|o| (o.kind.clone(), o.name.clone())).collect()
+}
+
+/// `persistentVolumeClaimRetentionPolicy.whenScaled` (gate StatefulSetAutoDeletePVC, on by
+/// default): two sets of 3 with a claim template scale down to 1. `Delete` has the condemned pods'
+/// claims deleted (owned by their pods, collected with them) and leaves the live pod's claim
+/// unowned; `Retain` keeps every claim. Scaled back up, the `Delete` set's new pods get new
+/// claims, the `Retain` set's pods mount their old ones; both report their 3 claims bound in
+/// `status.volumeClaims`.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_scaled_delete_removes_the_condemned_claims_and_retain_keeps_them() {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    let t = Scenario::start("asts-pvc").await;
+    let api = asts(&t);
+    let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(t.client.clone(), t.ns());
+    api.create(&PostParams::default(), &set_with_claims("del", 3, "Retain", "Delete")).await.unwrap();
+    api.create(&PostParams::default(), &set_with_claims("keep", 3, "Retain", "Retain")).await.unwrap();
+    wait_rolled_out(&api, "del", 3).await;
+    wait_rolled_out(&api, "keep", 3).await;
+    let before = t.claims().await;
+    let expected: Vec<String> =
+        ["del", "keep"].iter().flat_map(|s| (0..3).map(move |i| format!("data-{s}-{i}"))).collect();
+    assert_eq!(before.keys().cloned().collect::<Vec<_>>(), expected);
+    for p in t.pods().await {
+        let claim = format!("data-{}", p.metadata.name.as_deref().unwrap());
+        let volumes = p.spec.as_ref().unwrap().volumes.clone().unwrap_or_default();
+        assert!(
+            volumes.iter().any(|v| v.persistent_volume_claim.as_ref().is_some_and(|c| c.claim_name == claim)),
+            "{:?} mounts {claim}",
+            p.metadata.name
+        );
+    }
+
+    for name in ["del", "keep"] {
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&json!({"spec": {"replicas": 1}}))).await.unwrap();
+    }
+    wait_rolled_out(&api, "del", 1).await;
+    wait_rolled_out(&api, "keep", 1).await;
+    t.eventually("the condemned pods gone", |pods| (pods.len() == 2).then_some(())).await;
+    assert_eq!(names(&t.pods().await), ["del-0", "keep-0"]);
+    let after = poll("the condemned claims of del deleted", || async {
+        let c = t.claims().await;
+        (!c.contains_key("data-del-1") && !c.contains_key("data-del-2")).then_some(c)
+    })
+    .await;
+    assert_eq!(after.get("data-del-0"), before.get("data-del-0"), "the live pod's claim is kept");
+    for i in 0..3 {
+        let name = format!("data-keep-{i}");
+        assert_eq!(after.get(&name), before.get(&name), "{name} retained");
+    }
+    let owners = claim_owners(&claims_api.get("data-del-0").await.unwrap());
+    assert!(owners.is_empty(), "a live replica's claim is not owned: {owners:?}");
+    for i in 1..3 {
+        let name = format!("data-keep-{i}");
+        let owners = claim_owners(&claims_api.get(&name).await.unwrap());
+        assert!(owners.is_empty(), "{name}: Retain sets no owner: {owners:?}");
+    }
+
+    for name in ["del", "keep"] {
+        api.patch(name, &PatchParams::default(), &Patch::Merge(&json!({"spec": {"replicas": 3}}))).await.unwrap();
+    }
+    wait_rolled_out(&api, "del", 3).await;
+    wait_rolled_out(&api, "keep", 3).await;
+    let again = t.claims().await;
+    assert_eq!(again.keys().cloned().collect::<Vec<_>>(), expected);
+    for i in 0..3 {
+        let (del, keep) = (format!("data-del-{i}"), format!("data-keep-{i}"));
+        assert_eq!(again[&keep], before[&keep], "{keep} is mounted again");
+        if i == 0 {
+            assert_eq!(again[&del], before[&del]);
+        } else {
+            assert_ne!(again[&del], before[&del], "{del} was created anew, not reused");
+        }
+    }
+    // `status.volumeClaims`: the 3 claims of each set compatible with the template and bound.
+    for name in ["del", "keep"] {
+        poll(&format!("{name}: 3 compatible ready claims in the status"), || async {
+            let claims = api.get(name).await.ok()?.status?.volume_claims;
+            let c = claims.first()?;
+            (claims.len() == 1
+                && c.volume_claim_name == "data"
+                && c.compatible_replicas == 3
+                && c.compatible_ready_replicas == 3)
+                .then_some(())
+        })
+        .await;
+    }
+}
+
+/// `whenDeleted: Delete` has the set own its claims, so they go with it; `Retain` leaves them
+/// unowned, and they outlive their set.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn when_deleted_delete_has_the_claims_go_with_the_set_and_retain_keeps_them() {
+    use k8s_openapi::api::core::v1::PersistentVolumeClaim;
+    use kube::api::DeleteParams;
+    let t = Scenario::start("asts-pvc-del").await;
+    let api = asts(&t);
+    let claims_api: Api<PersistentVolumeClaim> = Api::namespaced(t.client.clone(), t.ns());
+    api.create(&PostParams::default(), &set_with_claims("gone", 2, "Delete", "Retain")).await.unwrap();
+    api.create(&PostParams::default(), &set_with_claims("stay", 2, "Retain", "Retain")).await.unwrap();
+    wait_rolled_out(&api, "gone", 2).await;
+    wait_rolled_out(&api, "stay", 2).await;
+    for i in 0..2 {
+        let name = format!("data-gone-{i}");
+        let owners = poll(&format!("{name} owned by its set"), || async {
+            let owners = claim_owners(&claims_api.get(&name).await.ok()?);
+            (!owners.is_empty()).then_some(owners)
+        })
+        .await;
+        assert_eq!(owners, [("StatefulSet".to_string(), "gone".to_string())]);
+        let name = format!("data-stay-{i}");
+        let owners = claim_owners(&claims_api.get(&name).await.unwrap());
+        assert!(owners.is_empty(), "{name}: {owners:?}");
+    }
+    let before = t.claims().await;
+    for name in ["gone", "stay"] {
+        api.delete(name, &DeleteParams::background()).await.unwrap();
+    }
+    t.eventually("the pods of both sets collected", |pods| pods.is_empty().then_some(())).await;
+    let after = poll("the claims of gone collected", || async {
+        let c = t.claims().await;
+        c.keys().all(|k| !k.starts_with("data-gone-")).then_some(c)
+    })
+    .await;
+    let stay: BTreeMap<String, String> = before.into_iter().filter(|(k, _)| k.starts_with("data-stay-")).collect();
+    assert_eq!(after, stay, "the claims of stay outlive it");
+}
+
+/// The pods' deletions (first seen terminating or gone) and creations, in the order the watcher
+/// saw them, as `-name` and `+name`, from the log index `from` on.
+async fn recreations(t: &Scenario, from: usize) -> Vec<String> {
+    let mut out = Vec::new();
+    let mut terminating = std::collections::BTreeSet::new();
+    for e in &t.history.log().await[from..] {
+        match e.kind {
+            PodEventKind::Added => out.push(format!("+{}", e.name())),
+            PodEventKind::Modified | PodEventKind::Deleted
+                if (e.terminating() || e.kind == PodEventKind::Deleted) && terminating.insert(e.uid().to_string()) =>
+            {
+                out.push(format!("-{}", e.name()))
+            }
+            _ => {}
+        }
+    }
+    out
+}
+
+/// An env change cannot be made in place: each pod is deleted and created again at the update
+/// revision, highest ordinal first, the next one only once the one before is back and ready.
+async fn env_change_recreates_highest_ordinal_first(prefix: &str, extra: Value) {
+    let t = Scenario::start(prefix).await;
+    let api = asts(&t);
+    api.create(&PostParams::default(), &set(3, "nginx:1.25", extra)).await.unwrap();
+    let first = wait_rolled_out(&api, "web", 3).await;
+    let before = by_name(&t.pods().await);
+    t.history.mark().await;
+    let from = t.history.seen();
+    let env = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.25",
+        "env": [{"name": "MODE", "value": "b"}]}]}}}});
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&env)).await.unwrap();
+    poll("3 recreated pods ready", || async {
+        let s = api.get("web").await.ok()?.status?;
+        (s.update_revision != first.update_revision
+            && s.current_revision == s.update_revision
+            && s.updated_ready_replicas == 3
+            && s.ready_replicas == 3)
+            .then_some(())
+    })
+    .await;
+    assert_eq!(recreations(&t, from).await, ["-web-2", "+web-2", "-web-1", "+web-1", "-web-0", "+web-0"]);
+    let pods = t.pods().await;
+    for p in &pods {
+        let name = p.metadata.name.clone().unwrap();
+        assert_ne!(p.metadata.uid.as_ref(), Some(&before[&name].0), "{name} is a new pod");
+        let env = p.spec.as_ref().unwrap().containers[0].env.clone().unwrap_or_default();
+        assert_eq!(
+            env.iter().map(|e| (e.name.as_str(), e.value.as_deref())).collect::<Vec<_>>(),
+            [("MODE", Some("b"))]
+        );
+    }
+    t.history.assert_at_most_unready(1).await;
+    assert_eq!(t.history.created().await, 6);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_env_change_recreates_pods_highest_ordinal_first_under_parallel() {
+    env_change_recreates_highest_ordinal_first("asts-env-par", json!({})).await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_env_change_recreates_pods_highest_ordinal_first_under_ordered_ready() {
+    env_change_recreates_highest_ordinal_first(
+        "asts-env-ord",
+        json!({"podManagementPolicy": "OrderedReady", "updateStrategy": {"rollingUpdate": {"maxUnavailable": null}}}),
+    )
+    .await;
+}
+
+/// `unorderedUpdate.priorityStrategy.weightPriority` under Parallel: with web-0 and web-1
+/// labelled `tier=hot` (weight 50), an in-place image update goes web-1, web-0 (the weighted
+/// pods, ordinal descending between equals), then web-3, web-2 — where the ordinal order would
+/// have been 3, 2, 1, 0.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_weight_priority_updates_the_heavier_pods_first() {
+    let t = Scenario::start("asts-weight").await;
+    let api = asts(&t);
+    let strategy = json!({"updateStrategy": {"rollingUpdate": {"unorderedUpdate": {"priorityStrategy": {
+        "weightPriority": [{"weight": 50, "matchSelector": {"matchLabels": {"tier": "hot"}}}]}}}}});
+    api.create(&PostParams::default(), &set(4, "nginx:1.25", strategy)).await.unwrap();
+    wait_rolled_out(&api, "web", 4).await;
+    let pods_api: Api<Pod> = Api::namespaced(t.client.clone(), t.ns());
+    for name in ["web-0", "web-1"] {
+        let labels = json!({"metadata": {"labels": {"tier": "hot"}}});
+        pods_api.patch(name, &PatchParams::default(), &Patch::Merge(&labels)).await.unwrap();
+    }
+    poll("the watcher to see the labels", || async {
+        let log = t.history.log().await;
+        let hot: std::collections::BTreeSet<&str> =
+            log.iter().filter(|e| label(&e.pod, "tier") == "hot").map(|e| e.name()).collect();
+        (hot.len() == 2).then_some(())
+    })
+    .await;
+    let before = by_name(&t.pods().await);
+    t.history.mark().await;
+    let from = t.history.seen();
+    let first = api.get("web").await.unwrap().status.unwrap();
+    let image = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.26"}]}}}});
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&image)).await.unwrap();
+    poll("4 pods updated and ready", || async {
+        let s = api.get("web").await.ok()?.status?;
+        (s.update_revision != first.update_revision
+            && s.current_revision == s.update_revision
+            && s.updated_ready_replicas == 4
+            && s.ready_replicas == 4)
+            .then_some(())
+    })
+    .await;
+    let mut order: Vec<String> = Vec::new();
+    for e in &t.history.log().await[from..] {
+        if e.image() == "nginx:1.26" && !order.iter().any(|n| n == e.name()) {
+            order.push(e.name().to_string());
+        }
+    }
+    assert_eq!(order, ["web-1", "web-0", "web-3", "web-2"]);
+    let after = by_name(&t.pods().await);
+    for (name, (uid, restarts, image)) in &after {
+        assert_eq!(uid, &before[name].0, "{name} updated in place");
+        assert_eq!((restarts, image.as_str()), (&(before[name].1 + 1), "nginx:1.26"), "{name}");
+    }
+    t.history.assert_at_most_unready(1).await;
+}
+
+/// Issue 27 item 7 (a stalled rollout explains itself): a namespace quota of 2 pods refuses the
+/// third pod of a set of 3; the set's status gets kruise's `FailedCreatePod` condition with the
+/// API server's words, and once the quota allows it the third pod is created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_refused_pod_creation_sets_the_failed_create_pod_condition() {
+    let t = Scenario::start("asts-quota").await;
+    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::namespaced(t.client.clone(), t.ns());
+    let quota = serde_json::from_value(json!({"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "2"}}})).unwrap();
+    quotas.create(&PostParams::default(), &quota).await.unwrap();
+    poll("the quota to be counted", || async {
+        let q = quotas.get("pods").await.ok()?;
+        q.status?.hard?.get("pods").map(|_| ())
+    })
+    .await;
+    let api = asts(&t);
+    api.create(&PostParams::default(), &set(3, "nginx:1.25", json!({}))).await.unwrap();
+    let condition = poll("the FailedCreatePod condition", || async {
+        let s = api.get("web").await.ok()?.status?;
+        s.conditions.into_iter().find(|c| c.type_ == "FailedCreatePod")
+    })
+    .await;
+    assert_eq!(condition.status, "True");
+    let message = condition.message.unwrap_or_default();
+    assert!(message.starts_with("StatefulPodControl failed to create Pod error: "), "{message}");
+    assert!(message.contains("exceeded quota"), "{message}");
+    assert_eq!(t.pods().await.len(), 2, "the quota holds the third pod back");
+
+    let more = json!({"spec": {"hard": {"pods": "3"}}});
+    quotas.patch("pods", &PatchParams::default(), &Patch::Merge(more)).await.unwrap();
+    poll("3 ready replicas once the quota allows them", || async {
+        let s = api.get("web").await.ok()?.status?;
+        (s.ready_replicas == 3).then_some(())
+    })
+    .await;
+    let names: Vec<String> = t.pods().await.iter().map(|p| p.metadata.name.clone().unwrap()).collect();
+    assert_eq!(names.len(), 3, "{names:?}");
 }

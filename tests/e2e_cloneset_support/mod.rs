@@ -1,7 +1,9 @@
 //! What the workload end-to-end tests share: a [`Scenario`] (a namespace, the CloneSet and
 //! Advanced StatefulSet reconcilers running in-process and scoped to it, optionally behind a fault proxy), waits that poll the API server
 //! with a deadline, and a [`History`] of every pod state a watcher saw, for assertions about
-//! moments (never more than N pods, never more than M unready) rather than end states only.
+//! moments (never more than N pods, never more than M unready) and order (its [`History::log`])
+//! rather than end states only. A scenario's feature gates are written as for `kruise serve
+//! --feature-gates` ([`Scenario::start_with_gates`]).
 #![allow(dead_code, clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::{BTreeMap, BTreeSet};
@@ -14,6 +16,7 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use kruise::apis::cloneset::{CloneSet, CloneSetStatus};
 use kruise::controller::Settings;
+use kruise::core::features::FeatureGates;
 use kruise::metrics::Metrics;
 use kruise_testenv::{FaultProxy, TestCluster, TestNamespace};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -115,8 +118,47 @@ fn spec_image(p: &Pod) -> String {
     p.spec.as_ref().and_then(|s| s.containers.first()).and_then(|c| c.image.clone()).unwrap_or_default()
 }
 
+/// What the watcher saw happen to a pod.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PodEventKind {
+    /// The first state seen of a uid (created, or listed when the watch started).
+    Added,
+    /// A later state of it (a new resourceVersion).
+    Modified,
+    /// Its deletion.
+    Deleted,
+}
+
+/// One pod state, in the order the watcher saw them.
+#[derive(Clone, Debug)]
+pub struct PodEvent {
+    pub kind: PodEventKind,
+    pub pod: Pod,
+}
+
+impl PodEvent {
+    pub fn name(&self) -> &str {
+        self.pod.metadata.name.as_deref().unwrap_or("")
+    }
+
+    pub fn uid(&self) -> &str {
+        self.pod.metadata.uid.as_deref().unwrap_or("")
+    }
+
+    /// The image of the first container in the spec.
+    pub fn image(&self) -> String {
+        spec_image(&self.pod)
+    }
+
+    pub fn terminating(&self) -> bool {
+        self.pod.metadata.deletion_timestamp.is_some()
+    }
+}
+
 #[derive(Default)]
 struct Seen {
+    /// Every new pod state, in order (a re-listing after a cut watch adds nothing new).
+    log: Vec<PodEvent>,
     /// uid → latest state.
     pods: BTreeMap<String, Pod>,
     /// uid → name, of every pod ever seen.
@@ -144,6 +186,16 @@ impl History {
     fn record(&self, p: Pod, deleted: bool) {
         let mut s = self.lock();
         let uid = p.metadata.uid.clone().unwrap_or_default();
+        let kind = match s.pods.get(&uid) {
+            Some(_) if deleted => Some(PodEventKind::Deleted),
+            Some(old) if old.metadata.resource_version == p.metadata.resource_version => None,
+            Some(_) => Some(PodEventKind::Modified),
+            None if deleted || s.ever.contains_key(&uid) => None,
+            None => Some(PodEventKind::Added),
+        };
+        if let Some(kind) = kind {
+            s.log.push(PodEvent { kind, pod: p.clone() });
+        }
         s.ever.insert(uid.clone(), p.metadata.name.clone().unwrap_or_default());
         if let Some(new) = s.watch_new_image.clone()
             && spec_image(&p) == new
@@ -208,6 +260,33 @@ impl History {
         self.lock().ever.len()
     }
 
+    /// Every pod state the watcher saw, in order (after catching up with the API server).
+    pub async fn log(&self) -> Vec<PodEvent> {
+        self.catch_up().await;
+        self.lock().log.clone()
+    }
+
+    /// How many pod states the watcher has seen so far (an index into [`Self::log`]).
+    pub fn seen(&self) -> usize {
+        self.lock().log.len()
+    }
+
+    /// The pods the watcher sees now, not being deleted: name → (uid, resourceVersion).
+    pub fn versions(&self) -> BTreeMap<String, (String, String)> {
+        self.lock()
+            .pods
+            .values()
+            .filter(|p| p.metadata.deletion_timestamp.is_none())
+            .map(|p| {
+                let m = &p.metadata;
+                (
+                    m.name.clone().unwrap_or_default(),
+                    (m.uid.clone().unwrap_or_default(), m.resource_version.clone().unwrap_or_default()),
+                )
+            })
+            .collect()
+    }
+
     /// The names of every pod ever created.
     pub fn names(&self) -> Vec<String> {
         self.lock().ever.values().cloned().collect()
@@ -238,9 +317,9 @@ struct Running {
 }
 
 impl Running {
-    fn start(client: kube::Client, ns: &str, metrics: Metrics) -> Running {
+    fn start(client: kube::Client, ns: &str, metrics: Metrics, gates: FeatureGates) -> Running {
         let (tx, rx) = tokio::sync::oneshot::channel::<()>();
-        let settings = Settings { namespace: Some(ns.to_string()), ..Settings::default() };
+        let settings = Settings { namespace: Some(ns.to_string()), gates, ..Settings::default() };
         let task = tokio::spawn(kruise::controller::run_workloads(client, settings, metrics, async move {
             let _ = rx.await;
         }));
@@ -274,6 +353,8 @@ pub struct Scenario {
     pub history: History,
     /// The reconciler's metrics.
     pub metrics: Metrics,
+    /// The reconciler's feature gates.
+    gates: FeatureGates,
     watcher: tokio::task::JoinHandle<()>,
     dir: tempfile::TempDir,
 }
@@ -287,15 +368,22 @@ impl Drop for Scenario {
 impl Scenario {
     /// A namespace with the reconciler on an admin client.
     pub async fn start(prefix: &str) -> Scenario {
-        Self::start_with(prefix, false).await
+        Self::start_with(prefix, false, FeatureGates::default()).await
+    }
+
+    /// A namespace with the reconciler on an admin client and the feature gates `gates`, written
+    /// as for `kruise serve --feature-gates` (e.g. `StatefulSetStartOrdinal=true`).
+    pub async fn start_with_gates(prefix: &str, gates: &str) -> Scenario {
+        let gates = FeatureGates::parse(gates).unwrap_or_else(|e| panic!("--feature-gates={gates}: {e}"));
+        Self::start_with(prefix, false, gates).await
     }
 
     /// A namespace with the reconciler talking through a fault proxy.
     pub async fn start_behind_fault_proxy(prefix: &str) -> Scenario {
-        Self::start_with(prefix, true).await
+        Self::start_with(prefix, true, FeatureGates::default()).await
     }
 
-    async fn start_with(prefix: &str, proxied: bool) -> Scenario {
+    async fn start_with(prefix: &str, proxied: bool, gates: FeatureGates) -> Scenario {
         crds().await;
         let c = cluster();
         let ns = c.namespace(prefix).await.unwrap();
@@ -319,7 +407,7 @@ impl Scenario {
             }
         });
         let metrics = Metrics::new();
-        let running = Running::start(reconciler_client.clone(), ns.name(), metrics.clone());
+        let running = Running::start(reconciler_client.clone(), ns.name(), metrics.clone(), gates.clone());
         Scenario {
             ns,
             client,
@@ -328,6 +416,7 @@ impl Scenario {
             reconciler: Mutex::new(Some(running)),
             history,
             metrics,
+            gates,
             watcher,
             dir: tempfile::tempdir().unwrap(),
         }
@@ -353,7 +442,8 @@ impl Scenario {
     pub async fn start_reconciler(&self) {
         let mut slot = self.reconciler.lock().unwrap();
         assert!(slot.is_none(), "the reconciler runs already");
-        *slot = Some(Running::start(self.reconciler_client.clone(), self.ns(), self.metrics.clone()));
+        *slot =
+            Some(Running::start(self.reconciler_client.clone(), self.ns(), self.metrics.clone(), self.gates.clone()));
     }
 
     /// Creates CloneSet `name` with `spec`.

@@ -20,7 +20,8 @@
 //!    classifier agrees ([`crate::core::inplace::classify::classify_revision_update`]), else
 //!    deleted — the next round creates it at the update revision (`InPlaceOnly` makes that an
 //!    error);
-//! 6. the status ([`super::status`]) and its write when kruise's `inconsistentStatus` says so;
+//! 6. the status ([`super::status`], `volumeClaims` included) and its write when kruise's
+//!    `inconsistentStatus` says so;
 //!    revisions beyond `revisionHistoryLimit` that no pod uses are deleted.
 //!
 //! Pod writes go through one [`PodChanges`], so several changes of a pod in a round compose (the
@@ -551,7 +552,14 @@ pub fn plan(input: &Input<'_>) -> Plan {
     let counted = slots.iter().filter_map(|s| s.pod).chain(members.condemned.iter().copied());
     match status::round_status(set, counted, &current_name, &update_name, active.collision_count, now) {
         Ok(mut st) => {
-            st.volume_claims = resize::volume_claim_status(set, slots.iter().filter_map(|s| s.pod), claim);
+            // `updatePVCStatus`: over the replicas (with the pods this round creates), or the
+            // owned pods when the round halted.
+            st.volume_claims = if halted {
+                status::volume_claims(set, owned.iter().filter_map(|p| identity::pod_ordinal(p)).map(i64::from), claim)
+            } else {
+                let replicas = with_created(slots, &created);
+                status::volume_claims(set, replicas.iter().filter(|s| s.pod.is_some()).map(|s| s.ordinal), claim)
+            };
             st.replicas += r.adjust.0;
             st.current_replicas += r.adjust.1;
             st.updated_replicas += r.adjust.2;

@@ -3,7 +3,8 @@
 //! kruise's `pkg/util/pvc/pvc_compare_utils.go` (`IsClaimCompatibleWithoutSize`,
 //! `IsPVCCompatibleAndReady`, `IsPVCNeedExpand`, `CompareWithCheckFn`, `IsPatchPVCCompleted`) and
 //! the claim side of `statefulset_resize_pvc.go` (`IsOwnedPVCsReady`, `IsClaimsCompatible`,
-//! `TryPatchPVC`, `IsOwnedPVCsCompleted`, `resizeClaim`, `updatePVCStatus`).
+//! `TryPatchPVC`, `IsOwnedPVCsCompleted`, `resizeClaim`; `updatePVCStatus` is
+//! [`super::status::volume_claims`]).
 //!
 //! A claim is compared with its template: the storage class (when both name one) and the access
 //! modes must be equal, else nothing but deleting the claim reconciles them (the round stops with
@@ -22,8 +23,8 @@ use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::api::resource::Quantity as ApiQuantity;
 
 use super::identity;
+use crate::apis::statefulset::ON_POD_ROLLING_UPDATE;
 use crate::apis::statefulset::v1beta1::StatefulSet;
-use crate::apis::statefulset::{ON_POD_ROLLING_UPDATE, VolumeClaimStatus};
 use crate::compat::quantity::{Format, Quantity};
 use crate::core::features::{FeatureGates, Gate};
 
@@ -196,35 +197,6 @@ pub fn pod_claims<'a, 'c>(
         };
         if out.refusal.is_none() {
             out.writes.extend(resize_claim(set, c, template));
-        }
-    }
-    out
-}
-
-/// `updatePVCStatus`: per claim template, how many of `pods`' claims are compatible and how many
-/// of those are ready (missing and terminating claims are not counted).
-pub fn volume_claim_status<'a>(
-    set: &StatefulSet,
-    pods: impl IntoIterator<Item = &'a Pod>,
-    claim: impl Fn(&str) -> Option<&'a PersistentVolumeClaim>,
-) -> Vec<VolumeClaimStatus> {
-    let templates = &set.spec.volume_claim_templates;
-    let mut out: Vec<VolumeClaimStatus> = templates
-        .iter()
-        .map(|t| VolumeClaimStatus {
-            volume_claim_name: t.metadata.name.clone().unwrap_or_default(),
-            ..Default::default()
-        })
-        .collect();
-    for pod in pods {
-        let ordinal = identity::pod_ordinal(pod).map_or(-1, i64::from);
-        for (template, status) in templates.iter().zip(out.iter_mut()) {
-            let name = identity::claim_name(set, template, ordinal);
-            let Some(c) = claim(&name).filter(|c| c.metadata.deletion_timestamp.is_none()) else { continue };
-            if let (true, ready) = compatible_and_ready(c, template) {
-                status.compatible_replicas += 1;
-                status.compatible_ready_replicas += i32::from(ready);
-            }
         }
     }
     out

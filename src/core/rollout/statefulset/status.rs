@@ -9,17 +9,26 @@
 //!   count, the selector string; no conditions unless this round adds one);
 //! - a RollingUpdate whose updated and ready counts both reach `replicas` completes: the current
 //!   revision becomes the update revision;
+//! - `volumeClaims` (kruise's `updatePVCStatus` with `IsPVCCompatibleAndReady`, computed whatever
+//!   the resize gate says): per claim template, how many replica slots have a claim of it, not
+//!   being deleted, that is compatible (same access modes in the same order, the same storage
+//!   class when both name one, a storage request at least the template's), and how many of those
+//!   are ready (a capacity at least the claim's request). The slots are every replica ordinal
+//!   (Go fills the missing ones with the pods it would create), or the owned pods' ordinals when
+//!   the round stops early (set being deleted); claims are read from the cache, so one created
+//!   this round counts from the next;
 //! - it is written only when one of the fields kruise compares differs (kruise does not compare
 //!   the updated ready/available counts, the collision count or the conditions, and an observed
-//!   generation only when it went up — kept).
+//!   generation only when it went up — kept; of `volumeClaims` only the entries the old status
+//!   has).
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
 use k8s_openapi::jiff::Timestamp;
 
 use super::budget::{is_created, is_running_and_ready, is_terminating, min_ready_seconds, running_and_available};
-use super::identity::pod_revision;
-use crate::apis::statefulset::ROLLING_UPDATE;
+use super::identity::{claim_name, pod_revision};
 use crate::apis::statefulset::v1beta1::{StatefulSet, StatefulSetStatus};
+use crate::apis::statefulset::{ROLLING_UPDATE, VolumeClaimStatus};
 use crate::compat::selector::to_selector_string;
 
 /// `computeReplicaStatus` over pods, added into `status`.
@@ -86,6 +95,42 @@ pub fn round_status<'a>(
     };
     count_pods(&mut status, pods, min_ready_seconds(set), current_revision, update_revision, now);
     Ok(status)
+}
+
+/// `IsPVCCompatibleAndReady` (with `IsClaimCompatibleWithoutSize`): [`super::resize`] has it,
+/// with kruise's tables.
+pub use super::resize::compatible_and_ready as claim_compatible_and_ready;
+
+/// `updatePVCStatus` over the pods of `ordinals`: one entry per claim template, in template order.
+pub fn volume_claims<'a>(
+    set: &StatefulSet,
+    ordinals: impl IntoIterator<Item = i64>,
+    claim: impl Fn(&str) -> Option<&'a PersistentVolumeClaim>,
+) -> Vec<VolumeClaimStatus> {
+    let templates = &set.spec.volume_claim_templates;
+    let mut out: Vec<VolumeClaimStatus> = templates
+        .iter()
+        .map(|t| VolumeClaimStatus {
+            volume_claim_name: t.metadata.name.clone().unwrap_or_default(),
+            ..Default::default()
+        })
+        .collect();
+    for ordinal in ordinals {
+        for template in templates {
+            let Some(found) = claim(&claim_name(set, template, ordinal)) else { continue };
+            if found.metadata.deletion_timestamp.is_some() {
+                continue;
+            }
+            let (compatible, ready) = claim_compatible_and_ready(found, template);
+            // Go indexes the entries by template name in a map: the last of a name counts.
+            let name = template.metadata.name.as_deref().unwrap_or("");
+            if compatible && let Some(entry) = out.iter_mut().rev().find(|e| e.volume_claim_name == name) {
+                entry.compatible_replicas += 1;
+                entry.compatible_ready_replicas += i32::from(ready);
+            }
+        }
+    }
+    out
 }
 
 /// `completeRollingUpdate`.

@@ -582,3 +582,43 @@ fn an_added_claim_template_recreates_the_pods_instead_of_patching_their_volumes(
         assert_eq!(identity::pod_revision(p), revision, "the template did not change");
     }
 }
+
+/// `status.volumeClaims` as kruise's `updatePVCStatus` reports it: over every replica slot, the
+/// claims (from the cache: the ones a round creates count from the next) compatible with their
+/// template and, once bound to enough capacity, ready. A set taken over with Go's entries keeps
+/// them (no status write when nothing differs); a set whose old status has none gets them with
+/// the next write that is due anyway, as in Go.
+#[test]
+fn the_status_reports_the_volume_claims() {
+    let claims = json!({"volumeClaimTemplates": [{"metadata": {"name": "data"},
+        "spec": {"accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "1Gi"}}}}]});
+    let mut w = World::new(stateful_set(2, "nginx:1", claims));
+    w.settle(20);
+    assert_eq!(w.pvcs.len(), 2);
+    let entry = |compatible, ready| {
+        vec![crate::apis::statefulset::VolumeClaimStatus {
+            volume_claim_name: "data".into(),
+            compatible_replicas: compatible,
+            compatible_ready_replicas: ready,
+        }]
+    };
+    let p = w.plan();
+    assert_eq!(p.status.volume_claims, entry(2, 0), "not bound: no capacity yet");
+    assert_eq!(w.set.status.as_ref().unwrap().volume_claims, entry(2, 0), "written with the pods' status");
+    for c in &mut w.pvcs {
+        c.status = Some(serde_json::from_value(json!({"phase": "Bound", "capacity": {"storage": "1Gi"}})).unwrap());
+    }
+    let p = w.plan();
+    assert_eq!(p.status.volume_claims, entry(2, 2));
+    assert!(p.status_write.is_some(), "the counts the old status has changed");
+    w.apply(&p).unwrap();
+    let p = w.plan();
+    assert!(p.actions.is_empty() && p.status_write.is_none(), "{p:?}");
+
+    // Scaled to 3: the new replica's claim counts once the cache has it, whatever its pod does.
+    w.edit(|s| s.spec.replicas = Some(3));
+    let p = w.round();
+    assert_eq!(p.status.volume_claims, entry(2, 2), "the claim created this round is not in the cache yet");
+    let p = w.plan();
+    assert_eq!(p.status.volume_claims, entry(3, 2));
+}

@@ -2,7 +2,7 @@
 //! `TestIsPVCCompatibleAndReady`, `TestIsPatchPVCCompleted`), then the claim side of
 //! `statefulset_resize_pvc.go` (`TryPatchPVC`, `updatePVCStatus`) on a set of ours.
 
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::PersistentVolumeClaim;
 use k8s_openapi::api::storage::v1::StorageClass;
 use serde_json::{Value, json};
 
@@ -238,28 +238,4 @@ fn a_resized_claim_waits_for_its_capacity_or_the_kubelet() {
     terminating.metadata.deletion_timestamp =
         Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
     assert!(check(&terminating).matched, "a terminating claim is skipped");
-}
-
-#[test]
-fn volume_claim_status_counts_compatible_and_ready_claims() {
-    let set = set_with_data("2Gi", None);
-    let pods: Vec<Pod> = (0..4).map(|o| fixtures::stateful_set_pod(&set, o)).collect();
-    let claims = [
-        existing(&set, 0, "2Gi", "2Gi", None), // compatible, ready
-        existing(&set, 1, "2Gi", "1Gi", None), // compatible, resizing
-        existing(&set, 2, "1Gi", "1Gi", None), // too small
-                                               // ordinal 3 has no claim yet
-    ];
-    let lookup = |n: &str| claims.iter().find(|c| c.metadata.name.as_deref() == Some(n));
-    let got = volume_claim_status(&set, &pods, lookup);
-    assert_eq!(
-        got,
-        vec![VolumeClaimStatus {
-            volume_claim_name: "datadir".into(),
-            compatible_replicas: 2,
-            compatible_ready_replicas: 1
-        }]
-    );
-    let none = fixtures::stateful_set_with_volumes(3, "foo", &[], &["home"]);
-    assert!(volume_claim_status(&none, &pods, lookup).is_empty());
 }

@@ -1,12 +1,12 @@
-//! kruise has no unit test of `computeReplicaStatus`, `completeRollingUpdate` or
-//! `inconsistentStatus` (its control tests check status after whole rounds); these tables follow
-//! the Go code line by line.
+//! kruise has no unit test of `computeReplicaStatus`, `completeRollingUpdate`,
+//! `inconsistentStatus` or `updatePVCStatus` (its control tests check status after whole rounds);
+//! these tables follow the Go code line by line.
 
 use super::*;
 use crate::apis::statefulset::v1beta1::StatefulSetStatus;
 use crate::core::rollout::statefulset::fixtures::{named_pod, stateful_set};
 use crate::core::rollout::statefulset::identity::REVISION_LABEL;
-use k8s_openapi::api::core::v1::{PodCondition, PodStatus};
+use k8s_openapi::api::core::v1::{PersistentVolumeClaim, PodCondition, PodStatus};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 const NOW: i64 = 1_000_000;
@@ -134,4 +134,86 @@ fn inconsistency() {
         ..base
     };
     assert!(inconsistent_status(&set, &fewer));
+}
+
+/// A claim of `stateful_set`'s template `datadir` for `ordinal`: its storage request, capacity
+/// (None = not bound yet), storage class and access modes.
+fn claim(
+    ordinal: i64,
+    request: &str,
+    capacity: Option<&str>,
+    class: Option<&str>,
+    modes: &[&str],
+) -> PersistentVolumeClaim {
+    let mut c: PersistentVolumeClaim = serde_json::from_value(serde_json::json!({
+        "metadata": {"name": format!("datadir-foo-{ordinal}"), "namespace": "default"},
+        "spec": {"resources": {"requests": {"storage": request}}, "accessModes": modes, "storageClassName": class},
+    }))
+    .unwrap();
+    if let Some(cap) = capacity {
+        c.status =
+            Some(serde_json::from_value(serde_json::json!({"phase": "Bound", "capacity": {"storage": cap}})).unwrap());
+    }
+    c
+}
+
+/// `IsPVCCompatibleAndReady` row by row (the template asks for storage "1", no class, no modes).
+#[test]
+fn claim_compatibility_and_readiness() {
+    let set = stateful_set(3);
+    let template = &set.spec.volume_claim_templates[0];
+    let rows: &[(&str, PersistentVolumeClaim, (bool, bool))] = &[
+        ("equal, bound", claim(0, "1", Some("1"), None, &[]), (true, true)),
+        ("equal, not bound (no capacity: zero)", claim(0, "1", None, None, &[]), (true, false)),
+        ("larger request, smaller capacity", claim(0, "2", Some("1"), None, &[]), (true, false)),
+        ("larger request and capacity, other units", claim(0, "1Ki", Some("1024"), None, &[]), (true, true)),
+        ("smaller request", claim(0, "500m", Some("1"), None, &[]), (false, true)),
+        ("a class on the claim only (a default class)", claim(0, "1", Some("1"), Some("standard"), &[]), (true, true)),
+        ("other access modes", claim(0, "1", Some("1"), None, &["ReadWriteOnce"]), (false, false)),
+    ];
+    for (name, c, want) in rows {
+        assert_eq!(claim_compatible_and_ready(c, template), *want, "{name}");
+    }
+    let mut classed = set.clone();
+    classed.spec.volume_claim_templates[0].spec.as_mut().unwrap().storage_class_name = Some("fast".into());
+    let template = &classed.spec.volume_claim_templates[0];
+    assert_eq!(claim_compatible_and_ready(&claim(0, "1", Some("1"), Some("slow"), &[]), template), (false, false));
+    assert_eq!(claim_compatible_and_ready(&claim(0, "1", Some("1"), Some("fast"), &[]), template), (true, true));
+    assert_eq!(claim_compatible_and_ready(&claim(0, "1", Some("1"), None, &[]), template), (true, true));
+    // A template without a storage request asks for zero.
+    let mut unsized_set = set.clone();
+    unsized_set.spec.volume_claim_templates[0].spec.as_mut().unwrap().resources = None;
+    let template = &unsized_set.spec.volume_claim_templates[0];
+    assert_eq!(claim_compatible_and_ready(&claim(0, "1", None, None, &[]), template), (true, false));
+}
+
+/// `updatePVCStatus`: one entry per template, counting the listed ordinals' claims that exist,
+/// are not being deleted and are compatible.
+#[test]
+fn volume_claims_count_the_compatible_and_ready_claims_of_the_slots() {
+    let set = stateful_set(5);
+    let mut deleting = claim(3, "1", Some("1"), None, &[]);
+    deleting.metadata.deletion_timestamp = Some(Time(at(NOW)));
+    let claims = [
+        claim(0, "1", Some("1"), None, &[]),
+        claim(1, "2", Some("1"), None, &[]),
+        claim(2, "500m", Some("1"), None, &[]),
+        deleting,
+        claim(9, "1", Some("1"), None, &[]),
+    ];
+    let find = |n: &str| claims.iter().find(|c| c.metadata.name.as_deref() == Some(n));
+    let want = |compatible, ready| {
+        vec![crate::apis::statefulset::VolumeClaimStatus {
+            volume_claim_name: "datadir".into(),
+            compatible_replicas: compatible,
+            compatible_ready_replicas: ready,
+        }]
+    };
+    // 0: compatible and ready; 1: compatible; 2: too small; 3: being deleted; 4: no claim; 9 not a slot.
+    assert_eq!(volume_claims(&set, 0..5, find), want(2, 1));
+    assert_eq!(volume_claims(&set, [0, 9], find), want(2, 2));
+    assert_eq!(volume_claims(&set, [], find), want(0, 0), "an entry per template even with no slot");
+    let mut bare = set.clone();
+    bare.spec.volume_claim_templates.clear();
+    assert_eq!(volume_claims(&bare, 0..5, find), vec![], "no template, no entry");
 }
