@@ -616,20 +616,47 @@ async fn a_weight_priority_updates_the_heavier_pods_first() {
     t.history.assert_at_most_unready(1).await;
 }
 
-/// Issue 27 item 7 (a stalled rollout explains itself): a namespace quota of 2 pods refuses the
-/// third pod of a set of 3; the set's status gets kruise's `FailedCreatePod` condition with the
-/// API server's words, and once the quota allows it the third pod is created.
+/// Issue 27 item 7 (a stalled rollout explains itself): an admission policy refuses pod web-2 of a
+/// set of 3; the set's status gets kruise's `FailedCreatePod` condition with the API server's
+/// words, and once the policy is gone web-2 is created.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_refused_pod_creation_sets_the_failed_create_pod_condition() {
-    let t = Scenario::start("asts-quota").await;
-    let quotas: Api<k8s_openapi::api::core::v1::ResourceQuota> = Api::namespaced(t.client.clone(), t.ns());
-    let quota = serde_json::from_value(json!({"metadata": {"name": "pods"}, "spec": {"hard": {"pods": "2"}}})).unwrap();
-    quotas.create(&PostParams::default(), &quota).await.unwrap();
-    poll("the quota to be counted", || async {
-        let q = quotas.get("pods").await.ok()?;
-        q.status?.hard?.get("pods").map(|_| ())
+    use k8s_openapi::api::admissionregistration::v1::{ValidatingAdmissionPolicy, ValidatingAdmissionPolicyBinding};
+    let t = Scenario::start("asts-refused").await;
+    let name = format!("refuse-web-2-{}", t.ns());
+    let policies: Api<ValidatingAdmissionPolicy> = Api::all(t.client.clone());
+    let bindings: Api<ValidatingAdmissionPolicyBinding> = Api::all(t.client.clone());
+    let policy = serde_json::from_value(json!({"metadata": {"name": name}, "spec": {
+        "failurePolicy": "Fail",
+        "matchConstraints": {"resourceRules": [{"apiGroups": [""], "apiVersions": ["v1"],
+            "operations": ["CREATE"], "resources": ["pods"]}]},
+        "validations": [{"expression": "!(object.metadata.name in ['web-2', 'probe'])",
+            "message": "pod name refused by the test's policy"}]}}))
+    .unwrap();
+    policies.create(&PostParams::default(), &policy).await.unwrap();
+    let binding = serde_json::from_value(json!({"metadata": {"name": name}, "spec": {
+        "policyName": name, "validationActions": ["Deny"],
+        "matchResources": {"namespaceSelector": {"matchLabels": {"kubernetes.io/metadata.name": t.ns()}}}}}))
+    .unwrap();
+    bindings.create(&PostParams::default(), &binding).await.unwrap();
+    // The policy takes effect once the API server has loaded it: a probe pod is refused.
+    let pods: Api<Pod> = Api::namespaced(t.client.clone(), t.ns());
+    let probe: Pod = serde_json::from_value(
+        json!({"metadata": {"name": "probe"}, "spec": {"containers": [{"name": "c", "image": "x"}]}}),
+    )
+    .unwrap();
+    poll("the policy to refuse pods", || async {
+        match pods.create(&PostParams::default(), &probe).await {
+            Err(kube::Error::Api(e)) if e.code == 422 || e.code == 403 => Some(()),
+            Ok(_) => {
+                let _ = pods.delete("probe", &Default::default()).await;
+                None
+            }
+            Err(_) => None,
+        }
     })
     .await;
+
     let api = asts(&t);
     api.create(&PostParams::default(), &set(3, "nginx:1.25", json!({}))).await.unwrap();
     let condition = poll("the FailedCreatePod condition", || async {
@@ -640,16 +667,19 @@ async fn a_refused_pod_creation_sets_the_failed_create_pod_condition() {
     assert_eq!(condition.status, "True");
     let message = condition.message.unwrap_or_default();
     assert!(message.starts_with("StatefulPodControl failed to create Pod error: "), "{message}");
-    assert!(message.contains("exceeded quota"), "{message}");
-    assert_eq!(t.pods().await.len(), 2, "the quota holds the third pod back");
+    assert!(message.contains("pod name refused by the test's policy"), "{message}");
+    // The set's pods (a probe created before the policy loaded may still be terminating).
+    let names = |pods: Vec<Pod>| -> Vec<String> {
+        pods.iter().map(|p| p.metadata.name.clone().unwrap()).filter(|n| n.starts_with("web-")).collect()
+    };
+    assert!(!names(t.pods().await).contains(&"web-2".to_string()), "the policy holds web-2 back");
 
-    let more = json!({"spec": {"hard": {"pods": "3"}}});
-    quotas.patch("pods", &PatchParams::default(), &Patch::Merge(more)).await.unwrap();
-    poll("3 ready replicas once the quota allows them", || async {
+    bindings.delete(&name, &Default::default()).await.unwrap();
+    policies.delete(&name, &Default::default()).await.unwrap();
+    poll("3 ready replicas once the policy is gone", || async {
         let s = api.get("web").await.ok()?.status?;
         (s.ready_replicas == 3).then_some(())
     })
     .await;
-    let names: Vec<String> = t.pods().await.iter().map(|p| p.metadata.name.clone().unwrap()).collect();
-    assert_eq!(names.len(), 3, "{names:?}");
+    assert_eq!(names(t.pods().await), ["web-0", "web-1", "web-2"]);
 }
