@@ -20,7 +20,10 @@ use serde::Serialize;
 
 mod chart;
 
-use crate::apis::{CloneSet, ImagePullJob, SidecarSet, cloneset, imagepulljob, sidecarset, statefulset};
+use crate::apis::{
+    CloneSet, ImagePullJob, SidecarSet, cloneset, containerrecreaterequest, imagelistpulljob, imagepulljob, nodeimage,
+    nodepodprobe, podprobemarker, podunavailablebudget, resourcedistribution, sidecarset, statefulset,
+};
 use crate::webhook::paths::{Kind, WEBHOOKS, Webhook};
 
 /// Name of the MutatingWebhookConfiguration (as kruise's chart).
@@ -72,6 +75,22 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
             "apps.kruise.io_imagepulljobs.yaml",
             served(ImagePullJob::crd(), imagepulljob::v1beta1::ImagePullJob::crd(), "v1beta1")?,
         ),
+        // Kinds installed but not reconciled yet (issue 32 item 3), served as kruise v1.9 serves
+        // them (NodeImage: as v1.8, see `apis::nodeimage`).
+        ("apps.kruise.io_containerrecreaterequests.yaml", containerrecreaterequest::ContainerRecreateRequest::crd()),
+        (
+            "apps.kruise.io_imagelistpulljobs.yaml",
+            same_schema(
+                imagelistpulljob::ImageListPullJob::crd(),
+                imagelistpulljob::v1beta1::ImageListPullJob::crd(),
+                "v1beta1",
+            )?,
+        ),
+        ("apps.kruise.io_nodeimages.yaml", nodeimage::NodeImage::crd()),
+        ("apps.kruise.io_nodepodprobes.yaml", nodepodprobe::NodePodProbe::crd()),
+        ("apps.kruise.io_podprobemarkers.yaml", podprobemarker::PodProbeMarker::crd()),
+        ("apps.kruise.io_resourcedistributions.yaml", resourcedistribution::ResourceDistribution::crd()),
+        ("policy.kruise.io_podunavailablebudgets.yaml", podunavailablebudget::PodUnavailableBudget::crd()),
     ];
     let mut files = Vec::new();
     let mut chart_crds = Vec::new();
@@ -127,6 +146,20 @@ fn served(
             conversion_review_versions: vec!["v1".into()],
         }),
     });
+    Ok(crd)
+}
+
+/// One CRD serving two versions whose schemas are the same (kruise's conversion copies every
+/// field), `storage` stored: the apiserver converts by rewriting `apiVersion` (`strategy: None`),
+/// so no conversion webhook is involved.
+fn same_schema(
+    v1alpha1: CustomResourceDefinition,
+    v1beta1: CustomResourceDefinition,
+    storage: &str,
+) -> Result<CustomResourceDefinition, ManifestError> {
+    let mut crd = kube::core::crd::merge_crds(vec![v1alpha1, v1beta1], storage)
+        .map_err(|e| ManifestError::Merge(e.to_string()))?;
+    crd.spec.conversion = Some(CustomResourceConversion { strategy: "None".into(), webhook: None });
     Ok(crd)
 }
 
