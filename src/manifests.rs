@@ -97,6 +97,7 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
     for (name, crd) in crds {
         let mut crd = serde_json::to_value(&crd).map_err(|e| ManifestError::Render(name.to_string(), e.to_string()))?;
         strip_defaults(&mut crd["spec"]["versions"]);
+        core_type_defaults(&mut crd["spec"]["versions"]);
         strip_nullable(&mut crd["spec"]["versions"]);
         if let Some(versions) = crd["spec"]["versions"].as_array_mut() {
             versions.iter_mut().for_each(|v| controller_gen_root(&mut v["schema"]["openAPIV3Schema"]));
@@ -172,6 +173,37 @@ fn strip_defaults(value: &mut serde_json::Value) {
             map.values_mut().for_each(strip_defaults);
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(strip_defaults),
+        _ => {}
+    }
+}
+
+/// The `default`s kruise's CRDs carry from the `+default` markers of Kubernetes core types, which
+/// k8s-openapi's schemas lack (and [`strip_defaults`] would drop): a `ContainerPort`'s `protocol`
+/// is `TCP` (ContainerRecreateRequest ports), a `GRPCAction`'s `service` is `""` (probes of
+/// PodProbeMarker and NodePodProbe). The types are recognised by their exact set of properties.
+fn core_type_defaults(value: &mut serde_json::Value) {
+    const CONTAINER_PORT: &[&str] = &["containerPort", "hostIP", "hostPort", "name", "protocol"];
+    const GRPC_ACTION: &[&str] = &["port", "service"];
+    match value {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::Object(props)) = map.get_mut("properties") {
+                let names: Vec<&str> = props.keys().map(String::as_str).collect();
+                let default = if names == CONTAINER_PORT {
+                    Some(("protocol", "TCP"))
+                } else if names == GRPC_ACTION {
+                    Some(("service", ""))
+                } else {
+                    None
+                };
+                if let Some((field, default)) = default
+                    && let Some(serde_json::Value::Object(field)) = props.get_mut(field)
+                {
+                    field.insert("default".into(), default.into());
+                }
+            }
+            map.values_mut().for_each(core_type_defaults);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(core_type_defaults),
         _ => {}
     }
 }

@@ -315,3 +315,77 @@ fn names_scope_subresources_and_columns_are_kruises() {
     assert!(versions_compared >= 13, "{versions_compared} versions compared");
     assert!(problems.is_empty(), "{} differences:\n{}", problems.len(), problems.join("\n"));
 }
+
+/// Defaults kruise's CRDs declare and ours do not (file, version, path, reason): found by
+/// [`defaults_are_kruises`] in kinds that were here before it, left as they were (`manifests`
+/// drops every serde default; these are kruise's `+default` markers).
+const DEFAULTS_NOT_KRUISES: &[(&str, &str, &str, &str)] = &[
+    ("apps.kruise.io_clonesets.yaml", "v1beta1", ".spec.scaleStrategy.enablePVCReuse", "false; pre-existing"),
+    ("apps.kruise.io_sidecarsets.yaml", "v1alpha1", ".spec.imagePullSecrets[].name", "\"\"; pre-existing"),
+    ("apps.kruise.io_sidecarsets.yaml", "v1beta1", ".spec.imagePullSecrets[].name", "\"\"; pre-existing"),
+    ("apps.kruise.io_sidecarsets.yaml", "v1alpha1", ".spec.injectionStrategy.revision.policy", "Always; pre-existing"),
+    ("apps.kruise.io_sidecarsets.yaml", "v1beta1", ".spec.injectionStrategy.revision.policy", "Always; pre-existing"),
+];
+
+/// Every `default` of a schema, by path.
+fn defaults(schema: &Value, path: String, out: &mut BTreeMap<String, Value>) {
+    if let Some(d) = schema.get("default") {
+        out.insert(path.clone(), d.clone());
+    }
+    if let Some(Value::Object(props)) = schema.get("properties") {
+        for (k, v) in props {
+            defaults(v, format!("{path}.{k}"), out);
+        }
+    }
+    if let Some(items) = schema.get("items") {
+        defaults(items, format!("{path}[]"), out);
+    }
+    if let Some(additional @ Value::Object(_)) = schema.get("additionalProperties") {
+        defaults(additional, format!("{path}{{}}"), out);
+    }
+}
+
+/// The apiserver's defaulting is kruise's: each version declares the `default`s of the kruise
+/// release it follows (v1.9, v1.8 for [`SERVED_AS_V1_8`], HEAD for [`SERVED_AHEAD`]), on the paths
+/// ours has, but for the ones listed in [`DEFAULTS_NOT_KRUISES`].
+#[test]
+fn defaults_are_kruises() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds");
+    let mut problems = Vec::new();
+    let mut kept = 0;
+    for (path, text) in kruise::manifests::render().unwrap() {
+        if !path.starts_with("deploy/crds") {
+            continue;
+        }
+        let file = path.file_name().unwrap().to_string_lossy().to_string();
+        let release = if SERVED_AS_V1_8.iter().any(|(f, _)| *f == file) { "kruise-v1.8.4" } else { "kruise-v1.9.0" };
+        let theirs = crd(&std::fs::read_to_string(root.join(release).join(&file)).unwrap());
+        let head = std::fs::read_to_string(root.join("kruise-head").join(&file)).ok().map(|t| crd(&t));
+        for v in crd(&text)["spec"]["versions"].as_array().unwrap() {
+            let name = v["name"].as_str().unwrap();
+            let find =
+                |crd: &Value| crd["spec"]["versions"].as_array().unwrap().iter().find(|t| t["name"] == name).cloned();
+            let their = find(&theirs).or_else(|| head.as_ref().and_then(find)).unwrap();
+            let (mut ours, mut their_defaults) = (BTreeMap::new(), BTreeMap::new());
+            defaults(&v["schema"]["openAPIV3Schema"], String::new(), &mut ours);
+            defaults(&their["schema"]["openAPIV3Schema"], String::new(), &mut their_defaults);
+            let mut our_nodes = BTreeMap::new();
+            nodes(&v["schema"]["openAPIV3Schema"], String::new(), &mut our_nodes);
+            // Only paths ours declares: a field ours keeps unknown is compared in the first test.
+            their_defaults.retain(|p, _| our_nodes.contains_key(p));
+            kept += ours.len();
+            for p in ours.keys().chain(their_defaults.keys()).collect::<std::collections::BTreeSet<_>>() {
+                let listed = DEFAULTS_NOT_KRUISES.iter().any(|(f, vn, at, _)| *f == file && *vn == name && at == p);
+                if ours.get(p) != their_defaults.get(p) && !listed {
+                    problems.push(format!(
+                        "{file} {name} {p}: ours {:?}, kruise {:?}",
+                        ours.get(p),
+                        their_defaults.get(p)
+                    ));
+                }
+            }
+        }
+    }
+    assert!(problems.is_empty(), "{} differences:\n{}", problems.len(), problems.join("\n"));
+    assert!(kept >= 3, "{kept} defaults");
+}
