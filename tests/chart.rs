@@ -465,5 +465,5 @@ fn cert_manager_issues_the_certificate() {
             o["metadata"]["annotations"]["cert-manager.io/inject-ca-from"] == "kruise-system/kruise-webhook-certs"
         })
         .count();
-    assert_eq!(injected, 2 + 4, "both webhook configurations and the four CRDs");
+    assert_eq!(injected, 2 + 4, "both webhook configurations and the four CRDs with a conversion webhook");
 }

@@ -65,15 +65,18 @@ fn chart_yaml() -> Result<String, ManifestError> {
 }
 
 /// A CRD, installed while `crds.managed`, kept on uninstall, its conversion Service in the
-/// release's namespace.
+/// release's namespace. Only a CRD with a conversion webhook has a `caBundle`, so only it gets
+/// the CA-injection annotations.
 fn crd_template(name: &str, mut crd: Value) -> Result<String, ManifestError> {
     crd["metadata"]["annotations"] = serde_json::json!({"helm.sh/resource-policy": "keep"});
-    if let Some(service) = crd.pointer_mut("/spec/conversion/webhook/clientConfig/service") {
+    let service = crd.pointer_mut("/spec/conversion/webhook/clientConfig/service");
+    let converts = service.is_some();
+    if let Some(service) = service {
         service["namespace"] = NAMESPACE.into();
     }
     let body = splice(name, crd)?;
     let keep = "    helm.sh/resource-policy: keep\n";
-    let body = insert_after(name, &body, keep, EXTERNAL_ANNOTATIONS)?;
+    let body = if converts { insert_after(name, &body, keep, EXTERNAL_ANNOTATIONS)? } else { body };
     Ok(format!("{{{{- if .Values.crds.managed }}}}\n{body}{{{{- end }}}}\n"))
 }
 
@@ -205,6 +208,11 @@ mod tests {
         assert!(text.ends_with("{{- end }}\n"), "{text}");
         assert!(text.contains("    helm.sh/resource-policy: keep\n    {{- with include \"kruise.caAnnotations\" . }}"));
         assert!(text.contains("namespace: {{ .Values.installation.namespace }}\n"), "{text}");
+        // Without a conversion webhook there is no caBundle to inject.
+        let crd =
+            serde_json::json!({"metadata": {"name": "y.apps.kruise.io"}, "spec": {"conversion": {"strategy": "None"}}});
+        let text = crd_template("y", crd).unwrap();
+        assert!(text.contains("    helm.sh/resource-policy: keep\n") && !text.contains("caAnnotations"), "{text}");
     }
 
     #[test]
