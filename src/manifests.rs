@@ -20,7 +20,10 @@ use serde::Serialize;
 
 mod chart;
 
-use crate::apis::{CloneSet, ImagePullJob, SidecarSet, cloneset, imagepulljob, sidecarset, statefulset};
+use crate::apis::{
+    CloneSet, ImagePullJob, SidecarSet, cloneset, containerrecreaterequest, imagelistpulljob, imagepulljob, nodeimage,
+    nodepodprobe, podprobemarker, podunavailablebudget, resourcedistribution, sidecarset, statefulset,
+};
 use crate::webhook::paths::{Kind, WEBHOOKS, Webhook};
 
 /// Name of the MutatingWebhookConfiguration (as kruise's chart).
@@ -80,10 +83,27 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
             "apps.kruise.io_imagepulljobs.yaml",
             served(ImagePullJob::crd(), imagepulljob::v1beta1::ImagePullJob::crd(), "v1beta1")?,
         ),
+        // Kinds installed but not reconciled yet (issue 32 item 3), served as kruise v1.9 serves
+        // them (NodeImage: as v1.8, see `apis::nodeimage`).
+        ("apps.kruise.io_containerrecreaterequests.yaml", containerrecreaterequest::ContainerRecreateRequest::crd()),
+        (
+            "apps.kruise.io_imagelistpulljobs.yaml",
+            same_schema(
+                imagelistpulljob::ImageListPullJob::crd(),
+                imagelistpulljob::v1beta1::ImageListPullJob::crd(),
+                "v1beta1",
+            )?,
+        ),
+        ("apps.kruise.io_nodeimages.yaml", nodeimage::NodeImage::crd()),
+        ("apps.kruise.io_nodepodprobes.yaml", nodepodprobe::NodePodProbe::crd()),
+        ("apps.kruise.io_podprobemarkers.yaml", podprobemarker::PodProbeMarker::crd()),
+        ("apps.kruise.io_resourcedistributions.yaml", resourcedistribution::ResourceDistribution::crd()),
+        ("policy.kruise.io_podunavailablebudgets.yaml", podunavailablebudget::PodUnavailableBudget::crd()),
     ];
     let finish = |name: &str, crd: &CustomResourceDefinition| -> Result<serde_json::Value, ManifestError> {
         let mut crd = serde_json::to_value(crd).map_err(|e| ManifestError::Render(name.to_string(), e.to_string()))?;
         strip_defaults(&mut crd["spec"]["versions"]);
+        core_type_defaults(&mut crd["spec"]["versions"]);
         strip_nullable(&mut crd["spec"]["versions"]);
         if let Some(versions) = crd["spec"]["versions"].as_array_mut() {
             versions.iter_mut().for_each(|v| controller_gen_root(&mut v["schema"]["openAPIV3Schema"]));
@@ -147,6 +167,20 @@ fn served(
     Ok(crd)
 }
 
+/// One CRD serving two versions whose schemas are the same (kruise's conversion copies every
+/// field), `storage` stored: the apiserver converts by rewriting `apiVersion` (`strategy: None`),
+/// so no conversion webhook is involved.
+fn same_schema(
+    v1alpha1: CustomResourceDefinition,
+    v1beta1: CustomResourceDefinition,
+    storage: &str,
+) -> Result<CustomResourceDefinition, ManifestError> {
+    let mut crd = kube::core::crd::merge_crds(vec![v1alpha1, v1beta1], storage)
+        .map_err(|e| ManifestError::Merge(e.to_string()))?;
+    crd.spec.conversion = Some(CustomResourceConversion { strategy: "None".into(), webhook: None });
+    Ok(crd)
+}
+
 /// Removes `default` from every schema: the derived schemas carry serde's defaults (`{}`, `0`),
 /// which the apiserver would write into objects; kruise's CRDs declare none.
 fn strip_defaults(value: &mut serde_json::Value) {
@@ -156,6 +190,37 @@ fn strip_defaults(value: &mut serde_json::Value) {
             map.values_mut().for_each(strip_defaults);
         }
         serde_json::Value::Array(items) => items.iter_mut().for_each(strip_defaults),
+        _ => {}
+    }
+}
+
+/// The `default`s kruise's CRDs carry from the `+default` markers of Kubernetes core types, which
+/// k8s-openapi's schemas lack (and [`strip_defaults`] would drop): a `ContainerPort`'s `protocol`
+/// is `TCP` (ContainerRecreateRequest ports), a `GRPCAction`'s `service` is `""` (probes of
+/// PodProbeMarker and NodePodProbe). The types are recognised by their exact set of properties.
+fn core_type_defaults(value: &mut serde_json::Value) {
+    const CONTAINER_PORT: &[&str] = &["containerPort", "hostIP", "hostPort", "name", "protocol"];
+    const GRPC_ACTION: &[&str] = &["port", "service"];
+    match value {
+        serde_json::Value::Object(map) => {
+            if let Some(serde_json::Value::Object(props)) = map.get_mut("properties") {
+                let names: Vec<&str> = props.keys().map(String::as_str).collect();
+                let default = if names == CONTAINER_PORT {
+                    Some(("protocol", "TCP"))
+                } else if names == GRPC_ACTION {
+                    Some(("service", ""))
+                } else {
+                    None
+                };
+                if let Some((field, default)) = default
+                    && let Some(serde_json::Value::Object(field)) = props.get_mut(field)
+                {
+                    field.insert("default".into(), default.into());
+                }
+            }
+            map.values_mut().for_each(core_type_defaults);
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(core_type_defaults),
         _ => {}
     }
 }

@@ -1,7 +1,8 @@
 //! End to end on the real control plane (kube-apiserver, etcd, controller-manager, scheduler of
 //! `testenv/`): the CRDs of `deploy/crds`, the webhook configurations of `webhook-config/`
 //! registered with the CA, and `kruise serve` (certificates from `kruise certs`) reached through
-//! Service `kruise-webhook-service` as a pod is — driven by the real kubectl, as a user would.
+//! Service `kruise-webhook-service` as a pod is — driven by the real kubectl, as a user would; and
+//! the CRDs of the kinds nothing of ours reconciles yet store kruise's objects as kruise's do.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
@@ -136,4 +137,98 @@ async fn deployment_flags_exist_in_serve_help() {
     let env: Vec<&str> = container["env"].as_array().unwrap().iter().filter_map(|e| e["name"].as_str()).collect();
     assert_eq!(env, ["POD_NAME", "POD_NAMESPACE"]);
     assert!(help.contains("POD_NAMESPACE"), "the manager namespace comes from POD_NAMESPACE");
+}
+
+/// `value` has every field of `sent` with the same value (the apiserver may add, e.g. defaults).
+fn contains(value: &Value, sent: &Value) -> bool {
+    match (value, sent) {
+        (Value::Object(v), Value::Object(s)) => s.iter().all(|(k, sv)| v.get(k).is_some_and(|vv| contains(vv, sv))),
+        (Value::Array(v), Value::Array(s)) => v.len() == s.len() && v.iter().zip(s).all(|(vv, sv)| contains(vv, sv)),
+        _ => value == sent,
+    }
+}
+
+/// The CRDs of the kinds installed but not reconciled yet (issue 32 item 3) are accepted by the
+/// apiserver with structural schemas, and keep an object of each kind as sent (nothing pruned),
+/// with kruise's defaults and short names; ImageListPullJob reads back at both versions.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn not_reconciled_kinds_store_kruise_objects() {
+    use k8s_openapi::apiextensions_apiserver::pkg::apis::apiextensions::v1::CustomResourceDefinition;
+    let c = cluster();
+    c.apply_path(root().join("deploy/crds")).await.unwrap();
+    let crds: kube::Api<CustomResourceDefinition> = kube::Api::all(c.client().await.unwrap());
+    for file in std::fs::read_dir(root().join("deploy/crds")).unwrap() {
+        let text = std::fs::read_to_string(file.unwrap().path()).unwrap();
+        let name = serde_yaml_ng::from_str::<Value>(&text).unwrap()["metadata"]["name"].as_str().unwrap().to_string();
+        let crd = crds.get(&name).await.unwrap();
+        let conditions = crd.status.and_then(|s| s.conditions).unwrap_or_default();
+        let status = |t: &str| conditions.iter().find(|c| c.type_ == t).map(|c| c.status.clone());
+        assert_eq!(status("Established").as_deref(), Some("True"), "{name}: {conditions:?}");
+        assert_ne!(status("NonStructuralSchema").as_deref(), Some("True"), "{name}: {conditions:?}");
+    }
+
+    let ns = c.namespace("e2e-kinds").await.unwrap();
+    let kubectl = Kubectl::new();
+    let text = std::fs::read_to_string(root().join("tests/fixtures/e2e/not-reconciled-kinds.yaml")).unwrap();
+    let text = text.replace("namespace: default", &format!("namespace: {ns}"));
+    let path = kubectl.dir().join("kinds.yaml");
+    std::fs::write(&path, &text).unwrap();
+    let (ok, out, err) = kubectl.run(&["create", "-f", path.to_str().unwrap()]).await;
+    assert!(ok, "{out}{err}");
+    let sent = kruise_testenv::manifests::parse(&text).unwrap();
+    assert_eq!(sent.len(), 7);
+    let mut stored = std::collections::BTreeMap::new();
+    for obj in &sent {
+        let (kind, name) = (obj["kind"].as_str().unwrap(), obj["metadata"]["name"].as_str().unwrap());
+        let group = obj["apiVersion"].as_str().unwrap().split('/').next().unwrap();
+        let resource = format!("{}.{group}", kind.to_lowercase());
+        let mut args = vec!["get", &resource, name, "-o", "json"];
+        if obj["metadata"]["namespace"].is_string() {
+            args.extend(["-n", ns.name()]);
+        }
+        let (ok, out, err) = kubectl.run(&args).await;
+        assert!(ok, "{kind} {name}: {err}");
+        let got: Value = serde_json::from_str(&out).unwrap();
+        assert!(contains(&got["spec"], &obj["spec"]), "{kind} lost fields:\nsent {}\ngot {}", obj["spec"], got["spec"]);
+        stored.insert(kind.to_string(), got);
+    }
+    // kruise's defaults, from Kubernetes core types.
+    let crr = &stored["ContainerRecreateRequest"]["spec"]["containers"][0];
+    assert_eq!(crr["ports"][0]["protocol"], "TCP", "{crr}");
+    let probe = &stored["NodePodProbe"]["spec"]["podProbes"][0]["probes"][0]["probe"];
+    assert_eq!(probe["grpc"]["service"], "", "{probe}");
+    // ImageListPullJob: stored as v1beta1, read as v1alpha1 with `conversion: None`.
+    let (ok, out, err) = kubectl
+        .run(&["get", "imagelistpulljobs.v1alpha1.apps.kruise.io", "ilpj-sample", "-n", ns.name(), "-o", "json"])
+        .await;
+    assert!(ok, "{err}");
+    let v1alpha1: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(v1alpha1["apiVersion"], "apps.kruise.io/v1alpha1");
+    assert_eq!(v1alpha1["spec"], stored["ImageListPullJob"]["spec"]);
+    // Short names.
+    for (short, namespaced, expect) in
+        [("crr", true, "crr-sample"), ("pub", true, "pub-sample"), ("distributor", false, "rd-sample")]
+    {
+        let mut args = vec!["get", short, "-o", "name"];
+        if namespaced {
+            args.extend(["-n", ns.name()]);
+        }
+        let (ok, out, err) = kubectl.run(&args).await;
+        assert!(ok && out.contains(expect), "kubectl get {short}: {out}{err}");
+    }
+    // A ResourceDistribution's resource is an embedded object: without a kind it is refused.
+    let bad = text.split("---").find(|d| d.contains("kind: ResourceDistribution")).unwrap();
+    let bad = bad.replace("name: rd-sample", "name: rd-no-kind").replace("    kind: Secret\n", "");
+    let bad_path = kubectl.dir().join("bad.yaml");
+    std::fs::write(&bad_path, bad).unwrap();
+    let (ok, out, err) = kubectl.run(&["create", "-f", bad_path.to_str().unwrap()]).await;
+    assert!(!ok && err.contains("spec.resource.kind"), "{out}{err}");
+    // NodeImage is served as v1alpha1 only.
+    let (ok, _, err) = kubectl.run(&["get", "nodeimages.v1beta1.apps.kruise.io"]).await;
+    assert!(!ok, "{err}");
+
+    for obj in sent.iter().filter(|o| o["metadata"]["namespace"].is_null()) {
+        let kind = format!("{}.apps.kruise.io", obj["kind"].as_str().unwrap().to_lowercase());
+        kubectl.run(&["delete", &kind, obj["metadata"]["name"].as_str().unwrap()]).await;
+    }
 }

@@ -1,4 +1,5 @@
-//! `apps.kruise.io` API types (spec §1), with exactly kruise's field names and JSON shapes.
+//! `apps.kruise.io` (and `policy.kruise.io`) API types (spec §1), with exactly kruise's field names
+//! and JSON shapes.
 //!
 //! Only types live here: no decisions. Every field decodes leniently, as Go's `encoding/json` does
 //! (a missing field is its zero value; enum-like fields are plain strings so that an unknown value
@@ -10,8 +11,15 @@
 
 pub mod cloneset;
 pub mod common;
+pub mod containerrecreaterequest;
+pub mod imagelistpulljob;
 pub mod imagepulljob;
 pub mod keys;
+pub mod nodeimage;
+pub mod nodepodprobe;
+pub mod podprobemarker;
+pub mod podunavailablebudget;
+pub mod resourcedistribution;
 pub mod schema;
 pub mod sidecarset;
 pub mod statefulset;

@@ -5,9 +5,10 @@
 //!   Kubernetes versions newer than ours, and neither types nor prunes them;
 //! - Kubernetes types marked `+structType=atomic` (`LabelSelector`, `LocalObjectReference`):
 //!   `x-kubernetes-map-type: atomic`, so server-side apply replaces a selector whole;
-//! - `required` lists where kruise's Go fields have no `omitempty`.
+//! - `required` lists where kruise's Go fields have no `omitempty`;
+//! - embedded objects (`EmbeddedResource`, a ResourceDistribution's resource).
 
-use k8s_openapi::api::core::v1::LocalObjectReference;
+use k8s_openapi::api::core::v1::{LocalObjectReference, ObjectReference};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
 use schemars::{JsonSchema, Schema, SchemaGenerator, json_schema};
 
@@ -53,4 +54,22 @@ pub fn local_object_references(generator: &mut SchemaGenerator) -> Schema {
 /// Sets the `required` list of a struct's schema (a struct transform).
 pub fn require(schema: &mut Schema, fields: &[&str]) {
     schema.insert("required".into(), fields.iter().map(|f| serde_json::Value::from(*f)).collect());
+}
+
+/// A whole Kubernetes object kept as sent (kruise's `runtime.RawExtension` marked
+/// `EmbeddedResource` + `PreserveUnknownFields`): the apiserver requires its `apiVersion` and
+/// `kind` and validates its `metadata`, and prunes nothing inside.
+pub fn embedded_resource(_: &mut SchemaGenerator) -> Schema {
+    json_schema!({
+        "type": "object",
+        "x-kubernetes-embedded-resource": true,
+        "x-kubernetes-preserve-unknown-fields": true
+    })
+}
+
+/// `[]corev1.ObjectReference` (atomic items, as `+structType=atomic` marks them).
+pub fn object_references(generator: &mut SchemaGenerator) -> Schema {
+    let mut item = ObjectReference::json_schema(generator);
+    atomic(&mut item);
+    json_schema!({ "type": "array", "items": item })
 }

@@ -82,15 +82,18 @@ fn crd_template(name: &str, crd: Value, other: Option<(&str, Value)>) -> Result<
     Ok(format!("{{{{- if .Values.crds.managed }}}}\n{body}{{{{- end }}}}\n"))
 }
 
-/// A CRD, kept on uninstall, its conversion Service in the release's namespace.
+/// A CRD, kept on uninstall, its conversion Service in the release's namespace. Only a CRD with
+/// a conversion webhook has a `caBundle`, so only it gets the CA-injection annotations.
 fn crd_body(name: &str, mut crd: Value) -> Result<String, ManifestError> {
     crd["metadata"]["annotations"] = serde_json::json!({"helm.sh/resource-policy": "keep"});
-    if let Some(service) = crd.pointer_mut("/spec/conversion/webhook/clientConfig/service") {
+    let service = crd.pointer_mut("/spec/conversion/webhook/clientConfig/service");
+    let converts = service.is_some();
+    if let Some(service) = service {
         service["namespace"] = NAMESPACE.into();
     }
     let body = splice(name, crd)?;
     let keep = "    helm.sh/resource-policy: keep\n";
-    insert_after(name, &body, keep, EXTERNAL_ANNOTATIONS)
+    if converts { insert_after(name, &body, keep, EXTERNAL_ANNOTATIONS) } else { Ok(body) }
 }
 
 /// A webhook configuration: the Service's namespace, `timeoutSeconds` and, for the pod webhooks,
@@ -230,6 +233,11 @@ mod tests {
         assert!(when.starts_with("{{- if .Values.crds.managed }}\n{{- if .Values.crds.x }}\n# Generated"), "{text}");
         assert!(when.contains("name: v2") && !rest.contains("name: v2"), "{text}");
         assert!(rest.ends_with("{{- end }}\n{{- end }}\n"), "{text}");
+        // Without a conversion webhook there is no caBundle to inject.
+        let crd =
+            serde_json::json!({"metadata": {"name": "y.apps.kruise.io"}, "spec": {"conversion": {"strategy": "None"}}});
+        let text = crd_template("y", crd, None).unwrap();
+        assert!(text.contains("    helm.sh/resource-policy: keep\n") && !text.contains("caAnnotations"), "{text}");
     }
 
     #[test]
