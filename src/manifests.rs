@@ -20,7 +20,10 @@ use serde::Serialize;
 
 mod chart;
 
-use crate::apis::{CloneSet, ImagePullJob, SidecarSet, cloneset, imagepulljob, sidecarset, statefulset};
+use crate::apis::{
+    CloneSet, ImagePullJob, SidecarSet, advancedcronjob, broadcastjob, cloneset, daemonset, ephemeraljob, imagepulljob,
+    persistentpodstate, sidecarset, statefulset, uniteddeployment, workloadspread,
+};
 use crate::webhook::paths::{Kind, WEBHOOKS, Webhook};
 
 /// Name of the MutatingWebhookConfiguration (as kruise's chart).
@@ -72,6 +75,23 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
             "apps.kruise.io_imagepulljobs.yaml",
             served(ImagePullJob::crd(), imagepulljob::v1beta1::ImagePullJob::crd(), "v1beta1")?,
         ),
+        // Kinds nothing of ours reconciles yet, installed so that their objects stay readable and
+        // writable (issue 32): versions as kruise v1.9 serves them, except where its second
+        // version needs a conversion webhook or has a schema of its own (see each type's module).
+        ("apps.kruise.io_daemonsets.yaml", daemonset::DaemonSet::crd()),
+        (
+            "apps.kruise.io_broadcastjobs.yaml",
+            served_without_conversion(
+                broadcastjob::BroadcastJob::crd(),
+                broadcastjob::v1beta1::BroadcastJob::crd(),
+                "v1beta1",
+            )?,
+        ),
+        ("apps.kruise.io_advancedcronjobs.yaml", advancedcronjob::AdvancedCronJob::crd()),
+        ("apps.kruise.io_uniteddeployments.yaml", uniteddeployment::UnitedDeployment::crd()),
+        ("apps.kruise.io_workloadspreads.yaml", workloadspread::WorkloadSpread::crd()),
+        ("apps.kruise.io_ephemeraljobs.yaml", ephemeraljob::EphemeralJob::crd()),
+        ("apps.kruise.io_persistentpodstates.yaml", persistentpodstate::PersistentPodState::crd()),
     ];
     let mut files = Vec::new();
     let mut chart_crds = Vec::new();
@@ -128,6 +148,18 @@ fn served(
         }),
     });
     Ok(crd)
+}
+
+/// One CRD serving two versions whose schemas are the same, with no conversion webhook: the
+/// apiserver's `None` strategy only rewrites `apiVersion`, as kruise's CRD for BroadcastJob does
+/// (its `config/crd` enables no conversion webhook for it). `tests/crd_schemas.rs` checks that the
+/// two schemas are the same, which is what makes `None` lossless.
+fn served_without_conversion(
+    v1alpha1: CustomResourceDefinition,
+    v1beta1: CustomResourceDefinition,
+    storage: &str,
+) -> Result<CustomResourceDefinition, ManifestError> {
+    kube::core::crd::merge_crds(vec![v1alpha1, v1beta1], storage).map_err(|e| ManifestError::Merge(e.to_string()))
 }
 
 /// Removes `default` from every schema: the derived schemas carry serde's defaults (`{}`, `0`),

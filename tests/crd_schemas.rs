@@ -1,13 +1,17 @@
-//! The generated CRDs say what kruise's say (issue 14 item 1, issue 15). kruise's controller-gen
-//! CRDs are kept in `tests/fixtures/crds/`, copied from `config/crd/bases`: `kruise-v1.8.4/` (tag
-//! v1.8.4, commit a081ad61), `kruise-v1.9.0/` (tag v1.9.0, commit b1e001a9: SidecarSet and
-//! ImagePullJob v1beta1, and the storage versions) and `kruise-head/` (commit 07169cfa: CloneSet
-//! v1beta1, which v1.9 does not serve). Each version of ours is compared with the oldest of
-//! those that serves it; every schema node of ours is compared with kruise's at the same path, on
-//! what changes how the apiserver treats an object: `type`, `format`, `nullable` (a non-nullable
-//! field's `null` is pruned), `x-kubernetes-map-type` (atomic selectors), `x-kubernetes-int-or-string`,
-//! `x-kubernetes-preserve-unknown-fields` and `required`. Fields only one side has, and the one
-//! `required` list not kept, are listed below with the reason.
+//! The generated CRDs say what kruise's say (issue 14 item 1, issue 15, issue 32 item 3). kruise's
+//! controller-gen CRDs are kept in `tests/fixtures/crds/`, copied from `config/crd/bases`:
+//! `kruise-v1.8.4/` (tag v1.8.4, commit a081ad61), `kruise-v1.9.0/` (tag v1.9.0, commit b1e001a9:
+//! SidecarSet and ImagePullJob v1beta1, and the storage versions) and `kruise-head/` (commit
+//! 07169cfa: CloneSet v1beta1, which v1.9 does not serve). Each version of ours is compared with the
+//! oldest of those that serves it, or with v1.9.0 for the kinds listed in `AS_KRUISE_V1_9` (served
+//! as the newest release serves them; no v1.8.4 field of theirs may be missing either); every schema
+//! node of ours is compared with kruise's at the same path, on what changes how the apiserver
+//! treats an object: `type`, `format`, `nullable` (a non-nullable field's `null` is pruned),
+//! `x-kubernetes-map-type` (atomic selectors), `x-kubernetes-int-or-string`,
+//! `x-kubernetes-preserve-unknown-fields`, `enum` and `required`. Fields only one side has, and the
+//! one `required` list not kept, are listed below with the reason. Names, scope, subresources and
+//! printer columns are compared too, and the served and stored versions are kruise v1.9.0's but
+//! where `SERVED` says otherwise.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::collections::BTreeMap;
@@ -25,6 +29,31 @@ const OURS_ONLY: &[(&str, &str)] = &[
     (".spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism", "kruise HEAD"),
     (".spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadTimeoutSeconds", "kruise HEAD"),
     (".status.conditions[].lastUpdateTime", "CloneSet condition, kruise HEAD"),
+    // UnitedDeployment embeds our CloneSet and Advanced StatefulSet specs (kruise embeds its own).
+    (
+        ".spec.template.cloneSetTemplate.spec.updateStrategy.inPlaceUpdateStrategy.imagePreDownloadMinUpdatedReadyPods",
+        "UnitedDeployment's CloneSet spec, kruise HEAD",
+    ),
+    (
+        ".spec.template.cloneSetTemplate.spec.updateStrategy.inPlaceUpdateStrategy.imagePreDownloadParallelism",
+        "UnitedDeployment's CloneSet spec, kruise HEAD",
+    ),
+    (
+        ".spec.template.cloneSetTemplate.spec.updateStrategy.inPlaceUpdateStrategy.imagePreDownloadTimeoutSeconds",
+        "UnitedDeployment's CloneSet spec, kruise HEAD",
+    ),
+    (
+        ".spec.template.advancedStatefulSetTemplate.spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadMinUpdatedReadyPods",
+        "UnitedDeployment's Advanced StatefulSet spec, kruise HEAD",
+    ),
+    (
+        ".spec.template.advancedStatefulSetTemplate.spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadParallelism",
+        "UnitedDeployment's Advanced StatefulSet spec, kruise HEAD",
+    ),
+    (
+        ".spec.template.advancedStatefulSetTemplate.spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadTimeoutSeconds",
+        "UnitedDeployment's Advanced StatefulSet spec, kruise HEAD",
+    ),
 ];
 
 /// Fields kruise declares that ours leaves to `x-kubernetes-preserve-unknown-fields`: a
@@ -51,6 +80,70 @@ const KRUISE_ONLY: &[&str] = &[
 /// never send status: with the status subresource, the apiserver drops it on create and update.
 const REQUIRED_NOT_KEPT: &[&str] = &[".status"];
 
+/// CRDs served as kruise v1.9.0 serves them, so compared with its schemas rather than v1.8.4's
+/// (which v1.9 changed: Advanced DaemonSet's `rollingUpdate.partition` became an int-or-string,
+/// UnitedDeployment's adaptive strategy replaced `unschedulableLastSeconds`).
+const AS_KRUISE_V1_9: &[&str] = &[
+    "apps.kruise.io_advancedcronjobs.yaml",
+    "apps.kruise.io_broadcastjobs.yaml",
+    "apps.kruise.io_daemonsets.yaml",
+    "apps.kruise.io_ephemeraljobs.yaml",
+    "apps.kruise.io_persistentpodstates.yaml",
+    "apps.kruise.io_uniteddeployments.yaml",
+    "apps.kruise.io_workloadspreads.yaml",
+];
+
+/// Fields of kruise v1.8.4 that v1.9.0 removed, so that a CRD served as v1.9 serves it lacks them.
+const V1_8_ONLY: &[(&str, &str)] = &[(
+    ".spec.topology.scheduleStrategy.adaptive.unschedulableLastSeconds",
+    "UnitedDeployment: kruise v1.9 renamed it unschedulableDuration (and its v1.9 CRD prunes it)",
+)];
+
+/// Versions a CRD serves, and its storage version with the reason where it is not kruise v1.9.0's.
+struct Served {
+    file: &'static str,
+    versions: &'static [&'static str],
+    storage_not_v1_9: Option<(&'static str, &'static str)>,
+}
+
+const fn served(file: &'static str, versions: &'static [&'static str]) -> Served {
+    Served { file, versions, storage_not_v1_9: None }
+}
+
+const BOTH: &[&str] = &["v1alpha1", "v1beta1"];
+const V1ALPHA1: &[&str] = &["v1alpha1"];
+
+const SERVED: &[Served] = &[
+    served("apps.kruise.io_clonesets.yaml", BOTH),
+    served("apps.kruise.io_statefulsets.yaml", BOTH),
+    served("apps.kruise.io_sidecarsets.yaml", BOTH),
+    served("apps.kruise.io_imagepulljobs.yaml", BOTH),
+    // v1.9's two versions have the same schema and no conversion webhook: served alike.
+    served("apps.kruise.io_broadcastjobs.yaml", BOTH),
+    Served {
+        file: "apps.kruise.io_daemonsets.yaml",
+        versions: V1ALPHA1,
+        storage_not_v1_9: Some((
+            "v1alpha1",
+            "v1.9 stores v1beta1, whose schema differs and which kruise converts with a webhook we do not \
+             serve for this kind: v1alpha1 only, as kruise v1.8",
+        )),
+    },
+    Served {
+        file: "apps.kruise.io_advancedcronjobs.yaml",
+        versions: V1ALPHA1,
+        storage_not_v1_9: Some((
+            "v1alpha1",
+            "v1.9's v1beta1 adds template.imageListPullJobTemplate under conversion None (not the same \
+             schema): v1alpha1 only, as kruise v1.8",
+        )),
+    },
+    served("apps.kruise.io_uniteddeployments.yaml", V1ALPHA1),
+    served("apps.kruise.io_workloadspreads.yaml", V1ALPHA1),
+    served("apps.kruise.io_ephemeraljobs.yaml", V1ALPHA1),
+    served("apps.kruise.io_persistentpodstates.yaml", V1ALPHA1),
+];
+
 const COMPARED: &[&str] = &[
     "type",
     "format",
@@ -58,6 +151,7 @@ const COMPARED: &[&str] = &[
     "x-kubernetes-map-type",
     "x-kubernetes-int-or-string",
     "x-kubernetes-preserve-unknown-fields",
+    "enum",
 ];
 
 fn crd(text: &str) -> Value {
@@ -114,13 +208,24 @@ fn tops(set: &[String]) -> Vec<&String> {
         .collect()
 }
 
-/// kruise's schema of `version` in `file`, from the oldest fixture release that serves it.
+fn fixture(release: &str, file: &str) -> Option<Value> {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds").join(release).join(file);
+    std::fs::read_to_string(path).ok().map(|text| crd(&text))
+}
+
+/// kruise's schema of `version` in `file`, from the oldest fixture release that serves it (v1.9.0
+/// first for `AS_KRUISE_V1_9`).
 fn kruise_version(file: &str, version: &str) -> (String, BTreeMap<String, Value>) {
     let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds");
-    for release in ["kruise-v1.8.4", "kruise-v1.9.0", "kruise-head"] {
+    let releases: &[&str] = if AS_KRUISE_V1_9.contains(&file) {
+        &["kruise-v1.9.0", "kruise-head"]
+    } else {
+        &["kruise-v1.8.4", "kruise-v1.9.0", "kruise-head"]
+    };
+    for release in releases {
         let Ok(text) = std::fs::read_to_string(root.join(release).join(file)) else { continue };
         if let Some(nodes) = versions(&crd(&text)).remove(version) {
-            return (release.to_string(), nodes);
+            return ((*release).to_string(), nodes);
         }
     }
     panic!("{file}: no kruise release serves {version}");
@@ -135,23 +240,32 @@ fn storage(crd: &Value) -> String {
     stored[0].to_string()
 }
 
-#[test]
-fn generated_crds_match_kruise_field_by_field() {
-    let v1_9 = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/crds/kruise-v1.9.0");
-    let ours: BTreeMap<String, String> = kruise::manifests::render()
+fn generated() -> BTreeMap<String, String> {
+    kruise::manifests::render()
         .unwrap()
         .into_iter()
         .filter(|(p, _)| p.starts_with("deploy/crds"))
         .map(|(p, text)| (p.file_name().unwrap().to_string_lossy().to_string(), text))
-        .collect();
-    assert_eq!(ours.len(), 4);
+        .collect()
+}
+
+#[test]
+fn generated_crds_match_kruise_field_by_field() {
+    let ours = generated();
+    assert_eq!(
+        ours.keys().collect::<Vec<_>>(),
+        SERVED.iter().map(|s| s.file).collect::<std::collections::BTreeSet<_>>().into_iter().collect::<Vec<_>>(),
+        "every generated CRD is in SERVED"
+    );
     let mut problems = Vec::new();
     let mut compared = 0;
     for (file, text) in &ours {
-        let theirs_v1_9 = crd(&std::fs::read_to_string(v1_9.join(file)).unwrap());
-        assert_eq!(storage(&crd(text)), storage(&theirs_v1_9), "{file}: storage version is kruise v1.9's");
+        let theirs_v1_9 = fixture("kruise-v1.9.0", file).unwrap();
+        let served = SERVED.iter().find(|s| s.file == file).unwrap();
+        let expected_storage = served.storage_not_v1_9.map_or_else(|| storage(&theirs_v1_9), |(v, _)| v.to_string());
+        assert_eq!(storage(&crd(text)), expected_storage, "{file}: storage version");
         let ours = versions(&crd(text));
-        assert_eq!(ours.keys().collect::<Vec<_>>(), ["v1alpha1", "v1beta1"], "{file}: served versions");
+        assert_eq!(ours.keys().collect::<Vec<_>>(), served.versions, "{file}: served versions");
         for (version, our_nodes) in &ours {
             let (release, their_nodes) = kruise_version(file, version);
             let their_nodes = &their_nodes;
@@ -180,16 +294,128 @@ fn generated_crds_match_kruise_field_by_field() {
                     problems.push(format!("{file} {version} {p}: only in {release}'s"));
                 }
             }
+            // Served as kruise v1.9 serves it: no field of kruise v1.8.4 is missing either, but
+            // for the ones v1.9 removed.
+            if release != "kruise-v1.8.4"
+                && let Some(v1_8) = fixture("kruise-v1.8.4", file).and_then(|c| versions(&c).remove(version))
+            {
+                for p in tops(&only(&v1_8, our_nodes)) {
+                    if !KRUISE_ONLY.contains(&p.as_str()) && !V1_8_ONLY.iter().any(|(known, _)| known == p) {
+                        problems.push(format!("{file} {version} {p}: only in kruise-v1.8.4's"));
+                    }
+                }
+            }
         }
     }
-    assert!(compared > 600, "compared {compared} nodes");
+    assert!(problems.is_empty(), "{} differences:\n{}", problems.len(), problems.join("\n"));
+    assert!(compared > 1200, "compared {compared} nodes");
+}
+
+/// Kind names, short names, categories, scope, subresources and printer columns (name, type,
+/// JSON path, priority, format) of every served version, as the kruise release it is compared with.
+#[test]
+fn names_subresources_and_columns_match_kruise() {
+    let mut problems = Vec::new();
+    for (file, text) in generated() {
+        let ours = crd(&text);
+        let release = if AS_KRUISE_V1_9.contains(&file.as_str()) { "kruise-v1.9.0" } else { "kruise-v1.8.4" };
+        let theirs = fixture(release, &file).unwrap();
+        // The apiserver defaults `listKind` to `<kind>List`, which controller-gen writes out.
+        let mut ours = ours;
+        if ours["spec"]["names"]["listKind"].is_null() {
+            let list_kind = format!("{}List", ours["spec"]["names"]["kind"].as_str().unwrap());
+            ours["spec"]["names"]["listKind"] = list_kind.into();
+        }
+        for key in ["names", "scope", "group"] {
+            if ours["spec"][key] != theirs["spec"][key] {
+                problems.push(format!("{file} {key}: ours {}, {release} {}", ours["spec"][key], theirs["spec"][key]));
+            }
+        }
+        for v in ours["spec"]["versions"].as_array().unwrap() {
+            let name = v["name"].as_str().unwrap();
+            let Some(their) = theirs["spec"]["versions"].as_array().unwrap().iter().find(|t| t["name"] == name) else {
+                continue;
+            };
+            if v["subresources"] != their["subresources"] {
+                problems.push(format!(
+                    "{file} {name} subresources: ours {}, {release} {}",
+                    v["subresources"], their["subresources"]
+                ));
+            }
+            let columns = |v: &Value| -> Vec<Value> {
+                v["additionalPrinterColumns"]
+                    .as_array()
+                    .into_iter()
+                    .flatten()
+                    .map(|c| {
+                        let mut c = c.clone();
+                        c.as_object_mut().unwrap().remove("description");
+                        c
+                    })
+                    .collect()
+            };
+            if columns(v) != columns(their) {
+                problems.push(format!("{file} {name} columns: ours {:?}, {release} {:?}", columns(v), columns(their)));
+            }
+        }
+    }
     assert!(problems.is_empty(), "{} differences:\n{}", problems.len(), problems.join("\n"));
 }
 
+/// `value` without its `description`s, which change nothing the apiserver does.
+fn without_descriptions(value: &Value) -> Value {
+    match value {
+        Value::Object(map) => Value::Object(
+            map.iter()
+                .filter(|(k, _)| *k != "description")
+                .map(|(k, v)| (k.clone(), without_descriptions(v)))
+                .collect(),
+        ),
+        Value::Array(items) => Value::Array(items.iter().map(without_descriptions).collect()),
+        other => other.clone(),
+    }
+}
+
+/// A CRD serving two versions without a conversion webhook (`None`: the apiserver only rewrites
+/// `apiVersion`) loses nothing only if the versions' schemas are the same, as BroadcastJob's are.
+#[test]
+fn versions_without_conversion_webhook_have_the_same_schema() {
+    let mut checked = 0;
+    for (file, text) in generated() {
+        let crd = crd(&text);
+        if crd["spec"]["conversion"]["strategy"] == "Webhook" {
+            continue;
+        }
+        let versions: Vec<&Value> = crd["spec"]["versions"].as_array().unwrap().iter().collect();
+        for pair in versions.windows(2) {
+            checked += 1;
+            for key in ["schema", "subresources", "additionalPrinterColumns"] {
+                let (a, b) = (without_descriptions(&pair[0][key]), without_descriptions(&pair[1][key]));
+                assert_eq!(a, b, "{file}: {key} of {} and {}", pair[0]["name"], pair[1]["name"]);
+            }
+        }
+    }
+    assert!(checked >= 1, "BroadcastJob serves two versions without a conversion webhook");
+}
+
 /// The two properties issue 14 names, spelled out: no optional field is nullable (so the
-/// apiserver prunes `null`s before our webhook sees them), and selectors are atomic.
+/// apiserver prunes `null`s before our webhook sees them), and label selectors are atomic,
+/// wherever they are (a schema with `matchLabels`).
 #[test]
 fn no_field_is_nullable_and_selectors_are_atomic() {
+    fn selectors<'a>(schema: &'a Value, out: &mut Vec<&'a Value>) {
+        match schema {
+            Value::Object(map) => {
+                if map.get("properties").and_then(|p| p.get("matchLabels")).is_some() {
+                    out.push(schema);
+                }
+                map.values().for_each(|v| selectors(v, out));
+            }
+            Value::Array(items) => items.iter().for_each(|v| selectors(v, out)),
+            _ => {}
+        }
+    }
+    let mut found = 0;
     for (path, text) in kruise::manifests::render().unwrap() {
         if !path.starts_with("deploy/crds") {
             continue;
@@ -198,7 +424,16 @@ fn no_field_is_nullable_and_selectors_are_atomic() {
         let crd = crd(&text);
         for v in crd["spec"]["versions"].as_array().unwrap() {
             let spec = &v["schema"]["openAPIV3Schema"]["properties"]["spec"];
-            assert_eq!(spec["properties"]["selector"]["x-kubernetes-map-type"], "atomic", "{}", path.display());
+            if !spec["properties"]["selector"].is_null() {
+                assert_eq!(spec["properties"]["selector"]["x-kubernetes-map-type"], "atomic", "{}", path.display());
+            }
+            let mut all = Vec::new();
+            selectors(&v["schema"], &mut all);
+            for s in all {
+                found += 1;
+                assert_eq!(s["x-kubernetes-map-type"], "atomic", "{}: {s}", path.display());
+            }
         }
     }
+    assert!(found > 20, "{found} label selectors");
 }
