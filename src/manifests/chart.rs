@@ -65,15 +65,18 @@ fn chart_yaml() -> Result<String, ManifestError> {
 }
 
 /// A CRD, installed while `crds.managed`, kept on uninstall, its conversion Service in the
-/// release's namespace.
+/// release's namespace. Only a CRD converting through our webhook gets the CA injection
+/// annotations: the others have no `caBundle` to fill in.
 fn crd_template(name: &str, mut crd: Value) -> Result<String, ManifestError> {
     crd["metadata"]["annotations"] = serde_json::json!({"helm.sh/resource-policy": "keep"});
+    let mut converted = false;
     if let Some(service) = crd.pointer_mut("/spec/conversion/webhook/clientConfig/service") {
         service["namespace"] = NAMESPACE.into();
+        converted = true;
     }
     let body = splice(name, crd)?;
     let keep = "    helm.sh/resource-policy: keep\n";
-    let body = insert_after(name, &body, keep, EXTERNAL_ANNOTATIONS)?;
+    let body = if converted { insert_after(name, &body, keep, EXTERNAL_ANNOTATIONS)? } else { body };
     Ok(format!("{{{{- if .Values.crds.managed }}}}\n{body}{{{{- end }}}}\n"))
 }
 
