@@ -6,7 +6,9 @@ use kube::CustomResource;
 use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
-/// Desired state of a v1beta1 BroadcastJob: v1alpha1's fields.
+// v1alpha1's fields, flattened; the doc comment is v1alpha1's so that the two versions' schemas
+// are the same, descriptions included.
+/// Desired state of a BroadcastJob.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[kube(
     group = "apps.kruise.io",
