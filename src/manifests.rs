@@ -21,8 +21,9 @@ use serde::Serialize;
 mod chart;
 
 use crate::apis::{
-    CloneSet, ImagePullJob, SidecarSet, cloneset, containerrecreaterequest, imagelistpulljob, imagepulljob, nodeimage,
-    nodepodprobe, podprobemarker, podunavailablebudget, resourcedistribution, sidecarset, statefulset,
+    CloneSet, ImagePullJob, SidecarSet, advancedcronjob, broadcastjob, cloneset, containerrecreaterequest, daemonset,
+    ephemeraljob, imagelistpulljob, imagepulljob, nodeimage, nodepodprobe, persistentpodstate, podprobemarker,
+    podunavailablebudget, resourcedistribution, sidecarset, statefulset, uniteddeployment, workloadspread,
 };
 use crate::webhook::paths::{Kind, WEBHOOKS, Webhook};
 
@@ -99,6 +100,19 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
         ("apps.kruise.io_podprobemarkers.yaml", podprobemarker::PodProbeMarker::crd()),
         ("apps.kruise.io_resourcedistributions.yaml", resourcedistribution::ResourceDistribution::crd()),
         ("policy.kruise.io_podunavailablebudgets.yaml", podunavailablebudget::PodUnavailableBudget::crd()),
+        // Kinds nothing of ours reconciles yet, installed so that their objects stay readable and
+        // writable (issue 32): versions as kruise v1.9 serves them, except where its second
+        // version needs a conversion webhook or has a schema of its own (see each type's module).
+        ("apps.kruise.io_daemonsets.yaml", daemonset::DaemonSet::crd()),
+        (
+            "apps.kruise.io_broadcastjobs.yaml",
+            same_schema(broadcastjob::BroadcastJob::crd(), broadcastjob::v1beta1::BroadcastJob::crd(), "v1beta1")?,
+        ),
+        ("apps.kruise.io_advancedcronjobs.yaml", advancedcronjob::AdvancedCronJob::crd()),
+        ("apps.kruise.io_uniteddeployments.yaml", uniteddeployment::UnitedDeployment::crd()),
+        ("apps.kruise.io_workloadspreads.yaml", workloadspread::WorkloadSpread::crd()),
+        ("apps.kruise.io_ephemeraljobs.yaml", ephemeraljob::EphemeralJob::crd()),
+        ("apps.kruise.io_persistentpodstates.yaml", persistentpodstate::PersistentPodState::crd()),
     ];
     let finish = |name: &str, crd: &CustomResourceDefinition| -> Result<serde_json::Value, ManifestError> {
         let mut crd = serde_json::to_value(crd).map_err(|e| ManifestError::Render(name.to_string(), e.to_string()))?;

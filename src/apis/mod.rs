@@ -9,20 +9,27 @@
 // kube-derive's repeated `printcolumn(...)`/`shortname` arguments look like duplicated attributes.
 #![allow(clippy::duplicated_attributes)]
 
+pub mod advancedcronjob;
+pub mod broadcastjob;
 pub mod cloneset;
 pub mod common;
 pub mod containerrecreaterequest;
+pub mod daemonset;
+pub mod ephemeraljob;
 pub mod imagelistpulljob;
 pub mod imagepulljob;
 pub mod keys;
 pub mod nodeimage;
 pub mod nodepodprobe;
+pub mod persistentpodstate;
 pub mod podprobemarker;
 pub mod podunavailablebudget;
 pub mod resourcedistribution;
 pub mod schema;
 pub mod sidecarset;
 pub mod statefulset;
+pub mod uniteddeployment;
+pub mod workloadspread;
 
 pub use cloneset::{CloneSet, CloneSetSpec, CloneSetStatus};
 pub use imagepulljob::ImagePullJob;

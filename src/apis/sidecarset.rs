@@ -237,9 +237,15 @@ pub struct SidecarSetInjectRevision {
     /// Revision selected by ControllerRevision name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub revision_name: Option<String>,
-    /// Always (default) or Partial.
+    /// Always (default) or Partial (an enum in the CRD, as kruise's).
     #[serde(default, skip_serializing_if = "String::is_empty")]
+    #[schemars(schema_with = "revision_policy")]
     pub policy: String,
+}
+
+/// `+kubebuilder:validation:Enum=Always;Partial`.
+fn revision_policy(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::apis::schema::string_enum(&["Always", "Partial"])
 }
 
 /// `spec.updateStrategy`.
