@@ -211,10 +211,13 @@ fn strip_defaults(value: &mut serde_json::Value) {
 /// The `default`s kruise's CRDs carry from the `+default` markers of Kubernetes core types, which
 /// k8s-openapi's schemas lack (and [`strip_defaults`] would drop): a `ContainerPort`'s `protocol`
 /// is `TCP` (ContainerRecreateRequest ports), a `GRPCAction`'s `service` is `""` (probes of
-/// PodProbeMarker and NodePodProbe). The types are recognised by their exact set of properties.
+/// PodProbeMarker and NodePodProbe); and kruise's own `+kubebuilder:default` markers: a SidecarSet
+/// container's `resourcesPolicy.targetContainersNameRegex` is `.*`. The types are recognised by
+/// their exact set of properties.
 fn core_type_defaults(value: &mut serde_json::Value) {
     const CONTAINER_PORT: &[&str] = &["containerPort", "hostIP", "hostPort", "name", "protocol"];
     const GRPC_ACTION: &[&str] = &["port", "service"];
+    const RESOURCES_POLICY: &[&str] = &["resourcesExpr", "targetContainersMode", "targetContainersNameRegex"];
     match value {
         serde_json::Value::Object(map) => {
             if let Some(serde_json::Value::Object(props)) = map.get_mut("properties") {
@@ -223,6 +226,8 @@ fn core_type_defaults(value: &mut serde_json::Value) {
                     Some(("protocol", "TCP"))
                 } else if names == GRPC_ACTION {
                     Some(("service", ""))
+                } else if names == RESOURCES_POLICY {
+                    Some(("targetContainersNameRegex", ".*"))
                 } else {
                     None
                 };

@@ -56,25 +56,15 @@ const OURS_ONLY: &[(&str, &str)] = &[
         "UnitedDeployment's Advanced StatefulSet spec, kruise HEAD",
     ),
     (".status.waiting", "NodeImage v1alpha1 status, kruise v1.9 (compared with v1.8, the oldest serving it)"),
+    (".spec.containers[].resourcesPolicy", "SidecarSet v1alpha1, kruise v1.9 (compared with v1.8.4)"),
+    (".spec.containers[].shareVolumeDevicePolicy", "SidecarSet v1alpha1, kruise v1.9 (compared with v1.8.4)"),
+    (".spec.initContainers[].resourcesPolicy", "SidecarSet v1alpha1, kruise v1.9 (compared with v1.8.4)"),
+    (".spec.initContainers[].shareVolumeDevicePolicy", "SidecarSet v1alpha1, kruise v1.9 (compared with v1.8.4)"),
 ];
 
-/// Fields kruise declares that ours leaves to `x-kubernetes-preserve-unknown-fields`: a
-/// SidecarSet container is kept whole (as kruise keeps the core Container part of it), and the
-/// webhook decodes and validates these fields.
-const KRUISE_ONLY: &[&str] = &[
-    ".spec.containers[].podInjectPolicy",
-    ".spec.containers[].resourcesPolicy",
-    ".spec.containers[].shareVolumeDevicePolicy",
-    ".spec.containers[].shareVolumePolicy",
-    ".spec.containers[].transferEnv",
-    ".spec.containers[].upgradeStrategy",
-    ".spec.initContainers[].podInjectPolicy",
-    ".spec.initContainers[].resourcesPolicy",
-    ".spec.initContainers[].shareVolumeDevicePolicy",
-    ".spec.initContainers[].shareVolumePolicy",
-    ".spec.initContainers[].transferEnv",
-    ".spec.initContainers[].upgradeStrategy",
-];
+/// Fields kruise declares that ours leaves to `x-kubernetes-preserve-unknown-fields`: none (the
+/// SidecarSet containers declare their sidecar fields as kruise's do, issue 32).
+const KRUISE_ONLY: &[&str] = &[];
 
 /// Schema nodes whose `required` list is kruise's but not ours: kruise's status structs require
 /// their counters (its controllers always write them all); ours do not, so a partial status

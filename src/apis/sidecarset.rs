@@ -64,11 +64,11 @@ pub struct SidecarSetSpec {
     pub namespace_selector: Option<LabelSelector>,
     /// Init containers injected at pod creation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::apis::schema::preserve_unknown_array")]
+    #[schemars(schema_with = "sidecar_containers")]
     pub init_containers: Vec<SidecarContainer>,
     /// Sidecar containers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::apis::schema::preserve_unknown_array")]
+    #[schemars(schema_with = "sidecar_containers")]
     pub containers: Vec<SidecarContainer>,
     /// Volumes the sidecars may mount.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -104,6 +104,33 @@ pub struct SidecarSetPatchPodMetadata {
     pub patch_policy: String,
 }
 
+/// The fields of a [`SidecarContainer`] that are not the core Container's.
+const SIDECAR_FIELDS: &[&str] = &[
+    "podInjectPolicy",
+    "upgradeStrategy",
+    "shareVolumePolicy",
+    "shareVolumeDevicePolicy",
+    "transferEnv",
+    "resourcesPolicy",
+];
+
+/// kruise's `[]SidecarContainer` schema: each item keeps its core Container part as sent
+/// (`x-kubernetes-preserve-unknown-fields`, as kruise's CRD does: newer Kubernetes fields survive)
+/// and declares the sidecar fields, so the apiserver types and validates those.
+pub fn sidecar_containers(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let full = SidecarContainer::json_schema(generator).to_value();
+    let mut properties = serde_json::Map::new();
+    for field in SIDECAR_FIELDS {
+        if let Some(schema) = full["properties"].get(*field) {
+            properties.insert((*field).to_string(), schema.clone());
+        }
+    }
+    schemars::json_schema!({
+        "type": "array",
+        "items": {"type": "object", "x-kubernetes-preserve-unknown-fields": true, "properties": properties}
+    })
+}
+
 /// A core Container plus the injection settings of a sidecar.
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
@@ -129,6 +156,10 @@ pub struct SidecarContainer {
     /// Resources computed from the app containers (kruise v1.9+).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub resources_policy: Option<ResourcesPolicy>,
+}
+
+fn sum_or_max(_: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    crate::apis::schema::string_enum(&["sum", "max"])
 }
 
 /// `shareVolumePolicy` / `shareVolumeDevicePolicy`.
@@ -175,15 +206,25 @@ pub struct TransferEnvVar {
 pub struct SourceContainerNameSource {
     /// Pod field holding the container name.
     #[serde(default, skip_serializing_if = "Option::is_none")]
+    #[schemars(schema_with = "atomic_field_selector")]
     pub field_ref: Option<ObjectFieldSelector>,
+}
+
+/// `corev1.ObjectFieldSelector` (`+structType=atomic`).
+fn atomic_field_selector(generator: &mut schemars::SchemaGenerator) -> schemars::Schema {
+    let mut s = ObjectFieldSelector::json_schema(generator);
+    crate::apis::schema::atomic(&mut s);
+    s
 }
 
 /// `resourcesPolicy` (spec §4.10).
 #[derive(Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(rename_all = "camelCase")]
+#[schemars(transform = |s: &mut schemars::Schema| crate::apis::schema::require(s, &["resourcesExpr", "targetContainersMode"]))]
 pub struct ResourcesPolicy {
     /// sum or max.
     #[serde(default)]
+    #[schemars(schema_with = "sum_or_max")]
     pub target_containers_mode: String,
     /// Regex over the names of the containers whose resources are aggregated.
     #[serde(default, skip_serializing_if = "String::is_empty")]

@@ -62,11 +62,11 @@ pub struct SidecarSetSpec {
     pub namespace_selector: Option<LabelSelector>,
     /// Init containers injected at pod creation.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::apis::schema::preserve_unknown_array")]
+    #[schemars(schema_with = "super::sidecar_containers")]
     pub init_containers: Vec<SidecarContainer>,
     /// Sidecar containers.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
-    #[schemars(schema_with = "crate::apis::schema::preserve_unknown_array")]
+    #[schemars(schema_with = "super::sidecar_containers")]
     pub containers: Vec<SidecarContainer>,
     /// Volumes the sidecars may mount.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
