@@ -95,7 +95,14 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
                 "v1beta1",
             )?,
         ),
-        ("apps.kruise.io_nodeimages.yaml", nodeimage::NodeImage::crd()),
+        (
+            "apps.kruise.io_nodeimages.yaml",
+            served_as_kruise_without_conversion(
+                nodeimage::NodeImage::crd(),
+                nodeimage::v1beta1::NodeImage::crd(),
+                "v1beta1",
+            )?,
+        ),
         ("apps.kruise.io_nodepodprobes.yaml", nodepodprobe::NodePodProbe::crd()),
         ("apps.kruise.io_podprobemarkers.yaml", podprobemarker::PodProbeMarker::crd()),
         ("apps.kruise.io_resourcedistributions.yaml", resourcedistribution::ResourceDistribution::crd()),
@@ -108,7 +115,14 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
             "apps.kruise.io_broadcastjobs.yaml",
             same_schema(broadcastjob::BroadcastJob::crd(), broadcastjob::v1beta1::BroadcastJob::crd(), "v1beta1")?,
         ),
-        ("apps.kruise.io_advancedcronjobs.yaml", advancedcronjob::AdvancedCronJob::crd()),
+        (
+            "apps.kruise.io_advancedcronjobs.yaml",
+            served_as_kruise_without_conversion(
+                advancedcronjob::AdvancedCronJob::crd(),
+                advancedcronjob::v1beta1::AdvancedCronJob::crd(),
+                "v1beta1",
+            )?,
+        ),
         ("apps.kruise.io_uniteddeployments.yaml", uniteddeployment::UnitedDeployment::crd()),
         ("apps.kruise.io_workloadspreads.yaml", workloadspread::WorkloadSpread::crd()),
         ("apps.kruise.io_ephemeraljobs.yaml", ephemeraljob::EphemeralJob::crd()),
@@ -179,6 +193,17 @@ fn served(
         }),
     });
     Ok(crd)
+}
+
+/// Two versions whose schemas differ served under `strategy: None`, as kruise v1.9 serves
+/// AdvancedCronJob and NodeImage: the apiserver only rewrites `apiVersion`, so a field only the
+/// other version has is pruned when read through it, exactly as with kruise.
+fn served_as_kruise_without_conversion(
+    v1alpha1: CustomResourceDefinition,
+    v1beta1: CustomResourceDefinition,
+    storage: &str,
+) -> Result<CustomResourceDefinition, ManifestError> {
+    same_schema(v1alpha1, v1beta1, storage)
 }
 
 /// One CRD serving two versions whose schemas are the same (kruise's conversion copies every

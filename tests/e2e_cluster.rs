@@ -223,9 +223,35 @@ async fn not_reconciled_kinds_store_kruise_objects() {
     std::fs::write(&bad_path, bad).unwrap();
     let (ok, out, err) = kubectl.run(&["create", "-f", bad_path.to_str().unwrap()]).await;
     assert!(!ok && err.contains("spec.resource.kind"), "{out}{err}");
-    // NodeImage is served as v1alpha1 only.
-    let (ok, _, err) = kubectl.run(&["get", "nodeimages.v1beta1.apps.kruise.io"]).await;
-    assert!(!ok, "{err}");
+    // NodeImage is served at both versions as kruise v1.9 serves it (`conversion: None`): the
+    // object reads at v1beta1 too, and a v1beta1-only field (`pullSecrets[].mode`) written there
+    // is kept at v1beta1 and pruned at v1alpha1, as with kruise.
+    let node_image = sent.iter().find(|o| o["kind"] == "NodeImage").unwrap();
+    let name = node_image["metadata"]["name"].as_str().unwrap();
+    let (ok, out, err) = kubectl.run(&["get", "nodeimages.v1beta1.apps.kruise.io", name, "-o", "json"]).await;
+    assert!(ok, "{err}");
+    let beta: Value = serde_json::from_str(&out).unwrap();
+    assert_eq!(beta["spec"], node_image["spec"], "the same spec at v1beta1");
+    let mode = serde_json::json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "NodeImage",
+        "metadata": {"name": "ni-mode"},
+        "spec": {"images": {"nginx": {"tags": [{"tag": "1.25"}],
+            "pullSecrets": [{"namespace": "default", "name": "s", "mode": "batch"}]}}}});
+    let mode_path = kubectl.dir().join("mode.json");
+    std::fs::write(&mode_path, mode.to_string()).unwrap();
+    let (ok, out, err) = kubectl.run(&["create", "-f", mode_path.to_str().unwrap()]).await;
+    assert!(ok, "{out}{err}");
+    let read = |version: &'static str| {
+        let kubectl = &kubectl;
+        async move {
+            let (ok, out, err) =
+                kubectl.run(&["get", &format!("nodeimages.{version}.apps.kruise.io"), "ni-mode", "-o", "json"]).await;
+            assert!(ok, "{err}");
+            serde_json::from_str::<Value>(&out).unwrap()["spec"]["images"]["nginx"]["pullSecrets"][0].clone()
+        }
+    };
+    assert_eq!(read("v1beta1").await["mode"], "batch");
+    assert!(read("v1alpha1").await.get("mode").is_none(), "pruned at v1alpha1, as kruise's CRD prunes it");
+    kubectl.run(&["delete", "nodeimages.apps.kruise.io", "ni-mode"]).await;
 
     for obj in sent.iter().filter(|o| o["metadata"]["namespace"].is_null()) {
         let kind = format!("{}.apps.kruise.io", obj["kind"].as_str().unwrap().to_lowercase());

@@ -3,9 +3,11 @@
 //! a BroadcastJob. Types only: the CRD is installed so existing objects stay readable and
 //! writable; nothing of ours reconciles it yet.
 //!
-//! Only v1alpha1 is served, as kruise v1.8 serves it: kruise v1.9's v1beta1 adds
-//! `template.imageListPullJobTemplate` under `conversion: None`, so the two versions' schemas
-//! differ and an object written as v1beta1 would lose that field when read as v1alpha1.
+//! Served as kruise v1.9 serves it: v1alpha1 and [`v1beta1`] (which adds
+//! `template.imageListPullJobTemplate`) under `conversion: None`, stored as v1beta1: an object
+//! written as v1beta1 loses that template when read as v1alpha1, as with kruise.
+
+pub mod v1beta1;
 
 use k8s_openapi::api::batch::v1::JobTemplateSpec;
 use k8s_openapi::api::core::v1::ObjectReference;
@@ -87,7 +89,7 @@ pub struct AdvancedCronJobSpec {
 }
 
 /// `+kubebuilder:validation:Enum=Allow;Forbid;Replace`.
-fn concurrency_policy(_: &mut SchemaGenerator) -> Schema {
+pub(crate) fn concurrency_policy(_: &mut SchemaGenerator) -> Schema {
     crate::apis::schema::string_enum(&[ALLOW, FORBID, REPLACE])
 }
 

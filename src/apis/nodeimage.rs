@@ -3,9 +3,11 @@
 //! (ImagePullJobs write `spec.images`, spec §7.4). Types only: the CRD is installed, no controller
 //! of ours reconciles it yet (issue 32 item 3).
 //!
-//! Only v1alpha1 is served, as kruise v1.8 serves it: kruise v1.9 also serves v1beta1, whose schema
-//! is not v1alpha1's (`spec.images{}.pullSecrets[].mode`), so the two could not share a CRD without
-//! a conversion webhook. `status.waiting` is kruise v1.9's.
+//! Served as kruise v1.9 serves it: v1alpha1 and [`v1beta1`] (which adds
+//! `spec.images{}.pullSecrets[].mode`) under `conversion: None`, stored as v1beta1.
+//! `status.waiting` is kruise v1.9's.
+
+pub mod v1beta1;
 
 use std::collections::BTreeMap;
 
