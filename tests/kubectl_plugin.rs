@@ -215,9 +215,23 @@ async fn rollout_status_follows_a_paused_then_resumed_rollout_and_exits_0_when_c
         (missing.code, missing.stderr.as_str()),
         (1, "Error from server (NotFound): clonesets.apps.kruise.io \"nope\" not found\n")
     );
+    // apps/v1 kinds are kubectl's own rollouts: the plugin runs `kubectl rollout` for them.
     let sts = k.run(&["rollout", "status", "statefulset/web"]).await;
     assert_eq!(sts.code, 1);
-    assert!(sts.stderr.contains("asts/NAME"), "{}", sts.stderr);
+    assert!(sts.stderr.contains("statefulsets.apps \"web\" not found"), "{}", sts.stderr);
+    let deployments: Api<k8s_openapi::api::apps::v1::Deployment> = Api::namespaced(t.client.clone(), t.ns());
+    let deployment = serde_json::from_value(json!({"metadata": {"name": "native"}, "spec": {
+        "selector": {"matchLabels": {"app": "native"}},
+        "template": {"metadata": {"labels": {"app": "native"}},
+            "spec": {"containers": [{"name": "main", "image": "nginx:1.25"}]}}}}))
+    .unwrap();
+    deployments.create(&kube::api::PostParams::default(), &deployment).await.unwrap();
+    assert_eq!(k.ok(&["rollout", "pause", "deployment/native"]).await, "deployment.apps/native paused\n");
+    let paused = deployments.get("native").await.unwrap().spec.unwrap().paused;
+    assert_eq!(paused, Some(true), "kubectl's own pause");
+    let again = k.run(&["rollout", "pause", "deployment/native"]).await;
+    assert_eq!(again.code, 1, "kubectl's exit code");
+    assert!(again.stderr.contains("already paused"), "{}", again.stderr);
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

@@ -4,7 +4,8 @@
 //! kruise-tools' (`openkruise/kruise-tools`, `pkg/cmd/rollout`, `pkg/cmd/scaledown`) for CloneSets
 //! and Advanced StatefulSets, printing and exiting as kubectl's rollout commands do (the name
 //! printer's `cloneset.apps.kruise.io/web paused`, `Error from server (NotFound): ...` and exit 1
-//! on any error), plus `plan`, our `kruise plan`.
+//! on any error), plus `plan`, our `kruise plan`; `rollout` on apps/v1 kinds is kubectl's own
+//! (`native`).
 //!
 //! Each command is one file: its pure decisions (is the rollout complete, which patch pauses,
 //! which revision undo picks) as functions with table tests, and a thin `run` doing the I/O.
@@ -13,6 +14,7 @@
 pub mod cli;
 pub mod connect;
 pub mod history;
+pub mod native;
 pub mod pause;
 pub mod plan;
 pub mod restart;
@@ -106,6 +108,10 @@ pub fn name_line(target: &Target, operation: &str) -> String {
 /// Runs the plugin's command line (argv, argv[0] included); returns the exit code: 0 done, 1 any
 /// error (kubectl's `DefaultErrorExitCode`, usage errors included), `kruise plan`'s own for `plan`.
 pub async fn run(args: Vec<OsString>) -> i32 {
+    let strings: Vec<String> = args.iter().skip(1).map(|a| a.to_string_lossy().into_owned()).collect();
+    if native::is_native_rollout(&strings) {
+        return native::run_kubectl(&strings);
+    }
     let cli = match PluginCli::try_parse_from(args) {
         Ok(cli) => cli,
         Err(e) => {

@@ -75,8 +75,9 @@ pub fn parse_type(t: &str) -> Result<Workload, String> {
         ("asts", _) if kruise => Ok(Workload::AdvancedStatefulSet),
         ("statefulset" | "statefulsets" | "sts", Some("apps.kruise.io")) => Ok(Workload::AdvancedStatefulSet),
         ("statefulset" | "statefulsets" | "sts", None | Some("apps")) => Err(format!(
-            "{t:?} is the apps/v1 StatefulSet (kubectl resolves it to the core group): use `kubectl rollout` for it, \
-             or asts/NAME (statefulset.apps.kruise.io/NAME) for an Advanced StatefulSet"
+            "{t:?} is the apps/v1 StatefulSet (kubectl resolves it to the core group; `kubectl kruise rollout` \
+             passes it to `kubectl rollout`): use asts/NAME (statefulset.apps.kruise.io/NAME) for an Advanced \
+             StatefulSet"
         )),
         ("deployment" | "deployments" | "deploy" | "daemonset" | "daemonsets" | "ds", _) => Err(format!(
             "kubectl kruise handles clonesets and Advanced StatefulSets (asts): use `kubectl rollout` for {t:?}"
