@@ -352,6 +352,18 @@ fn namespace_selector(w: &Webhook) -> Option<LabelSelector> {
     })
 }
 
+/// Deletion-protection webhooks see only objects carrying the protection label (spec §8.2).
+fn object_selector(w: &Webhook) -> Option<LabelSelector> {
+    w.deletion_protection_only().then(|| LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: crate::apis::keys::DELETE_PROTECTION.into(),
+            operator: "Exists".into(),
+            values: None,
+        }]),
+        match_labels: None,
+    })
+}
+
 fn implemented(kind: Kind) -> impl Iterator<Item = &'static Webhook> {
     WEBHOOKS.iter().filter(move |w| w.kind == kind && w.implemented())
 }
@@ -392,9 +404,10 @@ pub fn validating() -> ValidatingWebhookConfiguration {
                     name: w.name.into(),
                     admission_review_versions: REVIEW_VERSIONS.iter().map(|v| v.to_string()).collect(),
                     client_config: client_config(w),
-                    failure_policy: Some("Fail".into()),
+                    failure_policy: Some(if w.deletion_protection_only() { "Ignore" } else { "Fail" }.into()),
                     match_policy: Some("Equivalent".into()),
                     namespace_selector: namespace_selector(w),
+                    object_selector: object_selector(w),
                     rules: Some(rules(w)),
                     side_effects: "None".into(),
                     timeout_seconds: Some(TIMEOUT_SECONDS),
