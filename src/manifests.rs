@@ -333,8 +333,19 @@ fn rules(w: &Webhook) -> Vec<RuleWithOperations> {
         .collect()
 }
 
-/// Pod webhooks never intercept kruise's own namespace nor kube-system (bootstrap deadlock).
+/// Pod webhooks never intercept kruise's own namespace nor kube-system (bootstrap deadlock);
+/// deletion-protection webhooks leave out kube-system, as kruise's chart (spec §8.2).
 fn namespace_selector(w: &Webhook) -> Option<LabelSelector> {
+    if w.deletion_protection_only() {
+        return Some(LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "kubernetes.io/metadata.name".into(),
+                operator: "NotIn".into(),
+                values: Some(vec!["kube-system".into()]),
+            }]),
+            match_labels: None,
+        });
+    }
     w.excludes_system_namespaces.then(|| LabelSelector {
         match_expressions: Some(vec![
             LabelSelectorRequirement {

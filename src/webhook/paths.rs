@@ -383,7 +383,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: None,
         rules: &[Rule {
             groups: &["networking.k8s.io"],
-            versions: &["v1"],
+            versions: &["v1", "v1beta1"],
             resources: &["ingresses"],
             operations: DELETE,
         }],
@@ -398,7 +398,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: None,
         rules: &[Rule {
             groups: &["apiextensions.k8s.io"],
-            versions: &["v1"],
+            versions: &["v1", "v1beta1"],
             resources: &["customresourcedefinitions"],
             operations: DELETE,
         }],

@@ -234,8 +234,9 @@ mod tests {
         let on = FeatureGates::default().with(Gate::ResourcesDeletionProtection, true);
         let off = FeatureGates::default();
         let always = "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Always";
+        type Case<'a> = (&'a FeatureGates, Option<&'a str>, bool, Result<(), &'a str>);
         #[rustfmt::skip]
-        let cases: Vec<(&FeatureGates, Option<&str>, bool, Result<(), &str>)> = vec![
+        let cases: Vec<Case> = vec![
             (&on, Some("Always"), false, Err(always)),
             (&on, Some("Always"), true, Ok(())),
             (&off, Some("Always"), false, Ok(())),
@@ -287,8 +288,9 @@ mod tests {
         let free = || Ok(vec![claim("Pending", false), claim("Lost", false), claim("Bound", true)]);
         type Pods = Result<Vec<Pod>, String>;
         type Claims = Result<Vec<PersistentVolumeClaim>, String>;
+        type Case<'a> = (&'a FeatureGates, Option<&'a str>, bool, Pods, Claims, Result<(), &'a str>);
         #[rustfmt::skip]
-        let cases: Vec<(&FeatureGates, Option<&str>, bool, Pods, Claims, Result<(), &str>)> = vec![
+        let cases: Vec<Case> = vec![
             (&on, None, false, some_pods(), claims(), Ok(())),
             (&on, Some("Always"), false, Ok(vec![]), Ok(vec![]), Err(always)),
             (&on, Some("Always"), true, Ok(vec![]), Ok(vec![]), Ok(())),
@@ -328,8 +330,9 @@ mod tests {
         let active = "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Cascading and active CRs 1>0";
         let failed = "failed to list CRs of example.com/v1, Kind=FooList: boom";
         let crs = || Ok(vec![labelled(None, false), labelled(None, true)]);
+        type Case<'a> = (&'a FeatureGates, Option<&'a str>, bool, Result<Vec<ObjectMeta>, String>, Result<(), &'a str>);
         #[rustfmt::skip]
-        let cases: Vec<(&FeatureGates, Option<&str>, bool, Result<Vec<ObjectMeta>, String>, Result<(), &str>)> = vec![
+        let cases: Vec<Case> = vec![
             (&on, Some("Always"), false, crs(), Err(always)),
             (&on, Some("Always"), true, crs(), Ok(())),
             (&on, Some("Cascading"), false, crs(), Err(gate)),
