@@ -77,7 +77,7 @@ pub fn listing_needed(ctx: &Context, handler: Handler, review: &Review) -> Optio
     let gates = &ctx.config.gates;
     match handler {
         Handler::ValidateNamespace => {
-            let meta: ObjectMeta = serde_json::from_value(old.get("metadata")?.clone()).ok()?;
+            let meta: ObjectMeta = crate::compat::decode::from_value(old.get("metadata")?).ok()?;
             protection::needs_listing(&meta, gates, false).then(|| Listing::Namespace(meta.name.unwrap_or_default()))
         }
         Handler::ValidateCustomResourceDefinition => {
