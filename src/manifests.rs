@@ -363,8 +363,19 @@ fn rules(w: &Webhook) -> Vec<RuleWithOperations> {
         .collect()
 }
 
-/// Pod webhooks never intercept kruise's own namespace nor kube-system (bootstrap deadlock).
+/// Pod webhooks never intercept kruise's own namespace nor kube-system (bootstrap deadlock);
+/// deletion-protection webhooks leave out kube-system, as kruise's chart (spec §8.2).
 fn namespace_selector(w: &Webhook) -> Option<LabelSelector> {
+    if w.deletion_protection_only() {
+        return Some(LabelSelector {
+            match_expressions: Some(vec![LabelSelectorRequirement {
+                key: "kubernetes.io/metadata.name".into(),
+                operator: "NotIn".into(),
+                values: Some(vec!["kube-system".into()]),
+            }]),
+            match_labels: None,
+        });
+    }
     w.excludes_system_namespaces.then(|| LabelSelector {
         match_expressions: Some(vec![
             LabelSelectorRequirement {
@@ -378,6 +389,18 @@ fn namespace_selector(w: &Webhook) -> Option<LabelSelector> {
                 values: Some(vec!["kube-system".into()]),
             },
         ]),
+        match_labels: None,
+    })
+}
+
+/// Deletion-protection webhooks see only objects carrying the protection label (spec §8.2).
+fn object_selector(w: &Webhook) -> Option<LabelSelector> {
+    w.deletion_protection_only().then(|| LabelSelector {
+        match_expressions: Some(vec![LabelSelectorRequirement {
+            key: crate::apis::keys::DELETE_PROTECTION.into(),
+            operator: "Exists".into(),
+            values: None,
+        }]),
         match_labels: None,
     })
 }
@@ -422,9 +445,10 @@ pub fn validating() -> ValidatingWebhookConfiguration {
                     name: w.name.into(),
                     admission_review_versions: REVIEW_VERSIONS.iter().map(|v| v.to_string()).collect(),
                     client_config: client_config(w),
-                    failure_policy: Some("Fail".into()),
+                    failure_policy: Some(if w.deletion_protection_only() { "Ignore" } else { "Fail" }.into()),
                     match_policy: Some("Equivalent".into()),
                     namespace_selector: namespace_selector(w),
+                    object_selector: object_selector(w),
                     rules: Some(rules(w)),
                     side_effects: "None".into(),
                     timeout_seconds: Some(TIMEOUT_SECONDS),

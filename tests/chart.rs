@@ -246,7 +246,9 @@ fn openkruise_values_render_what_they_ask_for() {
         assert_eq!(w["timeoutSeconds"], 30, "{w}");
         let pods =
             w["rules"].as_array().unwrap().iter().any(|r| r["resources"].as_array().unwrap().contains(&json!("pods")));
-        assert_eq!(w["failurePolicy"], if pods { "Ignore" } else { "Fail" }, "{w}");
+        // The deletion-protection webhooks are Ignore whatever the values (kruise's chart).
+        let protection = w["objectSelector"]["matchExpressions"][0]["key"] == "policy.kruise.io/delete-protection";
+        assert_eq!(w["failurePolicy"], if pods || protection { "Ignore" } else { "Fail" }, "{w}");
     }
     assert!(hooks.iter().any(|w| w["name"] == "mpod.kb.io" && w["failurePolicy"] == "Ignore"));
     let crds: Vec<_> = objects.iter().filter(|o| o["kind"] == "CustomResourceDefinition").collect();

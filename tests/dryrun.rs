@@ -22,6 +22,11 @@ fn fixtures(handler: Handler) -> Vec<&'static str> {
         Handler::MutatePod => vec!["pod-create.json"],
         Handler::MutateSidecarSet => vec!["sidecarset-create.json"],
         Handler::ValidateSidecarSet => vec!["sidecarset-create.json"],
+        Handler::ValidateBuiltinWorkload => vec!["deployment-delete-protected.json"],
+        Handler::ValidateNamespace => vec!["namespace-delete-protected.json"],
+        Handler::ValidateService => vec!["service-delete-protected.json"],
+        Handler::ValidateIngress => vec!["ingress-delete-protected.json"],
+        Handler::ValidateCustomResourceDefinition => vec!["crd-delete-protected.json"],
         Handler::Missing => vec![],
     }
 }

@@ -141,6 +141,9 @@ impl ClusterView for FileView {
     fn config_map(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
         self.snapshot().config_map(namespace, name)
     }
+    fn pods_in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>> {
+        self.snapshot().pods_in_namespace(namespace)
+    }
 }
 
 #[cfg(test)]

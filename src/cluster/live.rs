@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::snapshot::{Snapshot, ViewKind};
-use super::{ClusterView, PodSource, PodsFuture};
+use super::{ClusterView, ListFuture, ListSource, PodSource, PodsFuture};
 use crate::apis::{SidecarSet, sidecarset};
 use crate::metrics::{KindLabels, Metrics};
 
@@ -321,6 +321,60 @@ impl PodSource for LiveView {
                     Ok(pods)
                 }
             }
+        })
+    }
+}
+
+/// Lists with `list` within [`POD_FETCH_TIMEOUT`]; `what` names the objects in an error.
+async fn list_within<T>(
+    what: String,
+    list: impl std::future::Future<Output = Result<Vec<T>, kube::Error>>,
+) -> Result<Vec<T>, String> {
+    match tokio::time::timeout(POD_FETCH_TIMEOUT, list).await {
+        Err(_) => Err(format!("list {what}: no answer within {POD_FETCH_TIMEOUT:?}")),
+        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Ok(items)) => Ok(items),
+    }
+}
+
+impl ListSource for LiveView {
+    fn pods<'a>(&'a self, namespace: &'a str) -> ListFuture<'a, Pod> {
+        let api: Api<Pod> = Api::namespaced(self.client.clone(), namespace);
+        Box::pin(async move {
+            let list = async move { api.list(&Default::default()).await.map(|l| l.items) };
+            list_within(format!("pods of namespace {namespace}"), list).await
+        })
+    }
+
+    fn claims<'a>(&'a self, namespace: &'a str) -> ListFuture<'a, k8s_openapi::api::core::v1::PersistentVolumeClaim> {
+        let api: Api<k8s_openapi::api::core::v1::PersistentVolumeClaim> =
+            Api::namespaced(self.client.clone(), namespace);
+        Box::pin(async move {
+            let list = async move { api.list(&Default::default()).await.map(|l| l.items) };
+            list_within(format!("persistentvolumeclaims of namespace {namespace}"), list).await
+        })
+    }
+
+    fn custom_resources<'a>(
+        &'a self,
+        group: &'a str,
+        version: &'a str,
+        plural: &'a str,
+    ) -> ListFuture<'a, k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta> {
+        let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        let resource = ApiResource {
+            group: group.to_string(),
+            version: version.to_string(),
+            api_version,
+            kind: String::new(),
+            plural: plural.to_string(),
+        };
+        let api: Api<DynamicObject> = Api::all_with(self.client.clone(), &resource);
+        Box::pin(async move {
+            let list = async move {
+                api.list_metadata(&Default::default()).await.map(|l| l.items.into_iter().map(|o| o.metadata).collect())
+            };
+            list_within(format!("{plural}.{group}"), list).await
         })
     }
 }

@@ -15,7 +15,8 @@ use std::collections::BTreeMap;
 use std::sync::Arc;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PersistentVolumeClaim, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::apis::SidecarSet;
 
@@ -53,6 +54,25 @@ pub trait ClusterView: Send + Sync {
     fn config_map(&self, _namespace: &str, _name: &str) -> Option<Arc<ConfigMap>> {
         None
     }
+    /// Every pod the view holds in `namespace` (the file view's; the live view holds none: a
+    /// review that needs them lists them through [`ListSource`]).
+    fn pods_in_namespace(&self, _namespace: &str) -> Vec<Arc<Pod>> {
+        Vec::new()
+    }
+}
+
+/// What a [`ListSource`] returns: the objects, or why they cannot be listed.
+pub type ListFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<T>, String>> + Send + 'a>>;
+
+/// Where the objects a Cascading deletion-protection check counts are listed at admission time
+/// (the live cluster; deletes of Namespaces and CRDs are rare, so they are never watched).
+pub trait ListSource: Send + Sync {
+    /// Every pod of `namespace`.
+    fn pods<'a>(&'a self, namespace: &'a str) -> ListFuture<'a, Pod>;
+    /// Every PersistentVolumeClaim of `namespace`.
+    fn claims<'a>(&'a self, namespace: &'a str) -> ListFuture<'a, PersistentVolumeClaim>;
+    /// The metadata of every custom resource of `group`/`version` `plural`, in all namespaces.
+    fn custom_resources<'a>(&'a self, group: &'a str, version: &'a str, plural: &'a str) -> ListFuture<'a, ObjectMeta>;
 }
 
 /// What [`PodSource::fetch`] returns: the pods found, or why they cannot be read.
@@ -103,6 +123,9 @@ impl ClusterView for WithPods {
     }
     fn config_map(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
         self.base.config_map(namespace, name)
+    }
+    fn pods_in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>> {
+        self.base.pods_in_namespace(namespace)
     }
 }
 

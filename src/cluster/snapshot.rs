@@ -293,6 +293,12 @@ impl ClusterView for Snapshot {
     fn config_map(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
         self.config_maps.get(&(namespace.to_string(), name.to_string())).cloned()
     }
+    fn pods_in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>> {
+        let mut pods: Vec<(&(String, String), &Arc<Pod>)> =
+            self.pods.iter().filter(|((ns, _), _)| ns == namespace).collect();
+        pods.sort_by(|a, b| a.0.cmp(b.0));
+        pods.into_iter().map(|(_, p)| Arc::clone(p)).collect()
+    }
 }
 
 /// The `(namespace, name)` key of a namespaced object (`default` when the manifest names none).

@@ -122,6 +122,8 @@ pub enum Gate {
     KruiseDaemon,
     /// Deletion protection of workloads, namespaces and CRDs.
     ResourcesDeletionProtection,
+    /// Cascading deletion protection of CRDs (needs ResourcesDeletionProtection).
+    DeletionProtectionForCRDCascadingGate,
     /// Workload templates are not defaulted by the mutating webhooks.
     TemplateNoDefaults,
     /// Env vars reading labels/annotations are updated in place.
@@ -169,6 +171,7 @@ impl Gate {
             Gate::PodWebhook => "PodWebhook",
             Gate::KruiseDaemon => "KruiseDaemon",
             Gate::ResourcesDeletionProtection => "ResourcesDeletionProtection",
+            Gate::DeletionProtectionForCRDCascadingGate => "DeletionProtectionForCRDCascadingGate",
             Gate::TemplateNoDefaults => "TemplateNoDefaults",
             Gate::InPlaceUpdateEnvFromMetadata => "InPlaceUpdateEnvFromMetadata",
             Gate::StatefulSetAutoDeletePVC => "StatefulSetAutoDeletePVC",

@@ -19,8 +19,9 @@ use tower_http::catch_panic::CatchPanicLayer;
 
 use super::paths::{self, Handler};
 use super::review::{self, Verdict};
-use super::{Context, handle};
-use crate::cluster::{PodSource, WithPods};
+use super::{Context, Listed, Listing, handle, listing_needed};
+use crate::cluster::{ListSource, PodSource, WithPods};
+use crate::core::validation::protection::NamespaceContents;
 use crate::metrics::{Metrics, RequestLabels, WebhookLabels};
 use prometheus_client::metrics::counter::Counter;
 use prometheus_client::metrics::gauge::Gauge;
@@ -37,12 +38,21 @@ pub struct AppState {
     pub metrics: Metrics,
     /// Where the pods a review names are read before it is handled (`None`: the view holds them).
     pub pods: Option<Arc<dyn PodSource>>,
+    /// Where the objects a Cascading deletion-protection check counts are listed (`None`: the
+    /// handlers count what the view holds).
+    pub lists: Option<Arc<dyn ListSource>>,
 }
 
 impl AppState {
     /// Handlers reading `ctx`, counted in `metrics`; pods come from the view.
     pub fn new(ctx: Context, metrics: Metrics) -> Self {
-        Self { ctx, metrics, pods: None }
+        Self { ctx, metrics, pods: None, lists: None }
+    }
+
+    /// Objects counted by Cascading deletion protection are listed from `source`.
+    pub fn with_lists(mut self, source: Arc<dyn ListSource>) -> Self {
+        self.lists = Some(source);
+        self
     }
 
     /// Pods named by reviews are fetched from `source`.
@@ -216,7 +226,8 @@ async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body:
             return ((headers, body).into_response(), Some(verdict.allowed));
         }
     };
-    let Some(verdict) = handle(fetched.as_ref().unwrap_or(&state.ctx), handler, &review) else {
+    let ctx = with_listing(state, fetched.unwrap_or_else(|| state.ctx.clone()), handler, &review).await;
+    let Some(verdict) = handle(&ctx, handler, &review) else {
         let msg = format!("the webhook on {path} is not implemented by this server yet");
         return (error(StatusCode::NOT_FOUND, "NotFound", &msg), None);
     };
@@ -238,6 +249,24 @@ async fn with_needed_pods(
     let pods = source.fetch(&namespace, &names).await?;
     let cluster = Arc::new(WithPods::new(Arc::clone(&state.ctx.cluster), pods));
     Ok(Some(Context::new(Arc::clone(&state.ctx.config), cluster)))
+}
+
+/// `ctx` with what the review's Cascading deletion-protection check counts, listed now (deletes
+/// of Namespaces and CRDs are rare, so nothing is watched for them); a listing that fails is
+/// carried to the decision, which refuses with kruise's message.
+async fn with_listing(state: &AppState, ctx: Context, handler: Handler, review: &review::Review) -> Context {
+    let Some(source) = &state.lists else { return ctx };
+    let listed = match listing_needed(&ctx, handler, review) {
+        None => return ctx,
+        Some(Listing::Namespace(ns)) => {
+            let (pods, claims) = futures::future::join(source.pods(&ns), source.claims(&ns)).await;
+            Listed::Namespace(NamespaceContents { pods, claims })
+        }
+        Some(Listing::CustomResources(r)) => {
+            Listed::CustomResources(source.custom_resources(&r.group, &r.version, &r.plural).await)
+        }
+    };
+    ctx.with_listed(listed)
 }
 
 /// Whether reading the body failed because it passed [`MAX_BODY_BYTES`] (and not because the

@@ -13,6 +13,7 @@ pub mod paths;
 pub mod request;
 pub mod review;
 pub mod validate_cloneset;
+pub mod validate_deletion;
 pub mod validate_sidecarset;
 pub mod validate_statefulset;
 
@@ -30,6 +31,7 @@ use crate::cluster::ClusterView;
 use crate::config::Config;
 use crate::core::conversion::{self, statefulset_to_v1beta1};
 use crate::core::features::FeatureGates;
+use crate::core::validation::protection::{self, CustomResources, NamespaceContents};
 pub use paths::Handler;
 pub use review::{Review, Verdict};
 
@@ -40,12 +42,62 @@ pub struct Context {
     pub config: Arc<Config>,
     /// Other objects of the cluster.
     pub cluster: Arc<dyn ClusterView>,
+    /// What was listed for this one review's Cascading deletion-protection check, when the
+    /// router listed it ([`listing_needed`]); without it handlers decide on what the view holds.
+    pub listed: Option<Arc<Listed>>,
+}
+
+/// Objects listed at admission time for one Cascading deletion-protection check.
+#[derive(Debug, Clone)]
+pub enum Listed {
+    /// The pods and claims of the Namespace being deleted.
+    Namespace(NamespaceContents),
+    /// The custom resources of the CRD being deleted (their metadata).
+    CustomResources(Result<Vec<ObjectMeta>, String>),
+}
+
+/// What a review's handler needs listed before it decides (see [`Listed`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Listing {
+    /// The pods and claims of this namespace.
+    Namespace(String),
+    /// The custom resources a CRD serves.
+    CustomResources(CustomResources),
+}
+
+/// The listing a review needs: a DELETE of a Namespace or CRD labelled `Cascading` with the
+/// gates on (`core::validation::protection::needs_listing`); `None` for anything else, and for
+/// an old object that does not decode (the handler answers that).
+pub fn listing_needed(ctx: &Context, handler: Handler, review: &Review) -> Option<Listing> {
+    if review.request.operation != Operation::Delete || !review.request.sub_resource.as_deref().unwrap_or("").is_empty()
+    {
+        return None;
+    }
+    let old = review.old_object.as_ref()?;
+    let gates = &ctx.config.gates;
+    match handler {
+        Handler::ValidateNamespace => {
+            let meta: ObjectMeta = crate::compat::decode::from_value(old.get("metadata")?).ok()?;
+            protection::needs_listing(&meta, gates, false).then(|| Listing::Namespace(meta.name.unwrap_or_default()))
+        }
+        Handler::ValidateCustomResourceDefinition => {
+            let crd = validate_deletion::decode_crd(Some(old)).ok()?;
+            protection::needs_listing(&crd.metadata, gates, true).then(|| Listing::CustomResources(crd.resources()))
+        }
+        _ => None,
+    }
 }
 
 impl Context {
     /// A context over `cluster` with these settings.
     pub fn new(config: Arc<Config>, cluster: Arc<dyn ClusterView>) -> Self {
-        Self { config, cluster }
+        Self { config, cluster, listed: None }
+    }
+
+    /// This context with what was listed for one review.
+    pub fn with_listed(mut self, listed: Listed) -> Self {
+        self.listed = Some(Arc::new(listed));
+        self
     }
 
     /// The default settings with these gates (tests, benches).
@@ -81,6 +133,11 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::MutateStatefulSet => Some(mutate_statefulset::mutate(ctx, review)),
         Handler::ValidateCloneSet => Some(validate_cloneset::validate(ctx, review)),
         Handler::ValidateStatefulSet => Some(validate_statefulset::validate(ctx, review)),
+        Handler::ValidateBuiltinWorkload => Some(validate_deletion::workload(ctx, review)),
+        Handler::ValidateNamespace => Some(validate_deletion::namespace(ctx, review)),
+        Handler::ValidateService => Some(validate_deletion::service(ctx, review)),
+        Handler::ValidateIngress => Some(validate_deletion::ingress(ctx, review)),
+        Handler::ValidateCustomResourceDefinition => Some(validate_deletion::crd(ctx, review)),
         Handler::Missing => None,
     }
 }

@@ -21,6 +21,16 @@ pub enum Handler {
     ValidateCloneSet,
     /// Advanced StatefulSet validation (spec §2.2).
     ValidateStatefulSet,
+    /// Deletion protection of apps/v1 Deployments, ReplicaSets and StatefulSets (spec §8.2).
+    ValidateBuiltinWorkload,
+    /// Deletion protection of Namespaces (spec §8.2).
+    ValidateNamespace,
+    /// Deletion protection of Services (spec §8.2).
+    ValidateService,
+    /// Deletion protection of Ingresses (spec §8.2).
+    ValidateIngress,
+    /// Deletion protection of CustomResourceDefinitions (spec §8.2).
+    ValidateCustomResourceDefinition,
     /// Not implemented yet: the path answers 404.
     Missing,
 }
@@ -77,6 +87,20 @@ impl Webhook {
     /// Whether a handler exists (and so whether it goes into `webhook-config/`).
     pub fn implemented(&self) -> bool {
         self.handler != Handler::Missing
+    }
+
+    /// Whether the webhook only guards deletions of objects labelled
+    /// `policy.kruise.io/delete-protection`: its configuration entry selects only those objects
+    /// and fails open (`failurePolicy: Ignore`), as kruise's chart has it (spec §8.2).
+    pub fn deletion_protection_only(&self) -> bool {
+        matches!(
+            self.handler,
+            Handler::ValidateBuiltinWorkload
+                | Handler::ValidateNamespace
+                | Handler::ValidateService
+                | Handler::ValidateIngress
+                | Handler::ValidateCustomResourceDefinition
+        )
     }
 }
 
@@ -310,7 +334,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         rules: &[Rule { groups: &["apps"], versions: &["v1"], resources: &["deployments"], operations: DELETE }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidateBuiltinWorkload,
     },
     Webhook {
         name: "vbuiltinreplicaset.kb.io",
@@ -320,7 +344,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         rules: &[Rule { groups: &["apps"], versions: &["v1"], resources: &["replicasets"], operations: DELETE }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidateBuiltinWorkload,
     },
     Webhook {
         name: "vbuiltinstatefulset.kb.io",
@@ -330,7 +354,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         rules: &[Rule { groups: &["apps"], versions: &["v1"], resources: &["statefulsets"], operations: DELETE }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidateBuiltinWorkload,
     },
     Webhook {
         name: "vnamespace.kb.io",
@@ -340,7 +364,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         rules: &[Rule { groups: &[""], versions: &["v1"], resources: &["namespaces"], operations: DELETE }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidateNamespace,
     },
     Webhook {
         name: "vservice.kb.io",
@@ -350,7 +374,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         rules: &[Rule { groups: &[""], versions: &["v1"], resources: &["services"], operations: DELETE }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidateService,
     },
     Webhook {
         name: "vingress.kb.io",
@@ -359,13 +383,13 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: None,
         rules: &[Rule {
             groups: &["networking.k8s.io"],
-            versions: &["v1"],
+            versions: &["v1", "v1beta1"],
             resources: &["ingresses"],
             operations: DELETE,
         }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidateIngress,
     },
     Webhook {
         name: "vcustomresourcedefinition.kb.io",
@@ -374,13 +398,13 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: None,
         rules: &[Rule {
             groups: &["apiextensions.k8s.io"],
-            versions: &["v1"],
+            versions: &["v1", "v1beta1"],
             resources: &["customresourcedefinitions"],
             operations: DELETE,
         }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidateCustomResourceDefinition,
     },
 ];
 
