@@ -108,9 +108,13 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
         ("apps.kruise.io_resourcedistributions.yaml", resourcedistribution::ResourceDistribution::crd()),
         ("policy.kruise.io_podunavailablebudgets.yaml", podunavailablebudget::PodUnavailableBudget::crd()),
         // Kinds nothing of ours reconciles yet, installed so that their objects stay readable and
-        // writable (issue 32): versions as kruise v1.9 serves them, except where its second
-        // version needs a conversion webhook or has a schema of its own (see each type's module).
-        ("apps.kruise.io_daemonsets.yaml", daemonset::DaemonSet::crd()),
+        // writable (issue 32): versions as kruise v1.9 serves them (DaemonSet through our
+        // conversion webhook), except where its second version has a schema of its own and no
+        // conversion of ours (see each type's module).
+        (
+            "apps.kruise.io_daemonsets.yaml",
+            served(daemonset::DaemonSet::crd(), daemonset::v1beta1::DaemonSet::crd(), "v1beta1")?,
+        ),
         (
             "apps.kruise.io_broadcastjobs.yaml",
             same_schema(broadcastjob::BroadcastJob::crd(), broadcastjob::v1beta1::BroadcastJob::crd(), "v1beta1")?,
@@ -164,8 +168,8 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
 }
 
 /// Storage versions, as kruise v1.9: CloneSet stays v1alpha1 (HEAD moved it to v1beta1 after
-/// v1.9; v1beta1 is served only by the opt-in CRD), Advanced StatefulSet, SidecarSet and
-/// ImagePullJob are stored as v1beta1.
+/// v1.9; v1beta1 is served only by the opt-in CRD), Advanced StatefulSet, SidecarSet,
+/// ImagePullJob and Advanced DaemonSet are stored as v1beta1.
 ///
 /// One CRD serving both versions, `storage` stored, converted by our `/convert` webhook through
 /// the conversion Service, which reaches replicas before they are ready (its `caBundle` is

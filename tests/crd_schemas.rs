@@ -120,15 +120,8 @@ const SERVED: &[Served] = &[
     served("apps.kruise.io_imagepulljobs.yaml", BOTH),
     // v1.9's two versions have the same schema and no conversion webhook: served alike.
     served("apps.kruise.io_broadcastjobs.yaml", BOTH),
-    Served {
-        file: "apps.kruise.io_daemonsets.yaml",
-        versions: V1ALPHA1,
-        storage_not_v1_9: Some((
-            "v1alpha1",
-            "v1.9 stores v1beta1, whose schema differs and which kruise converts with a webhook we do not \
-             serve for this kind: v1alpha1 only, as kruise v1.8",
-        )),
-    },
+    // v1.9's two versions differ: converted by our `/convert` webhook, v1beta1 stored.
+    served("apps.kruise.io_daemonsets.yaml", BOTH),
     // v1.9 serves both under `conversion: None` though v1beta1 adds a field: served alike (see
     // `LOSSY_AS_KRUISE`).
     served("apps.kruise.io_advancedcronjobs.yaml", BOTH),
@@ -479,7 +472,7 @@ fn no_field_is_nullable_and_selectors_are_atomic() {
 #[test]
 fn typed_objects_round_trip() {
     use kruise::apis::{
-        advancedcronjob::AdvancedCronJob, broadcastjob, daemonset::DaemonSet, ephemeraljob::EphemeralJob,
+        advancedcronjob::AdvancedCronJob, broadcastjob, daemonset, daemonset::DaemonSet, ephemeraljob::EphemeralJob,
         persistentpodstate::PersistentPodState, uniteddeployment::UnitedDeployment, workloadspread::WorkloadSpread,
     };
     fn round_trip<T: serde::de::DeserializeOwned + serde::Serialize>(object: &Value) -> Value {
@@ -495,6 +488,7 @@ fn typed_objects_round_trip() {
         let object = serde_json::to_value(serde_yaml_ng::from_str::<serde_yaml_ng::Value>(doc).unwrap()).unwrap();
         let back = match (object["apiVersion"].as_str().unwrap(), object["kind"].as_str().unwrap()) {
             ("apps.kruise.io/v1alpha1", "DaemonSet") => round_trip::<DaemonSet>(&object),
+            ("apps.kruise.io/v1beta1", "DaemonSet") => round_trip::<daemonset::v1beta1::DaemonSet>(&object),
             ("apps.kruise.io/v1alpha1", "BroadcastJob") => round_trip::<broadcastjob::BroadcastJob>(&object),
             ("apps.kruise.io/v1beta1", "BroadcastJob") => round_trip::<broadcastjob::v1beta1::BroadcastJob>(&object),
             ("apps.kruise.io/v1alpha1", "AdvancedCronJob") => round_trip::<AdvancedCronJob>(&object),

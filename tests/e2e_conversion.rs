@@ -5,7 +5,10 @@
 //! v1alpha1 (its storage version) and v1beta1 with the same meaning; a SidecarSet stored as
 //! v1alpha1 under kruise v1.8.4's CRD is still readable, in both versions, once the storage
 //! version is v1beta1; the InPlaceOnly guard and the maxUnavailable ⇒ Parallel rule deny the
-//! same edits whichever version they are sent in.
+//! same edits whichever version they are sent in; an Advanced DaemonSet (stored as v1beta1, as
+//! kruise v1.9) written as v1alpha1 with the progressive-create-pod annotation and the deprecated
+//! `Surging` type reads as v1beta1 with `partitionedScaling` and `Standard`, and one written as
+//! v1beta1 reads as v1alpha1 with the annotation.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
@@ -200,5 +203,74 @@ async fn v1beta1_api_through_the_conversion_webhook() {
             .await;
         assert!(!ok && err.contains("can only work with Parallel PodManagementPolicyType"), "{resource}: {err}");
     }
+
+    // Advanced DaemonSet (kruise v1.9's daemonset_conversion.go): v1alpha1 -> stored v1beta1.
+    let (ok, out, err) = apply(&kubectl, "ds-alpha.yaml", &DAEMONSET.replace("NS", &ns), &[]).await;
+    assert!(ok, "{out}{err}");
+    let beta = get(&kubectl, &ns, "daemonsets.v1beta1.apps.kruise.io", "agent").await;
+    assert_eq!(beta["apiVersion"], "apps.kruise.io/v1beta1");
+    assert_eq!(beta["spec"]["scaleStrategy"], json!({"partitionedScaling": true}));
+    assert_eq!(
+        beta["spec"]["updateStrategy"],
+        json!({"type": "RollingUpdate", "rollingUpdate": {"rollingUpdateType": "Standard", "partition": "50%", "maxUnavailable": 1}})
+    );
+    assert_eq!(beta["spec"]["template"]["spec"]["containers"][0]["futureField"], "kept");
+    let alpha = get(&kubectl, &ns, "daemonsets.v1alpha1.apps.kruise.io", "agent").await;
+    assert_eq!(alpha["metadata"]["annotations"]["daemonset.kruise.io/progressive-create-pod"], "true");
+    assert!(alpha["spec"].get("scaleStrategy").is_none(), "{alpha}");
+    assert_eq!(alpha["spec"]["updateStrategy"]["rollingUpdate"]["rollingUpdateType"], "Standard");
+    // Written as v1beta1: reads as v1alpha1 with the annotation, the rest as written.
+    let written = DAEMONSET
+        .replace("NS", &ns)
+        .replace("  name: agent\n  namespace", "  name: beta\n  namespace")
+        .replace("apps.kruise.io/v1alpha1", "apps.kruise.io/v1beta1")
+        .replace("  annotations:\n    daemonset.kruise.io/progressive-create-pod: \"true\"\n", "")
+        .replace("Surging", "InPlaceIfPossible")
+        .replace("  updateStrategy:", "  scaleStrategy:\n    partitionedScaling: true\n  updateStrategy:");
+    assert!(!written.contains("progressive") && written.contains("partitionedScaling"), "{written}");
+    let (ok, out, err) = apply(&kubectl, "ds-beta.yaml", &written, &[]).await;
+    assert!(ok, "{out}{err}");
+    let alpha = get(&kubectl, &ns, "daemonsets.v1alpha1.apps.kruise.io", "beta").await;
+    assert_eq!(alpha["apiVersion"], "apps.kruise.io/v1alpha1");
+    assert_eq!(alpha["metadata"]["annotations"]["daemonset.kruise.io/progressive-create-pod"], "true");
+    assert!(alpha["spec"].get("scaleStrategy").is_none(), "{alpha}");
+    assert_eq!(alpha["spec"]["updateStrategy"]["rollingUpdate"]["rollingUpdateType"], "InPlaceIfPossible");
+    let beta = get(&kubectl, &ns, "daemonsets.v1beta1.apps.kruise.io", "beta").await;
+    assert_eq!(beta["spec"]["scaleStrategy"], json!({"partitionedScaling": true}));
+    // Each read is the other converted; going to v1beta1 the annotation stays (shared metadata,
+    // as in kruise), so only the spec is compared that way.
+    assert_eq!(convert(0, &alpha, V1BETA1).unwrap()["spec"], beta["spec"]);
+    assert!(beta["metadata"]["annotations"].get("daemonset.kruise.io/progressive-create-pod").is_none(), "{beta}");
+    assert_eq!(meaning(&convert(0, &beta, V1ALPHA1).unwrap()), meaning(&alpha));
     drop(kruise);
 }
+
+/// An Advanced DaemonSet as a kruise v1.8 user writes it: v1alpha1, the progressive-create-pod
+/// annotation and the deprecated `Surging` rolling-update type.
+const DAEMONSET: &str = r#"apiVersion: apps.kruise.io/v1alpha1
+kind: DaemonSet
+metadata:
+  name: agent
+  namespace: NS
+  annotations:
+    daemonset.kruise.io/progressive-create-pod: "true"
+spec:
+  selector:
+    matchLabels:
+      app: agent
+  template:
+    metadata:
+      labels:
+        app: agent
+    spec:
+      containers:
+      - name: agent
+        image: nginx:alpine
+        futureField: kept
+  updateStrategy:
+    type: RollingUpdate
+    rollingUpdate:
+      rollingUpdateType: Surging
+      partition: "50%"
+      maxUnavailable: 1
+"#;

@@ -4,9 +4,12 @@
 //! CRD is installed so existing objects stay readable and writable; nothing of ours reconciles it
 //! yet.
 //!
-//! Only v1alpha1 is served, as kruise v1.8 serves it: kruise v1.9's v1beta1 differs
-//! (`scaleStrategy.partitionedScaling`, `status.updateRevision` for `status.daemonSetHash`) and is
-//! converted by kruise's conversion webhook, which we do not serve for this kind.
+//! Served beside v1beta1 (`daemonset::v1beta1`, the storage version), as kruise v1.9 serves it;
+//! the two differ (`scaleStrategy.partitionedScaling`, `status.updateRevision` for
+//! `status.daemonSetHash`) and are converted by our `/convert` webhook
+//! (`core::conversion::daemonset`, kruise's `daemonset_conversion.go`).
+
+pub mod v1beta1;
 
 use k8s_openapi::api::apps::v1::DaemonSetCondition;
 use k8s_openapi::api::core::v1::PodTemplateSpec;
@@ -27,6 +30,10 @@ pub const ON_DELETE: &str = "OnDelete";
 pub const STANDARD: &str = "Standard";
 /// `rollingUpdate.rollingUpdateType`: update in place when possible.
 pub const IN_PLACE_IF_POSSIBLE: &str = "InPlaceIfPossible";
+/// `rollingUpdate.rollingUpdateType`: deprecated (v1alpha1 only); v1beta1 reads it as `Standard`.
+pub const DEPRECATED_SURGING: &str = "Surging";
+/// Annotation of a v1alpha1 DaemonSet: `"true"` is v1beta1's `scaleStrategy.partitionedScaling`.
+pub const PROGRESSIVE_CREATE_POD: &str = "daemonset.kruise.io/progressive-create-pod";
 
 /// Desired state of an Advanced DaemonSet.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -8,6 +8,7 @@
 //! One file per kind says what moves and where it deliberately differs from kruise.
 
 pub mod cloneset;
+pub mod daemonset;
 pub mod imagepulljob;
 pub mod review;
 pub mod sidecarset;
@@ -33,7 +34,7 @@ pub enum ConversionError {
     },
     /// A kind this webhook does not convert.
     #[error(
-        "object {index}: kind {kind:?} of {api_version:?} has no conversion (served: CloneSet, StatefulSet, SidecarSet, ImagePullJob of apps.kruise.io)"
+        "object {index}: kind {kind:?} of {api_version:?} has no conversion (served: CloneSet, StatefulSet, SidecarSet, ImagePullJob, DaemonSet of apps.kruise.io)"
     )]
     UnknownKind {
         /// Position in the review.
@@ -72,6 +73,8 @@ pub fn convert(index: usize, object: &Value, desired: &str) -> Result<Value, Con
         ("ImagePullJob", V1ALPHA1, V1BETA1) | ("ImagePullJob", V1BETA1, V1ALPHA1) => imagepulljob::convert,
         ("StatefulSet", V1ALPHA1, V1BETA1) => |_| {},
         ("StatefulSet", V1BETA1, V1ALPHA1) => statefulset::json_to_v1alpha1,
+        ("DaemonSet", V1ALPHA1, V1BETA1) => daemonset::to_v1beta1,
+        ("DaemonSet", V1BETA1, V1ALPHA1) => daemonset::to_v1alpha1,
         (k, _, _) if !known(k) => {
             return Err(ConversionError::UnknownKind { index, kind, api_version: from });
         }
@@ -84,7 +87,7 @@ pub fn convert(index: usize, object: &Value, desired: &str) -> Result<Value, Con
 }
 
 fn known(kind: &str) -> bool {
-    matches!(kind, "CloneSet" | "SidecarSet" | "ImagePullJob" | "StatefulSet")
+    matches!(kind, "CloneSet" | "SidecarSet" | "ImagePullJob" | "StatefulSet" | "DaemonSet")
 }
 
 /// The object at `key` of `map`, created empty when absent (or not an object). `None` cannot
