@@ -589,3 +589,38 @@ fn defaults_are_kruises() {
     assert!(problems.is_empty(), "{} differences:\n{}", problems.len(), problems.join("\n"));
     assert!(kept >= 3, "{kept} defaults");
 }
+
+/// The leader writes `caBundle` into every kruise CRD that converts through our webhook (in
+/// `deploy/crds` and in the opt-in CloneSet CRD): deploy/'s role may patch exactly those, by name
+/// (a converting CRD missing from the list would never trust the webhook; found when the
+/// DaemonSet started converting).
+#[test]
+fn the_role_may_patch_every_converting_crd() {
+    let mut converting: Vec<String> = kruise::manifests::render()
+        .unwrap()
+        .into_iter()
+        .filter(|(p, _)| p.starts_with("deploy/crds") || p == Path::new(kruise::manifests::CLONESET_V1BETA1_COMPONENT))
+        .map(|(_, text)| crd(&text))
+        .filter(|c| c["spec"]["conversion"]["strategy"] == "Webhook")
+        .map(|c| c["metadata"]["name"].as_str().unwrap().to_string())
+        .collect();
+    converting.sort();
+    converting.dedup();
+    for file in ["deploy/rbac.yaml", "deploy/chart/templates/rbac.yaml"] {
+        let text = std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap();
+        let names: Vec<String> = text
+            .split("\n- apiGroups:")
+            .filter(|rule| rule.contains("customresourcedefinitions") && rule.contains("verbs: [patch]"))
+            .flat_map(|rule| {
+                rule.lines()
+                    .filter_map(|l| l.trim().strip_prefix("- "))
+                    .filter(|n| n.ends_with(".kruise.io"))
+                    .map(str::to_string)
+                    .collect::<Vec<_>>()
+            })
+            .collect();
+        let mut names = names;
+        names.sort();
+        assert_eq!(names, converting, "{file}: CRDs the role may patch");
+    }
+}

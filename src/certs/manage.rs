@@ -252,10 +252,21 @@ impl Leader {
             }
             CertStep::PublishBundle => {
                 let bundle = m.bundle_pem().ok_or(ManageError::Inconsistent("publish the bundle"))?;
+                // Each target on its own: one that refuses (a CRD the role may not patch) does not
+                // keep the bundle from the others; its error ends the round, which retries it.
                 let mut wrote = false;
+                let mut failed = None;
                 for target in &targets {
-                    wrote |=
-                        publish::publish(&self.client, target, &bundle).await.map_err(api_err("patch caBundle"))?;
+                    match publish::publish(&self.client, target, &bundle).await {
+                        Ok(w) => wrote |= w,
+                        Err(e) => {
+                            tracing::warn!(target = ?target, error = %e, "cannot publish caBundle");
+                            failed.get_or_insert(e);
+                        }
+                    }
+                }
+                if let Some(e) = failed {
+                    return Err(api_err("patch caBundle")(e));
                 }
                 // Our own CRD writes are known without listing them again.
                 if let Some((_, crds)) = &mut self.crds {
