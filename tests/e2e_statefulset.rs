@@ -683,3 +683,74 @@ async fn a_refused_pod_creation_sets_the_failed_create_pod_condition() {
     .await;
     assert_eq!(names(t.pods().await), ["web-0", "web-1", "web-2"]);
 }
+
+/// Issue 27 item 5 on the real API server: with `StatefulSetAutoResizePVCGate` and
+/// `volumeClaimUpdateStrategy: OnPodRollingUpdate`, a template of 2Gi instead of 1Gi and a new
+/// image expand each target's claim first (the apiserver accepts the bound claim's growth: the
+/// default StorageClass allows expansion), the pod waits until the driver has resized it (the
+/// test plays the driver: volume and claim capacity to 2Gi), then it is updated in place; highest
+/// ordinal first, one at a time.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn claims_are_expanded_before_their_pods_are_updated() {
+    use k8s_openapi::api::core::v1::{PersistentVolume, PersistentVolumeClaim};
+    let t = Scenario::start_with_gates("asts-resize", "StatefulSetAutoResizePVCGate=true").await;
+    let api = asts(&t);
+    let claims: Api<PersistentVolumeClaim> = Api::namespaced(t.client.clone(), t.ns());
+    let volumes: Api<PersistentVolume> = Api::all(t.client.clone());
+    let mut web = set_with_claims("web", 2, "Retain", "Retain");
+    web.spec.volume_claim_update_strategy.type_ = "OnPodRollingUpdate".into();
+    api.create(&PostParams::default(), &web).await.unwrap();
+    wait_rolled_out(&api, "web", 2).await;
+    let before = by_name(&t.pods().await);
+    let request = |c: &PersistentVolumeClaim| {
+        c.spec.as_ref().unwrap().resources.as_ref().unwrap().requests.as_ref().unwrap()["storage"].0.clone()
+    };
+    let image = |name: &'static str| {
+        let t = &t;
+        async move {
+            let pods = t.pods().await;
+            let pod = pods.iter().find(|p| p.metadata.name.as_deref() == Some(name)).unwrap();
+            pod.spec.as_ref().unwrap().containers[0].image.clone().unwrap()
+        }
+    };
+    let grow = json!({"spec": {
+        "volumeClaimTemplates": [{"metadata": {"name": "data"}, "spec": {
+            "accessModes": ["ReadWriteOnce"], "resources": {"requests": {"storage": "2Gi"}}}}],
+        "template": {"spec": {"containers": [{"name": "main", "image": "nginx:1.26",
+            "volumeMounts": [{"name": "data", "mountPath": "/data"}]}]}}}});
+    api.patch("web", &PatchParams::default(), &Patch::Merge(&grow)).await.unwrap();
+
+    for (pod, claim) in [("web-1", "data-web-1"), ("web-0", "data-web-0")] {
+        let expanded = poll(&format!("{claim} expanded to 2Gi"), || async {
+            let c = claims.get(claim).await.ok()?;
+            (request(&c) == "2Gi").then_some(c)
+        })
+        .await;
+        let annotations = expanded.metadata.annotations.clone().unwrap_or_default();
+        assert_eq!(annotations.get("apps.kruise.io/owned-by-asts").map(String::as_str), Some("web"));
+        assert_eq!(image(pod).await, "nginx:1.25", "{pod} waits for its claim's resize");
+        if claim == "data-web-1" {
+            let other = claims.get("data-web-0").await.unwrap();
+            assert_eq!(request(&other), "1Gi", "maxUnavailable 1: web-0's claim waits for web-1");
+        }
+        // The driver's part: the volume and the claim's capacity grow.
+        let volume = expanded.spec.as_ref().unwrap().volume_name.clone().unwrap();
+        let capacity = json!({"spec": {"capacity": {"storage": "2Gi"}}});
+        volumes.patch(&volume, &PatchParams::default(), &Patch::Merge(&capacity)).await.unwrap();
+        let status = json!({"status": {"capacity": {"storage": "2Gi"}}});
+        claims.patch_status(claim, &PatchParams::default(), &Patch::Merge(&status)).await.unwrap();
+        poll(&format!("{pod} updated once its claim is resized"), || async {
+            (image(pod).await == "nginx:1.26").then_some(())
+        })
+        .await;
+    }
+    let done = wait_rolled_out(&api, "web", 2).await;
+    assert_eq!(
+        done.volume_claims.iter().map(|v| (v.compatible_replicas, v.compatible_ready_replicas)).collect::<Vec<_>>(),
+        [(2, 2)]
+    );
+    let after = by_name(&t.pods().await);
+    for (name, (uid, _, _)) in &before {
+        assert_eq!(&after[name].0, uid, "{name} updated in place");
+    }
+}
