@@ -176,6 +176,14 @@ impl Object {
             Object::AdvancedStatefulSet(o) => &o.metadata,
         }
     }
+
+    /// The workload's pod template.
+    pub fn template(&self) -> &k8s_openapi::api::core::v1::PodTemplateSpec {
+        match self {
+            Object::CloneSet(o) => &o.spec.template,
+            Object::AdvancedStatefulSet(o) => &o.spec.template,
+        }
+    }
 }
 
 /// Reads the target workload.

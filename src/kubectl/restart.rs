@@ -11,7 +11,7 @@
 //! a JSON patch of the containers' env lists that first tests the resourceVersion read, so a
 //! concurrent change is refused instead of overwritten.
 
-use k8s_openapi::api::core::v1::{Container, EnvVar};
+use k8s_openapi::api::core::v1::EnvVar;
 use k8s_openapi::jiff::Timestamp;
 use serde_json::{Value, json};
 
@@ -50,19 +50,6 @@ pub fn with_restart_env(existing: &[EnvVar], value: &str) -> Vec<EnvVar> {
     out
 }
 
-fn template_parts(object: &Object) -> (&[Container], Option<&str>) {
-    match object {
-        Object::CloneSet(cs) => (
-            cs.spec.template.spec.as_ref().map_or(&[][..], |s| &s.containers[..]),
-            cs.metadata.resource_version.as_deref(),
-        ),
-        Object::AdvancedStatefulSet(s) => (
-            s.spec.template.spec.as_ref().map_or(&[][..], |s| &s.containers[..]),
-            s.metadata.resource_version.as_deref(),
-        ),
-    }
-}
-
 /// The JSON patch that restarts a workload at `now` (the resourceVersion read tested first, then
 /// each container's env), or why there is none.
 pub fn restart_patch(object: &Object, now: Timestamp) -> Result<Value, String> {
@@ -73,13 +60,13 @@ pub fn restart_patch(object: &Object, now: Timestamp) -> Result<Value, String> {
         };
         return Err(format!("can't restart paused {kind} (run rollout resume first)"));
     }
-    let (containers, resource_version) = template_parts(object);
+    let containers = object.template().spec.as_ref().map_or(&[][..], |s| &s.containers[..]);
     if containers.is_empty() {
         return Err("has no containers to restart".into());
     }
     let at = rfc3339(now);
     let mut ops = Vec::new();
-    if let Some(rv) = resource_version {
+    if let Some(rv) = &object.meta().resource_version {
         ops.push(json!({"op": "test", "path": "/metadata/resourceVersion", "value": rv}));
     }
     for (i, c) in containers.iter().enumerate() {

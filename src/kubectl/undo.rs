@@ -18,7 +18,7 @@ use serde_json::{Value, json};
 use super::cli::{KubeFlags, UndoArgs};
 use super::history::{owned, read};
 use super::target::{Target, Workload, parse_targets};
-use super::{Failure, Object, Outcome, connect, name_line, out, patch_target};
+use super::{Failure, Outcome, connect, name_line, out, patch_target};
 use crate::core::history::data_bytes;
 use crate::core::revision::revision_data;
 
@@ -73,20 +73,13 @@ pub fn undo_patch(
     ])))
 }
 
-fn template(object: &Object) -> &PodTemplateSpec {
-    match object {
-        Object::CloneSet(cs) => &cs.spec.template,
-        Object::AdvancedStatefulSet(s) => &s.spec.template,
-    }
-}
-
 async fn one(client: &kube::Client, ns: &str, target: &Target, to_revision: i64) -> Result<(), Failure> {
     let (object, revisions) = read(client, ns, target).await?;
     let meta = object.meta();
     let history = owned(&revisions, meta.uid.as_deref().unwrap_or(""));
     let to = pick(&history, to_revision, target.workload)?;
     let rv = meta.resource_version.as_deref().unwrap_or("");
-    match undo_patch(template(&object), rv, to)? {
+    match undo_patch(object.template(), rv, to)? {
         None => out(&name_line(
             target,
             &format!("skipped rollback (current template already matches revision {})", to.revision),
