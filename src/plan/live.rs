@@ -56,11 +56,6 @@ impl Kind {
     }
 }
 
-/// Whether KIND names the CloneSet.
-pub fn is_cloneset_kind(kind: &str) -> bool {
-    Kind::parse(kind) == Some(Kind::CloneSet)
-}
-
 fn manifest<K: Resource<DynamicType = ()> + Serialize>(source: &str, mut o: K) -> Manifest {
     o.meta_mut().managed_fields = None;
     // Listed items carry no apiVersion/kind; the planner's reader needs them.
@@ -124,12 +119,6 @@ pub async fn read(client: &Client, kind: Kind, namespace: &str, name: &str) -> R
     Ok(out)
 }
 
-/// [`read`] of a CloneSet with the client of the environment (KUBECONFIG, ~/.kube/config or
-/// in-cluster).
-pub async fn read_default(namespace: &str, name: &str) -> Result<Vec<Manifest>, LiveError> {
-    read_kind_default(Kind::CloneSet, namespace, name).await
-}
-
 /// [`read`] with the client of the environment.
 pub async fn read_kind_default(kind: Kind, namespace: &str, name: &str) -> Result<Vec<Manifest>, LiveError> {
     let client = Client::try_default().await.map_err(LiveError::Client)?;
@@ -142,8 +131,6 @@ mod tests {
 
     #[test]
     fn kinds_and_manifests() {
-        assert!(is_cloneset_kind("CloneSet") && is_cloneset_kind("clonesets.apps.kruise.io"));
-        assert!(!is_cloneset_kind("statefulset"));
         for (kind, want) in [
             ("cloneset", Some(Kind::CloneSet)),
             ("CloneSets.apps.kruise.io", Some(Kind::CloneSet)),

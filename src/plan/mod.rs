@@ -41,9 +41,6 @@ pub enum PlanError {
     /// An object of a kind `plan` reads does not decode.
     #[error("{file}:{line}: {kind} {name}: {message}")]
     Decode { file: String, line: usize, kind: String, name: String, message: String },
-    /// No CloneSet in the input.
-    #[error("no CloneSet in the input: give the CloneSet and its pods, e.g. `kubectl get cloneset,pods -o yaml`")]
-    NoCloneSet,
     /// Neither a CloneSet nor an Advanced StatefulSet in the input.
     #[error(
         "no CloneSet or Advanced StatefulSet in the input: give the workload and its pods, e.g. `kubectl get \
@@ -139,15 +136,6 @@ fn namespace(meta: &ObjectMeta) -> &str {
 
 fn by_namespace_and_name(a: &ObjectMeta, b: &ObjectMeta) -> std::cmp::Ordering {
     (namespace(a), &a.name).cmp(&(namespace(b), &b.name))
-}
-
-/// Plans every CloneSet of the input, in namespace/name order.
-pub fn plan_manifests(manifests: &[Manifest], gates: &FeatureGates, now: Timestamp) -> Result<Vec<Planned>, PlanError> {
-    let o = group(manifests)?;
-    if o.clonesets.is_empty() {
-        return Err(PlanError::NoCloneSet);
-    }
-    Ok(plan_clonesets(o, gates, now))
 }
 
 /// Plans every CloneSet and Advanced StatefulSet of the input.
