@@ -363,7 +363,11 @@ pub fn plan(input: &Input<'_>) -> Plan {
     }
     let slots: &[Slot<'_>] = &members.replicas;
     let pvcs = input.pvcs;
-    let claim = |n: &str| pvcs.iter().copied().find(|c| c.metadata.name.as_deref() == Some(n));
+    // Claims by name (one namespace: names are unique), looked up per pod and template by the
+    // scaling part, the resize checks and the status.
+    let claims_by_name: std::collections::BTreeMap<&str, &PersistentVolumeClaim> =
+        pvcs.iter().filter_map(|c| Some((c.metadata.name.as_deref()?, *c))).collect();
+    let claim = |n: &str| claims_by_name.get(n).copied();
     let by_ordinal =
         |o: i64| -> Option<&Pod> {
             slots.binary_search_by_key(&o, |s| s.ordinal).ok().and_then(|i| slots[i].pod).or_else(|| {
