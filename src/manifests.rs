@@ -89,7 +89,7 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
         ("apps.kruise.io_containerrecreaterequests.yaml", containerrecreaterequest::ContainerRecreateRequest::crd()),
         (
             "apps.kruise.io_imagelistpulljobs.yaml",
-            same_schema(
+            served_without_conversion(
                 imagelistpulljob::ImageListPullJob::crd(),
                 imagelistpulljob::v1beta1::ImageListPullJob::crd(),
                 "v1beta1",
@@ -97,11 +97,7 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
         ),
         (
             "apps.kruise.io_nodeimages.yaml",
-            served_as_kruise_without_conversion(
-                nodeimage::NodeImage::crd(),
-                nodeimage::v1beta1::NodeImage::crd(),
-                "v1beta1",
-            )?,
+            served_without_conversion(nodeimage::NodeImage::crd(), nodeimage::v1beta1::NodeImage::crd(), "v1beta1")?,
         ),
         ("apps.kruise.io_nodepodprobes.yaml", nodepodprobe::NodePodProbe::crd()),
         ("apps.kruise.io_podprobemarkers.yaml", podprobemarker::PodProbeMarker::crd()),
@@ -117,11 +113,15 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
         ),
         (
             "apps.kruise.io_broadcastjobs.yaml",
-            same_schema(broadcastjob::BroadcastJob::crd(), broadcastjob::v1beta1::BroadcastJob::crd(), "v1beta1")?,
+            served_without_conversion(
+                broadcastjob::BroadcastJob::crd(),
+                broadcastjob::v1beta1::BroadcastJob::crd(),
+                "v1beta1",
+            )?,
         ),
         (
             "apps.kruise.io_advancedcronjobs.yaml",
-            served_as_kruise_without_conversion(
+            served_without_conversion(
                 advancedcronjob::AdvancedCronJob::crd(),
                 advancedcronjob::v1beta1::AdvancedCronJob::crd(),
                 "v1beta1",
@@ -199,21 +199,11 @@ fn served(
     Ok(crd)
 }
 
-/// Two versions whose schemas differ served under `strategy: None`, as kruise v1.9 serves
-/// AdvancedCronJob and NodeImage: the apiserver only rewrites `apiVersion`, so a field only the
-/// other version has is pruned when read through it, exactly as with kruise.
-fn served_as_kruise_without_conversion(
-    v1alpha1: CustomResourceDefinition,
-    v1beta1: CustomResourceDefinition,
-    storage: &str,
-) -> Result<CustomResourceDefinition, ManifestError> {
-    same_schema(v1alpha1, v1beta1, storage)
-}
-
-/// One CRD serving two versions whose schemas are the same (kruise's conversion copies every
-/// field), `storage` stored: the apiserver converts by rewriting `apiVersion` (`strategy: None`),
-/// so no conversion webhook is involved.
-fn same_schema(
+/// One CRD serving two versions, `storage` stored, under `strategy: None` (the apiserver only
+/// rewrites `apiVersion`, no conversion webhook), as kruise serves BroadcastJob and ImageListPullJob
+/// (one schema: nothing is lost) and, in v1.9, AdvancedCronJob and NodeImage (their v1beta1 adds a
+/// field, pruned when read through v1alpha1, exactly as with kruise).
+fn served_without_conversion(
     v1alpha1: CustomResourceDefinition,
     v1beta1: CustomResourceDefinition,
     storage: &str,

@@ -55,7 +55,6 @@ const OURS_ONLY: &[(&str, &str)] = &[
         ".spec.template.advancedStatefulSetTemplate.spec.updateStrategy.rollingUpdate.inPlaceUpdateStrategy.imagePreDownloadTimeoutSeconds",
         "UnitedDeployment's Advanced StatefulSet spec, kruise HEAD",
     ),
-    (".status.waiting", "NodeImage v1alpha1 status, kruise v1.9 (compared with v1.8, the oldest serving it)"),
     (".spec.containers[].resourcesPolicy", "SidecarSet v1alpha1, kruise v1.9 (compared with v1.8.4)"),
     (".spec.containers[].shareVolumeDevicePolicy", "SidecarSet v1alpha1, kruise v1.9 (compared with v1.8.4)"),
     (".spec.initContainers[].resourcesPolicy", "SidecarSet v1alpha1, kruise v1.9 (compared with v1.8.4)"),
@@ -98,15 +97,14 @@ const V1_8_ONLY: &[(&str, &str)] = &[(
     "UnitedDeployment: kruise v1.9 renamed it unschedulableDuration (and its v1.9 CRD prunes it)",
 )];
 
-/// Versions a CRD serves, and its storage version with the reason where it is not kruise v1.9.0's.
+/// Versions a CRD serves (its storage version is kruise v1.9.0's).
 struct Served {
     file: &'static str,
     versions: &'static [&'static str],
-    storage_not_v1_9: Option<(&'static str, &'static str)>,
 }
 
 const fn served(file: &'static str, versions: &'static [&'static str]) -> Served {
-    Served { file, versions, storage_not_v1_9: None }
+    Served { file, versions }
 }
 
 const BOTH: &[&str] = &["v1alpha1", "v1beta1"];
@@ -306,7 +304,7 @@ fn generated_crds_match_kruise_field_by_field() {
     for (file, text) in &ours {
         let theirs_v1_9 = fixture("kruise-v1.9.0", file).unwrap();
         let served = SERVED.iter().find(|s| s.file == file).unwrap();
-        let expected_storage = served.storage_not_v1_9.map_or_else(|| storage(&theirs_v1_9), |(v, _)| v.to_string());
+        let expected_storage = storage(&theirs_v1_9);
         assert_eq!(storage(&crd(text)), expected_storage, "{file}: storage version");
         let versions = versions(&crd(text));
         assert_eq!(versions.keys().collect::<Vec<_>>(), served.versions, "{file}: served versions");
@@ -513,9 +511,6 @@ fn typed_objects_round_trip() {
     assert_eq!(kinds.len(), 7, "{kinds:?}");
 }
 
-/// CRDs whose defaults are compared with kruise v1.8.4's: served as v1.8 serves them (none now).
-const COMPARED_WITH_V1_8: &[&str] = &[];
-
 /// Defaults kruise's CRDs declare and ours do not (file, version, path, reason): found by
 /// [`defaults_are_kruises`] in kinds that were here before it, left as they were (`manifests`
 /// drops every serde default; these are kruise's `+default` markers).
@@ -546,7 +541,7 @@ fn defaults(schema: &Value, path: String, out: &mut BTreeMap<String, Value>) {
 }
 
 /// The apiserver's defaulting is kruise's: each version declares the `default`s of the kruise
-/// release it follows (v1.9, v1.8 for [`COMPARED_WITH_V1_8`], HEAD for a version served ahead), on the paths
+/// release it follows (v1.9, HEAD for a version served ahead), on the paths
 /// ours has, but for the ones listed in [`DEFAULTS_NOT_KRUISES`].
 #[test]
 fn defaults_are_kruises() {
@@ -558,7 +553,7 @@ fn defaults_are_kruises() {
             continue;
         }
         let file = path.file_name().unwrap().to_string_lossy().to_string();
-        let release = if COMPARED_WITH_V1_8.contains(&file.as_str()) { "kruise-v1.8.4" } else { "kruise-v1.9.0" };
+        let release = "kruise-v1.9.0";
         let theirs = crd(&std::fs::read_to_string(root.join(release).join(&file)).unwrap());
         let head = std::fs::read_to_string(root.join("kruise-head").join(&file)).ok().map(|t| crd(&t));
         for v in crd(&text)["spec"]["versions"].as_array().unwrap() {
