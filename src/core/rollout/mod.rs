@@ -12,6 +12,7 @@ pub mod order;
 pub mod ownership;
 pub mod plan;
 pub mod podupdate;
+pub mod sidecarset;
 pub mod statefulset;
 #[cfg(test)]
 pub(crate) mod testkit;
