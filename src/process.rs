@@ -141,6 +141,7 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
         identity: identity.clone(),
         gates: config.gates.clone(),
         scope: Some(args.scope.clone()).filter(|ns| !ns.is_empty()),
+        manager_namespace: config.namespace.clone(),
         cloneset_workers: args.cloneset_workers,
         statefulset_workers: args.statefulset_workers,
     };
@@ -189,6 +190,8 @@ struct LeaderTasks {
     gates: crate::core::features::FeatureGates,
     /// `--namespace`: the controllers' namespace (all when `None`).
     scope: Option<String>,
+    /// `--manager-namespace`: where SidecarSet revisions live.
+    manager_namespace: String,
     /// `--cloneset-workers`.
     cloneset_workers: u16,
     /// `--statefulset-workers`.
@@ -207,6 +210,7 @@ impl LeaderTasks {
                 gates: self.gates.clone(),
                 instance: Some(self.identity.clone()),
                 namespace: self.scope.clone(),
+                manager_namespace: self.manager_namespace.clone(),
                 concurrency: self.cloneset_workers,
                 workers: [(crate::controller::statefulset::CONTROLLER, self.statefulset_workers)].into(),
                 ..crate::controller::Settings::default()

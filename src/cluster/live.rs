@@ -20,6 +20,7 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ApiResource, DynamicObject};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
@@ -27,7 +28,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 
 use super::snapshot::{Snapshot, ViewKind};
-use super::{ClusterView, ListFuture, ListSource, PodSource, PodsFuture};
+use super::{ClusterView, ListFuture, ListSource, PodSource, PodsFuture, ViewHandler};
 use crate::apis::{SidecarSet, sidecarset};
 use crate::metrics::{KindLabels, Metrics};
 
@@ -48,6 +49,7 @@ pub struct LiveView {
     store: RwLock<Snapshot>,
     synced: Mutex<BTreeSet<ViewKind>>,
     metrics: Metrics,
+    handlers: RwLock<Vec<ViewHandler>>,
 }
 
 impl std::fmt::Debug for LiveView {
@@ -66,6 +68,7 @@ impl LiveView {
             store: RwLock::new(Snapshot::default()),
             synced: Mutex::new(BTreeSet::new()),
             metrics,
+            handlers: RwLock::new(Vec::new()),
         })
     }
 
@@ -89,6 +92,12 @@ impl LiveView {
     fn read(&self) -> RwLockReadGuard<'_, Snapshot> {
         // A writer that panicked left a consistent snapshot (every write is one call).
         self.store.read().unwrap_or_else(std::sync::PoisonError::into_inner)
+    }
+
+    /// Tells every handler that `metas` (of `kind`) changed; drops those that no longer listen.
+    fn notify(&self, kind: ViewKind, metas: &[ObjectMeta]) {
+        let mut handlers = self.handlers.write().unwrap_or_else(std::sync::PoisonError::into_inner);
+        handlers.retain(|h| metas.iter().all(|meta| h(kind, meta)));
     }
 
     fn write(&self, f: impl FnOnce(&mut Snapshot)) {
@@ -172,14 +181,21 @@ impl LiveView {
         let stream = watcher::watcher(api, config).default_backoff().take_until(token.clone().cancelled_owned());
         tokio::pin!(stream);
         let mut listing: Vec<Value> = Vec::new();
+        let mut listed_meta: Vec<ObjectMeta> = Vec::new();
         while let Some(event) = stream.next().await {
             match event {
                 Err(watcher::Error::InitialListFailed(error)) if switch_on_list_failure => {
                     return Some(ListFailed { error, listed });
                 }
                 Err(e) => super::watch_errors::log(kind.name(), &e),
-                Ok(Event::Init) => listing.clear(),
-                Ok(Event::InitApply(o)) => listing.push(json_of(kind, api_version, o)),
+                Ok(Event::Init) => {
+                    listing.clear();
+                    listed_meta.clear();
+                }
+                Ok(Event::InitApply(o)) => {
+                    listed_meta.push(o.metadata.clone());
+                    listing.push(json_of(kind, api_version, o));
+                }
                 Ok(Event::InitDone) => {
                     listed = true;
                     let objects = std::mem::take(&mut listing);
@@ -194,10 +210,12 @@ impl LiveView {
                     if first {
                         tracing::info!(kind = kind.name(), objects = count, "cluster view listed");
                     }
+                    self.notify(kind, &std::mem::take(&mut listed_meta));
                 }
                 Ok(Event::Apply(o)) => {
                     let (namespace, name) =
                         (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default());
+                    let meta = o.metadata.clone();
                     let mut result = Ok(true);
                     self.write(|s| {
                         result = s.insert(json_of(kind, api_version, o));
@@ -210,12 +228,14 @@ impl LiveView {
                         self.decode_failed(kind, &labels, &format!("{namespace}/{name}"), &e);
                     }
                     self.metrics.view_objects.get_or_create(&labels).set(self.count(kind) as i64);
+                    self.notify(kind, std::slice::from_ref(&meta));
                 }
                 Ok(Event::Delete(o)) => {
                     let (namespace, name) =
                         (o.metadata.namespace.clone().unwrap_or_default(), o.metadata.name.clone().unwrap_or_default());
                     self.write(|s| s.remove(kind, &namespace, &name));
                     self.metrics.view_objects.get_or_create(&labels).set(self.count(kind) as i64);
+                    self.notify(kind, std::slice::from_ref(&o.metadata));
                 }
             }
         }
@@ -280,6 +300,12 @@ impl ClusterView for LiveView {
     }
     fn sidecarsets(&self) -> Vec<Arc<SidecarSet>> {
         self.read().sidecarsets()
+    }
+    fn sidecarset(&self, name: &str) -> Option<Arc<SidecarSet>> {
+        self.read().sidecarset(name)
+    }
+    fn on_change(&self, handler: ViewHandler) {
+        self.handlers.write().unwrap_or_else(std::sync::PoisonError::into_inner).push(handler);
     }
     fn controller_revisions(&self, namespace: &str) -> Vec<Arc<ControllerRevision>> {
         self.read().controller_revisions(namespace)

@@ -28,6 +28,17 @@ pub trait ClusterView: Send + Sync {
     fn pod(&self, namespace: &str, name: &str) -> Option<Arc<Pod>>;
     /// Every SidecarSet.
     fn sidecarsets(&self) -> Vec<Arc<SidecarSet>>;
+    /// One SidecarSet by name.
+    fn sidecarset(&self, name: &str) -> Option<Arc<SidecarSet>> {
+        self.sidecarsets().into_iter().find(|s| s.metadata.name.as_deref() == Some(name))
+    }
+    /// Registers `handler`, called with each object the view takes in or lets go (a watch event,
+    /// every object of a relist) after the view holds the change, so that the leader's
+    /// controllers follow the objects the webhook already watches instead of watching them a
+    /// second time (one watch per kind). A handler that returns `false` is dropped (its
+    /// controller stopped: the view outlives each term of leadership). Views that never change
+    /// ignore it.
+    fn on_change(&self, _handler: ViewHandler) {}
     /// The ControllerRevisions of a namespace.
     fn controller_revisions(&self, namespace: &str) -> Vec<Arc<ControllerRevision>>;
     /// The SidecarSets that can inject into pods of `namespace` (spec §4.2, issue 4 item 4):
@@ -60,6 +71,10 @@ pub trait ClusterView: Send + Sync {
         Vec::new()
     }
 }
+
+/// A [`ClusterView::on_change`] handler: given the kind and the metadata of the object that
+/// changed, whether it still wants to hear of changes.
+pub type ViewHandler = Box<dyn Fn(snapshot::ViewKind, &ObjectMeta) -> bool + Send + Sync>;
 
 /// What a [`ListSource`] returns: the objects, or why they cannot be listed.
 pub type ListFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output = Result<Vec<T>, String>> + Send + 'a>>;

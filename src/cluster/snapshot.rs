@@ -272,6 +272,9 @@ impl ClusterView for Snapshot {
     fn sidecarsets(&self) -> Vec<Arc<SidecarSet>> {
         self.sidecarsets.clone()
     }
+    fn sidecarset(&self, name: &str) -> Option<Arc<SidecarSet>> {
+        self.sidecarsets.iter().find(|s| s.metadata.name.as_deref() == Some(name)).cloned()
+    }
     fn controller_revisions(&self, namespace: &str) -> Vec<Arc<ControllerRevision>> {
         self.revisions.get(namespace).cloned().unwrap_or_default()
     }

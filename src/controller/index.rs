@@ -75,14 +75,29 @@ pub fn claim_keys(p: &k8s_openapi::api::core::v1::PersistentVolumeClaim) -> Vec<
     keys
 }
 
+/// The key a pod is filed under for each SidecarSet its `kruise.io/sidecarset-injected-list`
+/// names (spec §4.12 item 1: a SidecarSet manages only the pods it was injected into, so a
+/// reconcile reads its own pods, not every pod its scope can reach).
+pub fn sidecarset_key(name: &str) -> String {
+    format!("sidecarset/{name}")
+}
+
+/// The SidecarSets a pod's `kruise.io/sidecarset-injected-list` names.
+pub fn injected_sets(meta: &k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta) -> impl Iterator<Item = &str> {
+    let list = meta.annotations.as_ref().and_then(|a| a.get(crate::apis::keys::SIDECARSET_INJECTED_LIST));
+    list.map(String::as_str).unwrap_or("").split(',').map(str::trim).filter(|n| !n.is_empty())
+}
+
 /// A pod's keys: the uid of each owner, [`namespace_key`] of its namespace (a StatefulSet adopts
-/// orphans of its namespace), and [`node_key`] of its node once it has one.
+/// orphans of its namespace), [`node_key`] of its node once it has one, and [`sidecarset_key`] of
+/// each SidecarSet injected into it.
 pub fn pod_keys(p: &k8s_openapi::api::core::v1::Pod) -> Vec<String> {
     let mut keys = owner_uids(p);
     keys.push(namespace_key(p.metadata.namespace.as_deref().unwrap_or("")));
     if let Some(node) = p.spec.as_ref().and_then(|s| s.node_name.as_deref()).filter(|n| !n.is_empty()) {
         keys.push(node_key(node));
     }
+    keys.extend(injected_sets(&p.metadata).map(sidecarset_key));
     keys
 }
 
@@ -273,5 +288,24 @@ mod tests {
         assert_eq!(names(&idx.get("u1")).len(), 2, "the old view stays until the listing is complete");
         idx.apply(&Event::InitDone);
         assert_eq!(names(&idx.get("u1")), [("b".into(), "5".into())]);
+    }
+
+    #[test]
+    fn a_pod_is_filed_under_each_sidecarset_injected_into_it() {
+        let mut p = pod("a", "u1", "1");
+        p.metadata.annotations =
+            Some([(crate::apis::keys::SIDECARSET_INJECTED_LIST.to_string(), "logs, mesh,".to_string())].into());
+        assert_eq!(pod_keys(&p), ["u1", "namespace/ns", "sidecarset/logs", "sidecarset/mesh"]);
+        let idx = Index::new(pod_keys);
+        idx.apply(&Event::Init);
+        idx.apply(&Event::InitApply(p.clone()));
+        idx.apply(&Event::InitDone);
+        assert_eq!(names(&idx.get(&sidecarset_key("mesh"))), [("a".into(), "1".into())]);
+        // The injected list no longer names mesh: the pod leaves its key.
+        p.metadata.annotations =
+            Some([(crate::apis::keys::SIDECARSET_INJECTED_LIST.to_string(), "logs".to_string())].into());
+        idx.apply(&Event::Apply(p));
+        assert!(idx.get(&sidecarset_key("mesh")).is_empty());
+        assert_eq!(idx.get(&sidecarset_key("logs")).len(), 1);
     }
 }

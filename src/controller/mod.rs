@@ -6,7 +6,7 @@
 //! - [`act`]: the expectations gate, the plan's writes ([`apply`]) and Events.
 //!
 //! One thin file per controller wires them: [`cloneset`] (spec §5), [`statefulset`] (the Advanced
-//! StatefulSet, spec §6), [`podreadiness`] (kruise's
+//! StatefulSet, spec §6), [`sidecarset`] (spec §4.12), [`podreadiness`] (kruise's
 //! `podreadiness` controller), [`failopen`] (pods admitted without their sidecars). [`Leader`]
 //! starts them all on one set of informers while this replica leads.
 
@@ -19,6 +19,7 @@ pub mod informers;
 pub mod podreadiness;
 pub mod queue;
 pub mod runner;
+pub mod sidecarset;
 pub mod statefulset;
 
 use std::sync::Arc;
@@ -62,6 +63,9 @@ pub struct Settings {
     pub resync: Duration,
     /// The Events' reporting instance (the pod name in a cluster).
     pub instance: Option<String>,
+    /// The manager namespace (`--manager-namespace`, kruise's `POD_NAMESPACE`): where the
+    /// revisions of cluster-scoped parents (SidecarSets) live.
+    pub manager_namespace: String,
 }
 
 impl Default for Settings {
@@ -76,6 +80,7 @@ impl Default for Settings {
             resync: Duration::from_secs(300),
             max_plan_interval: Duration::from_secs(1),
             instance: None,
+            manager_namespace: crate::config::DEFAULT_NAMESPACE.to_string(),
         }
     }
 }
@@ -167,6 +172,14 @@ impl Leader {
         let mut tasks = Vec::new();
         tasks.extend(cloneset::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.extend(statefulset::start(&informers, &self.client, &self.settings, &self.metrics, token));
+        tasks.extend(sidecarset::start(
+            &informers,
+            Arc::clone(&self.view),
+            &self.client,
+            &self.settings,
+            &self.metrics,
+            token,
+        ));
         tasks.push(podreadiness::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.push(failopen::start(
             &informers,

@@ -152,6 +152,11 @@ impl WorkQueue {
         self.notify.notify_waiters();
     }
 
+    /// Whether [`WorkQueue::close`] was called (its runner has stopped).
+    pub fn is_closed(&self) -> bool {
+        self.lock().closed
+    }
+
     /// Keys waiting because a watch event named them.
     pub fn depth(&self) -> usize {
         self.lock().triggered.len()
