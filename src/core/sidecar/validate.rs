@@ -145,15 +145,10 @@ fn validate_canary(set: &SidecarSet, input: &ValidationInput<'_>) -> Vec<FieldEr
 fn validate_spec(set: &SidecarSet, input: &ValidationInput<'_>) -> Vec<FieldError> {
     let spec = &set.spec;
     let mut errs = Vec::new();
-    // Item 3: native sidecars cannot be rolled out in place.
-    for c in &spec.init_containers {
-        if is_native_sidecar(&c.container) && spec.update_strategy.type_ == "RollingUpdate" {
-            errs.push(FieldError::required(
-                "spec.updateStrategy",
-                "The initContainer in-place upgrade is not currently supported.",
-            ));
-        }
-    }
+    // Item 3 is not kept: kruise refuses native sidecars (init containers with `restartPolicy:
+    // Always`) under RollingUpdate ("The initContainer in-place upgrade is not currently
+    // supported."); our controller upgrades them in place like containers (issue 28 item 6,
+    // kruise #1540, #1671), so a RollingUpdate set may carry them.
     // Item 4: selectors.
     match &spec.selector {
         None => errs.push(FieldError::required("spec.selector", "no selector defined for SidecarSet")),
