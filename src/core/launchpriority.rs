@@ -76,10 +76,10 @@ fn go_atoi(s: &str) -> i64 {
     if let Ok(n) = s.parse::<i64>() {
         return n;
     }
-    let (negative, digits) = match s.as_bytes().first() {
-        Some(b'-') => (true, &s[1..]),
-        Some(b'+') => (false, &s[1..]),
-        _ => (false, s),
+    let (negative, digits) = match (s.strip_prefix('-'), s.strip_prefix('+')) {
+        (Some(d), _) => (true, d),
+        (None, Some(d)) => (false, d),
+        (None, None) => (false, s),
     };
     match (digits.is_empty() || !digits.bytes().all(|b| b.is_ascii_digit()), negative) {
         (true, _) => 0,

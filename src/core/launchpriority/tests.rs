@@ -253,7 +253,7 @@ fn a_missing_barrier_is_created_with_the_first_key_and_owned_by_the_pod() {
     let cm = plan.create.clone().unwrap();
     assert_eq!(
         serde_json::to_value(&cm).unwrap(),
-        json!({"metadata": {"name": "fake-pod-barrier", "namespace": "default",
+        json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "fake-pod-barrier", "namespace": "default",
             "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "fake-pod", "uid": "uid-1"}]},
             "data": {"p_5": "true"}})
     );
