@@ -285,7 +285,8 @@ async fn a_missing_config_map_key_holds_the_container_until_it_is_written() {
     .unwrap();
     api.create(&PostParams::default(), &held).await.unwrap();
     let waiting = |p: &Pod| {
-        app_status(p).state.and_then(|s| s.waiting).map(|w| (w.reason.unwrap_or_default(), w.message.unwrap_or_default()))
+        let app = p.status.as_ref()?.container_statuses.as_ref()?.iter().find(|c| c.name == "app")?.clone();
+        app.state.and_then(|s| s.waiting).map(|w| (w.reason.unwrap_or_default(), w.message.unwrap_or_default()))
     };
     let p = eventually("app held by its env", Duration::from_secs(60), || async {
         let p = api.get("held").await.ok()?;
