@@ -42,7 +42,8 @@ fn ordered_pod(name: &str) -> Pod {
 
 /// (running, ready, startedAt seconds, waiting reason) of a container in a status.
 fn container(p: &Pod, name: &str) -> (bool, bool, Option<i64>, Option<String>) {
-    let Some(s) = p.status.as_ref().and_then(|s| s.container_statuses.as_ref()).and_then(|v| v.iter().find(|c| c.name == name))
+    let Some(s) =
+        p.status.as_ref().and_then(|s| s.container_statuses.as_ref()).and_then(|v| v.iter().find(|c| c.name == name))
     else {
         return (false, false, None, None);
     };
@@ -52,16 +53,19 @@ fn container(p: &Pod, name: &str) -> (bool, bool, Option<i64>, Option<String>) {
 }
 
 fn is_ready(p: &Pod) -> bool {
-    p.status.as_ref().and_then(|s| s.conditions.as_ref()).into_iter().flatten().any(|c| c.type_ == "Ready" && c.status == "True")
+    p.status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == "Ready" && c.status == "True")
 }
 
 /// Every version of pod `name` the API server sends from now on.
 fn record(api: &Api<Pod>, name: &str) -> Arc<Mutex<Vec<Pod>>> {
     let seen = Arc::new(Mutex::new(Vec::new()));
-    let (s, stream) = (
-        Arc::clone(&seen),
-        watcher(api.clone(), watcher::Config::default().fields(&format!("metadata.name={name}"))),
-    );
+    let (s, stream) =
+        (Arc::clone(&seen), watcher(api.clone(), watcher::Config::default().fields(&format!("metadata.name={name}"))));
     tokio::spawn(async move {
         let mut stream = std::pin::pin!(stream);
         while let Some(ev) = stream.next().await {
@@ -95,16 +99,23 @@ async fn launches_in_order(client: &kube::Client, ns: &str, name: &str) {
 
     // Started in order, 1.5 s (the ready delay) or more apart: whole seconds strictly increase.
     let started: Vec<i64> = CONTAINERS.iter().map(|c| container(&pod, c).2.unwrap()).collect();
-    assert!(started.windows(2).all(|w| w[0] < w[1]), "startedAt not in order: {started:?}");
+    let history = history.lock().unwrap().clone();
+    let states: Vec<Vec<_>> = history.iter().map(|p| CONTAINERS.iter().map(|c| container(p, c)).collect()).collect();
+    assert!(started.windows(2).all(|w| w[0] < w[1]), "startedAt not in order: {started:?}; states seen: {states:?}");
     // No observed status has container k running before k-1 is ready, and the later containers
     // were seen held by their env.
-    let history = history.lock().unwrap().clone();
     let mut held = [false; 3];
     for p in &history {
         for k in 0..3 {
             let (running, _, _, waiting) = container(p, CONTAINERS[k]);
             if k > 0 && running {
-                assert!(container(p, CONTAINERS[k - 1]).1, "{} runs before {} is ready: {:?}", CONTAINERS[k], CONTAINERS[k - 1], p.status);
+                assert!(
+                    container(p, CONTAINERS[k - 1]).1,
+                    "{} runs before {} is ready: {:?}",
+                    CONTAINERS[k],
+                    CONTAINERS[k - 1],
+                    p.status
+                );
             }
             held[k] |= waiting.as_deref() == Some("CreateContainerConfigError");
         }

@@ -83,11 +83,15 @@ pub async fn reconcile(pods: &Informer<Pod>, client: &Client, key: &str) -> Resu
     let name = pods::name(&pod).to_string();
     let barriers: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
     let barrier_name = barrier_name(&name);
-    let barrier = barriers.get_opt(&barrier_name).await.map_err(|e| api_error(format!("get {namespace}/{barrier_name}"), e))?;
+    let barrier =
+        barriers.get_opt(&barrier_name).await.map_err(|e| api_error(format!("get {namespace}/{barrier_name}"), e))?;
     let plan = plan(&pod, barrier.as_ref());
     if let Some(cm) = &plan.create {
         // A 409 here is AlreadyExists (created since the GET): the retry reads it and patches.
-        barriers.create(&PostParams::default(), cm).await.map_err(|e| api_error(format!("create {namespace}/{barrier_name}"), e))?;
+        barriers
+            .create(&PostParams::default(), cm)
+            .await
+            .map_err(|e| api_error(format!("create {namespace}/{barrier_name}"), e))?;
         tracing::debug!(pod = %key, released = ?cm.data.as_ref().map(|d| d.keys().collect::<Vec<_>>()), "barrier created");
     }
     if let Some(k) = &plan.release {

@@ -25,7 +25,10 @@ fn pod(containers: Vec<Container>, ready: &[(&str, bool)]) -> Pod {
         spec: Some(PodSpec { containers, ..Default::default() }),
         status: Some(PodStatus {
             container_statuses: Some(
-                ready.iter().map(|(n, r)| ContainerStatus { name: (*n).into(), ready: *r, ..Default::default() }).collect(),
+                ready
+                    .iter()
+                    .map(|(n, r)| ContainerStatus { name: (*n).into(), ready: *r, ..Default::default() })
+                    .collect(),
             ),
             ..Default::default()
         }),
@@ -120,7 +123,9 @@ fn get_container_priority() {
         ("no env vars", Container { name: "test-container".into(), ..Default::default() }, None),
         (
             "multiple env vars including priority",
-            with_env(json!([{"name": "FIRST_ENV", "value": "value1"}, keyed("p_10"), {"name": "LAST_ENV", "value": "value2"}])),
+            with_env(
+                json!([{"name": "FIRST_ENV", "value": "value1"}, keyed("p_10"), {"name": "LAST_ENV", "value": "value2"}]),
+            ),
             Some(10),
         ),
         // Edge cases. kruise panics on the next one (slicing "p" at 2); we read 0.
@@ -129,7 +134,11 @@ fn get_container_priority() {
         ("non-numeric priority", with_env(json!([keyed("p_abc")])), Some(0)),
         ("very large priority", with_env(json!([keyed("p_2147483647")])), Some(2147483647)),
         // kruise panics (nil ValueFrom); we see no priority.
-        ("env var but no ValueFrom", with_env(json!([{"name": "KRUISE_CONTAINER_BARRIER", "value": "direct-value"}])), None),
+        (
+            "env var but no ValueFrom",
+            with_env(json!([{"name": "KRUISE_CONTAINER_BARRIER", "value": "direct-value"}])),
+            None,
+        ),
     ];
     for (name, c, want) in rows {
         assert_eq!(container_priority(&c), want, "{name}");

@@ -239,7 +239,10 @@ impl Driver {
             .filter(|(k, _)| changed_ns.as_ref().is_none_or(|ns| &k.0 == ns))
             .filter(|(_, p)| {
                 p.metadata.uid.as_ref().and_then(|u| self.runtimes.get(u)).is_some_and(|rt| {
-                    rt.containers.values().chain(rt.init.values()).any(|c| matches!(c.state, RunState::ConfigError { .. }))
+                    rt.containers
+                        .values()
+                        .chain(rt.init.values())
+                        .any(|c| matches!(c.state, RunState::ConfigError { .. }))
                 })
             })
             .map(|(k, _)| k.clone())

@@ -84,7 +84,11 @@ fn a_new_pod_runs_then_turns_ready_after_the_delay() {
     assert_eq!(cond(&status, "Ready").status, "True");
     assert_eq!(cond(&status, "Ready").observed_generation, Some(1));
     assert_eq!(wake, None);
-    assert_eq!(advance(&p, rt.clone(), &settings(2000), &ConfigMapKeys::new(), at(5), &mut ids), rt, "nothing changes by itself");
+    assert_eq!(
+        advance(&p, rt.clone(), &settings(2000), &ConfigMapKeys::new(), at(5), &mut ids),
+        rt,
+        "nothing changes by itself"
+    );
 }
 
 #[test]
