@@ -197,7 +197,9 @@ fn find_next_priorities() {
 /// (kruise runs `handle` twice per row: the round is idempotent).
 #[test]
 fn handle() {
-    let rows: [(Vec<(&str, bool)>, &[i64], &[i64], bool); 4] = [
+    /// (container readiness, keys before, keys after, completed after).
+    type Row<'a> = (Vec<(&'a str, bool)>, &'a [i64], &'a [i64], bool);
+    let rows: [Row; 4] = [
         (vec![], &[], &[5], false),
         (vec![("a", false), ("b", true), ("f", true)], &[5, 3], &[5, 3], false),
         (vec![("a", true), ("b", true), ("f", true)], &[5, 3], &[5, 3, 0], false),
