@@ -3,7 +3,8 @@
 //! [`wants_launch`] passes (read off the pod alone: ordered containers not all ready, not marked
 //! completed, active), and the reconcile reads the pod's barrier ConfigMap with a GET, asks
 //! [`plan`] what to write, and writes it: the barrier created (owned by the pod) or one key merged
-//! in, then the pod's `container-launch-priority-completed` mark.
+//! in, then the pod's `container-launch-priority-completed` mark; a barrier an earlier pod of the
+//! same name left is deleted first (by uid).
 //!
 //! Why a GET and not a ConfigMap watch: kruise's predicate reads the barrier from the manager's
 //! cache, which caches every ConfigMap of the cluster (often the largest objects in it) for a few
@@ -21,7 +22,7 @@ use std::time::Duration;
 
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kube::Client;
-use kube::api::{Api, Patch, PatchParams, PostParams};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
@@ -86,6 +87,20 @@ pub async fn reconcile(pods: &Informer<Pod>, client: &Client, key: &str) -> Resu
     let barrier =
         barriers.get_opt(&barrier_name).await.map_err(|e| api_error(format!("get {namespace}/{barrier_name}"), e))?;
     let plan = plan(&pod, barrier.as_ref());
+    if let Some(uid) = &plan.replace {
+        // An earlier pod's barrier (the garbage collector's job, done sooner); by uid, so a
+        // barrier created meanwhile for this pod is never the one deleted.
+        let params = DeleteParams {
+            preconditions: Some(Preconditions { uid: Some(uid.clone()), resource_version: None }),
+            ..DeleteParams::default()
+        };
+        match barriers.delete(&barrier_name, &params).await {
+            Ok(_) => tracing::debug!(pod = %key, "an earlier pod's barrier deleted"),
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Err(e) => return Err(api_error(format!("delete {namespace}/{barrier_name}"), e)),
+        }
+        return Ok(Some(Duration::ZERO));
+    }
     if let Some(cm) = &plan.create {
         // A 409 here is AlreadyExists (created since the GET): the retry reads it and patches.
         barriers
@@ -174,6 +189,14 @@ mod tests {
                         f.config_maps.insert(name, body.clone());
                         answer(201, body)
                     }
+                    ("DELETE", true) => match f.config_maps.get(&name) {
+                        Some(cm) if cm["metadata"]["uid"] == body["preconditions"]["uid"] => {
+                            f.config_maps.remove(&name);
+                            answer(200, json!({"kind": "Status", "apiVersion": "v1", "status": "Success"}))
+                        }
+                        Some(_) => answer(409, status(409, "Conflict")),
+                        None => answer(404, status(404, "NotFound")),
+                    },
                     ("PATCH", true) => match f.config_maps.get_mut(&name) {
                         Some(cm) => {
                             json_patch::merge(cm, &body);
@@ -292,5 +315,31 @@ mod tests {
         ] {
             assert!(text.lines().any(|l| l == line), "{line} not in\n{text}");
         }
+    }
+
+    /// A barrier an earlier `web` left (owned by another uid, every key released) is deleted by
+    /// its uid, and the pod gets its own with p_0 only.
+    #[tokio::test]
+    async fn an_earlier_pods_barrier_is_deleted_and_replaced() {
+        let old = json!({"apiVersion": "v1", "kind": "ConfigMap", "metadata": {"name": "web-barrier", "namespace": "ns",
+            "uid": "old-cm", "ownerReferences": [{"apiVersion": "v1", "kind": "Pod", "name": "web", "uid": "old-pod"}]},
+            "data": {"p_0": "true", "p_-1": "true", "p_-2": "true"}});
+        let fake =
+            Arc::new(Mutex::new(Fake { config_maps: [("web-barrier".to_string(), old)].into(), ..Fake::default() }));
+        let client = fake_api(Arc::clone(&fake));
+        let informers = Informers::default();
+        let metrics = Metrics::new();
+        let token = CancellationToken::new();
+        let task = start(&informers, &client, &Settings::default(), &metrics, &token);
+        informers.pods.handle(Event::Apply(pod(&[])), &metrics);
+        let w = until(&fake, 2).await;
+        assert_eq!((w[0].0.as_str(), w[0].1.as_str()), ("DELETE", "/api/v1/namespaces/ns/configmaps/web-barrier"));
+        assert_eq!(w[0].2["preconditions"]["uid"], "old-cm");
+        assert_eq!(w[1].0, "POST");
+        assert_eq!(w[1].2["data"], json!({"p_0": "true"}));
+        assert_eq!(w[1].2["metadata"]["ownerReferences"][0]["uid"], "pod-uid");
+        token.cancel();
+        task.await.unwrap();
+        assert_eq!(writes(&fake).len(), 2, "nothing more: c0 is not ready");
     }
 }

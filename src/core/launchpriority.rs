@@ -13,10 +13,14 @@
 //!   and is never looked at again;
 //! - `shouldEnqueue`: whether a pod change needs a round at all.
 //!
-//! Two choices differ from kruise on purpose, with the same end state: the barrier is created with
-//! its first key in one write (kruise creates it empty, requeues, then patches the key in), and a
-//! pod that is no longer active (being deleted, Succeeded, Failed) gets nothing (kruise would still
-//! release keys for containers the kubelet is stopping). The ConfigMap has kruise's name and an
+//! Three choices differ from kruise on purpose. The barrier is created with its first key in one
+//! write (kruise creates it empty, requeues, then patches the key in: same end state). A pod that
+//! is no longer active (being deleted, Succeeded, Failed) gets nothing (kruise would still release
+//! keys for containers the kubelet is stopping). And a barrier owned by another pod of the same
+//! name — the one an Advanced StatefulSet pod replaced, which the garbage collector has not
+//! removed yet — is deleted rather than read: kruise reads its keys as released, so the new pod
+//! starts every container at once and is marked completed, and once the collector removes the
+//! barrier any container restart waits in `CreateContainerConfigError` for good. The ConfigMap has kruise's name and an
 //! ownerReference to the pod (apiVersion `v1`, kind `Pod`, name, uid; neither `controller` nor
 //! `blockOwnerDeletion`, as kruise), so the garbage collector removes it with the pod.
 
@@ -145,6 +149,9 @@ pub fn needs_release(pod: &Pod, barrier: Option<&ConfigMap>) -> bool {
 /// What one round writes, in this order.
 #[derive(Clone, Debug, Default, PartialEq)]
 pub struct Plan {
+    /// Delete the barrier of this uid first: it belongs to an earlier pod of the same name (the
+    /// round ends there; the next creates the pod's own).
+    pub replace: Option<String>,
     /// Create the barrier (it is missing), holding the first release already.
     pub create: Option<ConfigMap>,
     /// Add this key (`"true"`) to the existing barrier ([`release_patch`]).
@@ -156,7 +163,7 @@ pub struct Plan {
 impl Plan {
     /// Whether the round writes nothing.
     pub fn is_empty(&self) -> bool {
-        self.create.is_none() && self.release.is_none() && !self.complete
+        self.replace.is_none() && self.create.is_none() && self.release.is_none() && !self.complete
     }
 }
 
@@ -165,6 +172,9 @@ impl Plan {
 pub fn plan(pod: &Pod, barrier: Option<&ConfigMap>) -> Plan {
     if !pods::is_active(pod) || completed(pod) {
         return Plan::default();
+    }
+    if let Some(b) = barrier.filter(|b| owned_by_another_pod(pod, b)) {
+        return Plan { replace: Some(b.metadata.uid.clone().unwrap_or_default()), ..Plan::default() };
     }
     let next = next_priorities(pod);
     let is_released = |p: i64| barrier.is_some_and(|b| released(p, b));
@@ -185,6 +195,20 @@ pub fn plan(pod: &Pod, barrier: Option<&ConfigMap>) -> Plan {
     }
     out.complete = top == lowest;
     out
+}
+
+/// Whether `barrier` is owned by a pod of this name other than `pod` (a barrier without a pod
+/// owner, made by hand, is used as it is).
+fn owned_by_another_pod(pod: &Pod, barrier: &ConfigMap) -> bool {
+    let Some(uid) = pod.metadata.uid.as_deref() else { return false };
+    let owners: Vec<_> = barrier
+        .metadata
+        .owner_references
+        .iter()
+        .flatten()
+        .filter(|r| r.kind == "Pod" && r.api_version == "v1")
+        .collect();
+    !owners.is_empty() && owners.iter().all(|r| r.uid != uid)
 }
 
 /// The barrier of `pod` holding `key`, owned by the pod.

@@ -172,14 +172,14 @@ fn reconcile() {
     p0.spec.as_mut().unwrap().containers[0].name = "testContainer1".into();
     let empty = barrier(&[]);
     let plan0 = plan(&p0, Some(&empty));
-    assert_eq!(plan0, Plan { create: None, release: Some("p_100".into()), complete: true });
+    assert_eq!(plan0, Plan { release: Some("p_100".into()), complete: true, ..Plan::default() });
 
     let mut c2 = with_env(json!([keyed("p_1000")]));
     c2.name = "testContainer2".into();
     let mut c1 = with_env(json!([keyed("p_100")]));
     c1.name = "testContainer1".into();
     let p1 = pod(vec![c1, c2], &[("testContainer2", false), ("testContainer1", false)]);
-    assert_eq!(plan(&p1, Some(&empty)), Plan { create: None, release: Some("p_1000".into()), complete: false });
+    assert_eq!(plan(&p1, Some(&empty)), Plan { release: Some("p_1000".into()), ..Plan::default() });
 }
 
 #[test]
@@ -276,7 +276,7 @@ fn a_missing_barrier_is_created_with_the_first_key_and_owned_by_the_pod() {
     assert!(plan.complete);
     // Nothing waits (every priority ready) and no barrier: only the mark, no ConfigMap.
     let started = pod(vec![container("a", Some(0)), container("b", Some(-1))], &[("a", true), ("b", true)]);
-    assert_eq!(super::plan(&started, None), Plan { create: None, release: None, complete: true });
+    assert_eq!(super::plan(&started, None), Plan { complete: true, ..Plan::default() });
 }
 
 /// The webhook's Ordered pod (priorities 0, -1, -2 in container order), driven round after round
@@ -330,4 +330,28 @@ fn inactive_pods_get_nothing() {
         assert!(plan(&p, None).is_empty());
         assert!(plan(&p, Some(&barrier(&[]))).is_empty());
     }
+}
+
+/// A barrier left by an earlier pod of the same name (its owner uid differs) is deleted, by uid,
+/// before anything else; one owned by this pod, or by nothing, is used.
+#[test]
+fn a_barrier_of_an_earlier_pod_of_the_same_name_is_replaced() {
+    let p = pod(six(3), &[]);
+    let owned_by = |uid: Option<&str>| {
+        let mut b = barrier(&[5, 3, 0, -1]);
+        b.metadata.uid = Some("cm-uid".into());
+        b.metadata.owner_references = uid.map(|u| {
+            vec![OwnerReference {
+                api_version: "v1".into(),
+                kind: "Pod".into(),
+                name: POD.into(),
+                uid: u.into(),
+                ..Default::default()
+            }]
+        });
+        b
+    };
+    assert_eq!(plan(&p, Some(&owned_by(Some("old-uid")))), Plan { replace: Some("cm-uid".into()), ..Plan::default() });
+    assert_eq!(plan(&p, Some(&owned_by(Some("uid-1")))), Plan { complete: true, ..Plan::default() });
+    assert_eq!(plan(&p, Some(&owned_by(None))), Plan { complete: true, ..Plan::default() });
 }
