@@ -46,7 +46,8 @@ pub fn start(
     token: &CancellationToken,
 ) -> JoinHandle<()> {
     let queue = WorkQueue::new(CONTROLLER, metrics.clone());
-    // Kruise runs 4 workers; ours follow `--<name>-workers` or the shared default.
+    // Kruise runs 4 workers; ours: an entry of `settings.workers` (none is set by a flag yet),
+    // else the shared default.
     let workers = settings.workers.get(CONTROLLER).copied().unwrap_or(settings.concurrency);
     // No pacing: a round is one GET and at most two writes, and each pod is in launch briefly.
     let pacing = Pacing { factor: 0, max_interval: Duration::ZERO };
