@@ -16,6 +16,7 @@ pub mod cloneset;
 pub mod failopen;
 pub mod index;
 pub mod informers;
+pub mod launchpriority;
 pub mod podreadiness;
 pub mod queue;
 pub mod runner;
@@ -181,6 +182,7 @@ impl Leader {
             token,
         ));
         tasks.push(podreadiness::start(&informers, &self.client, &self.settings, &self.metrics, token));
+        tasks.push(launchpriority::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.push(failopen::start(
             &informers,
             &self.client,

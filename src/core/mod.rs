@@ -18,6 +18,8 @@
 //! - [`sidecar`]: SidecarSets: defaults, hashes, validity, which apply to a pod and what
 //!   injecting them changes (spec §1.3, §2.3, §4).
 //! - [`pod_mutation`]: the other pod mutators, readiness gate and launch priority (spec §4.1).
+//! - [`launchpriority`]: which priority of an ordered pod's containers its barrier ConfigMap releases
+//!   next (kruise's containerlaunchpriority controller).
 //! - [`conversion`]: v1alpha1 <-> v1beta1 of CloneSet, SidecarSet, ImagePullJob and Advanced StatefulSet; the `/convert` answer.
 //! - [`features`]: which feature gates are on (kruise's names, defaults and dependencies).
 //! - [`certs`]: the webhook certificate's next step: renewal and overlapping CA rotation (§8.4).
@@ -34,6 +36,7 @@ pub mod expectations;
 pub mod features;
 pub mod history;
 pub mod inplace;
+pub mod launchpriority;
 pub mod leader;
 pub mod lifecycle;
 pub mod pod_mutation;

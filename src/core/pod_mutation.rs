@@ -9,7 +9,7 @@
 //! because priorities follow container positions and declared values, which the re-invocation
 //! does not change (issue 13). Kruise appends a second barrier to every container instead.
 
-use k8s_openapi::api::core::v1::{ConfigMapKeySelector, Container, EnvVar, EnvVarSource, Pod, PodReadinessGate};
+use k8s_openapi::api::core::v1::{Container, Pod, PodReadinessGate};
 
 use crate::apis::keys::KRUISE_POD_READY;
 
@@ -82,21 +82,10 @@ pub fn init_launch_priority(pod: &mut Pod, name_suffix: &str) -> Result<bool, Pr
     {
         pod.metadata.name = Some(format!("{prefix}{name_suffix}"));
     }
-    let barrier = format!("{}-barrier", pod.metadata.name.as_deref().unwrap_or(""));
+    let name = pod.metadata.name.clone().unwrap_or_default();
     let Some(spec) = pod.spec.as_mut() else { return Ok(false) };
     for (c, p) in spec.containers.iter_mut().zip(priorities).filter(|(c, _)| !has_barrier(c)) {
-        c.env.get_or_insert_with(Vec::new).push(EnvVar {
-            name: BARRIER_ENV.into(),
-            value_from: Some(EnvVarSource {
-                config_map_key_ref: Some(ConfigMapKeySelector {
-                    name: barrier.clone(),
-                    key: format!("p_{p}"),
-                    optional: None,
-                }),
-                ..Default::default()
-            }),
-            value: None,
-        });
+        c.env.get_or_insert_with(Vec::new).push(crate::core::launchpriority::barrier_env(p, &name));
     }
     Ok(true)
 }

@@ -26,7 +26,7 @@ use crate::compat::metapatch::apply_metadata_patch;
 use crate::core::pods;
 
 /// Env var that carries a container's launch priority (`p_<n>` in its configMapKeyRef key).
-pub const CONTAINER_LAUNCH_BARRIER_ENV: &str = "KRUISE_CONTAINER_BARRIER";
+pub use crate::core::pod_mutation::BARRIER_ENV as CONTAINER_LAUNCH_BARRIER_ENV;
 
 /// Options of one in-place update.
 #[derive(Clone, Copy, Debug, Default)]
@@ -37,13 +37,7 @@ pub struct Options {
     pub vertical_scaling: bool,
 }
 
-/// `containerlaunchpriority.GetContainerPriority`: the number after `p_` in the barrier env's
-/// configMapKeyRef key (kruise's `strconv.Atoi` error is its 0).
-pub fn container_priority(c: &Container) -> Option<i64> {
-    let env = c.env.as_ref()?.iter().find(|e| e.name == CONTAINER_LAUNCH_BARRIER_ENV)?;
-    let key = env.value_from.as_ref().and_then(|v| v.config_map_key_ref.as_ref()).map(|r| r.key.as_str())?;
-    Some(key.get(2..).and_then(|n| n.parse().ok()).unwrap_or(0))
-}
+pub use crate::core::launchpriority::container_priority;
 
 /// `addMetadataSharedContainersToUpdate`: pull into the batch every container whose referenced
 /// labels/annotations overlap those of a container already in it, transitively.

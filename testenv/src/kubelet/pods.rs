@@ -5,14 +5,18 @@
 //! conditions written by controllers (readiness gates) are never overwritten.
 //!
 //! - A pod starts only once every PersistentVolumeClaim it mounts is Bound.
+//! - ConfigMaps are watched (their data keys, per namespace) because container env can read them:
+//!   a container whose ConfigMap key is missing waits ([`runtime::config_error`]), and a change
+//!   of a ConfigMap in its namespace looks at it again, as the kubelet's pod worker retries a
+//!   `CreateContainerConfigError` on its next sync.
 //! - A pod being deleted is removed (`DELETE` with grace period 0 and its uid as precondition,
 //!   as the kubelet does) once its grace period, capped by the namespace's settings, has passed.
 
-use super::runtime::{self, PodRuntime, RandomIds, RuntimeSettings};
+use super::runtime::{self, ConfigMapKeys, PodRuntime, RandomIds, RunState, RuntimeSettings};
 use super::{Kubelet, READY_DELAY_ANNOTATION, bump};
 use futures::StreamExt;
 use jiff::Timestamp;
-use k8s_openapi::api::core::v1::{PersistentVolumeClaim, Pod, PodStatus};
+use k8s_openapi::api::core::v1::{ConfigMap, PersistentVolumeClaim, Pod, PodStatus};
 use kube::api::{Api, DeleteParams, Patch, PatchParams, Preconditions};
 use kube::runtime::{WatchStreamExt, watcher};
 use serde_json::{Value, json};
@@ -41,6 +45,10 @@ struct Driver {
     ip_of: HashMap<String, (usize, u32)>,
     pvcs: HashMap<Key, bool>,
     waiting_for_claims: HashSet<Key>,
+    /// Data keys of every ConfigMap, by namespace.
+    config_maps: HashMap<String, ConfigMapKeys>,
+    /// The ConfigMaps of a relist in progress.
+    config_maps_listing: Option<HashMap<String, ConfigMapKeys>>,
     timers: BinaryHeap<Reverse<(Instant, Key)>>,
     dirty: BTreeSet<Key>,
 }
@@ -60,6 +68,8 @@ impl Driver {
             ip_of: HashMap::new(),
             pvcs: HashMap::new(),
             waiting_for_claims: HashSet::new(),
+            config_maps: HashMap::new(),
+            config_maps_listing: None,
             timers: BinaryHeap::new(),
             dirty: BTreeSet::new(),
         }
@@ -70,8 +80,11 @@ impl Driver {
             .default_backoff();
         let claims = watcher(Api::<PersistentVolumeClaim>::all(self.client.clone()), watcher::Config::default())
             .default_backoff();
+        let config_maps =
+            watcher(Api::<ConfigMap>::all(self.client.clone()), watcher::Config::default()).default_backoff();
         let mut pods = std::pin::pin!(pods);
         let mut claims = std::pin::pin!(claims);
+        let mut config_maps = std::pin::pin!(config_maps);
         let mut init_pods: Option<HashSet<Key>> = None;
         loop {
             let next_timer = self.timers.peek().map(|Reverse((t, _))| *t);
@@ -85,6 +98,11 @@ impl Driver {
                 ev = claims.next() => match ev {
                     Some(Ok(ev)) => self.on_claim(ev),
                     Some(Err(e)) => tracing::debug!(error = %e, "claim watch"),
+                    None => return,
+                },
+                ev = config_maps.next() => match ev {
+                    Some(Ok(ev)) => self.on_config_map(ev),
+                    Some(Err(e)) => tracing::debug!(error = %e, "config map watch"),
                     None => return,
                 },
                 () = sleep_until(next_timer) => {
@@ -184,6 +202,54 @@ impl Driver {
         self.dirty.extend(waiting);
     }
 
+    fn on_config_map(&mut self, ev: watcher::Event<ConfigMap>) {
+        let keys = |cm: &ConfigMap| cm.data.iter().flatten().map(|(k, _)| k.clone()).collect();
+        let changed_ns = match ev {
+            watcher::Event::Init => {
+                self.config_maps_listing = Some(HashMap::new());
+                return;
+            }
+            watcher::Event::InitApply(cm) => {
+                let (ns, name) = key(&cm);
+                let listing = self.config_maps_listing.get_or_insert_with(HashMap::new);
+                listing.entry(ns).or_default().insert(name, keys(&cm));
+                return;
+            }
+            watcher::Event::InitDone => {
+                self.config_maps = self.config_maps_listing.take().unwrap_or_default();
+                None
+            }
+            watcher::Event::Apply(cm) => {
+                let (ns, name) = key(&cm);
+                self.config_maps.entry(ns.clone()).or_default().insert(name, keys(&cm));
+                Some(ns)
+            }
+            watcher::Event::Delete(cm) => {
+                let (ns, name) = key(&cm);
+                if let Some(m) = self.config_maps.get_mut(&ns) {
+                    m.remove(&name);
+                }
+                Some(ns)
+            }
+        };
+        // Containers held by their env, in that namespace (or anywhere after a relist), try again.
+        let held: Vec<Key> = self
+            .pods
+            .iter()
+            .filter(|(k, _)| changed_ns.as_ref().is_none_or(|ns| &k.0 == ns))
+            .filter(|(_, p)| {
+                p.metadata.uid.as_ref().and_then(|u| self.runtimes.get(u)).is_some_and(|rt| {
+                    rt.containers
+                        .values()
+                        .chain(rt.init.values())
+                        .any(|c| matches!(c.state, RunState::ConfigError { .. }))
+                })
+            })
+            .map(|(k, _)| k.clone())
+            .collect();
+        self.dirty.extend(held);
+    }
+
     fn claims_bound(&self, pod: &Pod) -> bool {
         let ns = pod.metadata.namespace.clone().unwrap_or_default();
         pod.spec.iter().flat_map(|s| s.volumes.iter().flatten()).all(|v| match &v.persistent_volume_claim {
@@ -248,7 +314,9 @@ impl Driver {
             None => self.new_runtime(&pod, &uid, now),
         };
         let restarts_before: i32 = previous.containers.values().map(|c| c.restart_count).sum();
-        let next = runtime::advance(&pod, previous, &rs, now, &mut RandomIds);
+        let no_config_maps = ConfigMapKeys::new();
+        let config_maps = self.config_maps.get(&k.0).unwrap_or(&no_config_maps);
+        let next = runtime::advance(&pod, previous, &rs, config_maps, now, &mut RandomIds);
         let restarts_after: i32 = next.containers.values().map(|c| c.restart_count).sum();
         for _ in restarts_before..restarts_after {
             bump(&self.kubelet.counters().restarts);

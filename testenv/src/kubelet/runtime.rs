@@ -9,6 +9,11 @@
 //! - A changed image restarts only that container, as the kubelet does for an in-place update: a
 //!   new containerID and imageID, restartCount + 1, the old instance in `lastState`, and a
 //!   NotReady window of `ready_delay`.
+//! - A container whose env reads a ConfigMap key (`valueFrom.configMapKeyRef`, or all of a
+//!   ConfigMap through `envFrom.configMapRef`) that is missing, and not `optional`, is not started:
+//!   it waits in `CreateContainerConfigError` with the kubelet's message until the key exists, as
+//!   the kubelet's `makeEnvironmentVariables` fails the container's start (other containers start).
+//!   Only container creation reads the env: a running container is not touched when the key goes.
 //! - `image` is reported the way containerd reports it (`docker.io/library/nginx:1.25` for
 //!   `nginx:1.25`) and `imageID` is a digest reference derived from it.
 
@@ -19,7 +24,7 @@ use k8s_openapi::api::core::v1::{
 };
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use sha2::{Digest, Sha256};
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::time::Duration;
 
 /// How long a failed pull shows `ErrImagePull` before `ImagePullBackOff`.
@@ -82,6 +87,43 @@ pub enum RunState {
         /// First failure.
         since: Timestamp,
     },
+    /// Not created: its env reads a missing ConfigMap or key (`CreateContainerConfigError`).
+    ConfigError {
+        /// The kubelet's message.
+        message: String,
+    },
+}
+
+/// The ConfigMaps of one namespace as the runtime resolves env from them: name → data keys.
+pub type ConfigMapKeys = BTreeMap<String, BTreeSet<String>>;
+
+/// Why the kubelet cannot build the env of container `c` of a pod in `namespace`, with its
+/// message (`makeEnvironmentVariables`): a non-optional `envFrom.configMapRef` whose ConfigMap is
+/// missing, or a non-optional `configMapKeyRef` whose ConfigMap or key is missing.
+pub fn config_error(c: &Container, namespace: &str, config_maps: &ConfigMapKeys) -> Option<String> {
+    let not_found = |name: &str| format!("configmap \"{name}\" not found");
+    for from in c.env_from.iter().flatten() {
+        if let Some(r) = &from.config_map_ref
+            && r.optional != Some(true)
+            && !config_maps.contains_key(&r.name)
+        {
+            return Some(not_found(&r.name));
+        }
+    }
+    for e in c.env.iter().flatten() {
+        let Some(r) = e.value_from.as_ref().and_then(|v| v.config_map_key_ref.as_ref()) else { continue };
+        if r.optional == Some(true) {
+            continue;
+        }
+        match config_maps.get(&r.name) {
+            None => return Some(not_found(&r.name)),
+            Some(keys) if !keys.contains(&r.key) => {
+                return Some(format!("couldn't find key {} in ConfigMap {namespace}/{}", r.key, r.name));
+            }
+            Some(_) => {}
+        }
+    }
+    None
 }
 
 /// A terminated instance kept as `lastState`.
@@ -126,24 +168,28 @@ impl Ids for RandomIds {
 }
 
 /// Advances the runtime of `pod` to `now`: starts what is new, restarts containers whose image
-/// changed, retries failing pulls whose image no longer fails.
+/// changed, retries failing pulls whose image no longer fails and containers whose env can now be
+/// built from `config_maps` (those of the pod's namespace).
 pub fn advance(
     pod: &Pod,
     previous: PodRuntime,
     settings: &RuntimeSettings,
+    config_maps: &ConfigMapKeys,
     now: Timestamp,
     ids: &mut impl Ids,
 ) -> PodRuntime {
     let Some(spec) = pod.spec.as_ref() else { return previous };
+    let namespace = pod.metadata.namespace.as_deref().unwrap_or_default();
+    let env_error = |c: &Container| config_error(c, namespace, config_maps);
     let mut next = PodRuntime { containers: BTreeMap::new(), init: BTreeMap::new(), ..previous.clone() };
     let mut initialized = true;
     for c in spec.init_containers.iter().flatten() {
         let sidecar = c.restart_policy.as_deref() == Some("Always");
-        let rt = advance_container(c, previous.init.get(&c.name), !sidecar, settings, now, ids);
+        let rt = advance_container(c, previous.init.get(&c.name), !sidecar, settings, env_error(c), now, ids);
         initialized &= match &rt.state {
             RunState::Completed { .. } => true,
             RunState::Running { .. } => sidecar,
-            RunState::PullFailing { .. } => false,
+            RunState::PullFailing { .. } | RunState::ConfigError { .. } => false,
         };
         next.init.insert(c.name.clone(), rt);
         if !initialized {
@@ -152,24 +198,31 @@ pub fn advance(
     }
     if initialized {
         for c in &spec.containers {
-            let rt = advance_container(c, previous.containers.get(&c.name), false, settings, now, ids);
+            let rt = advance_container(c, previous.containers.get(&c.name), false, settings, env_error(c), now, ids);
             next.containers.insert(c.name.clone(), rt);
         }
     }
     next
 }
 
+/// One container's next state. The image is pulled before the env is built (the kubelet's
+/// `startContainer`: `EnsureImageExists`, then `generateContainerConfig`), so a failing pull shows
+/// before a missing ConfigMap key.
 fn advance_container(
     c: &Container,
     previous: Option<&ContainerRuntime>,
     completes: bool,
     settings: &RuntimeSettings,
+    env_error: Option<String>,
     now: Timestamp,
     ids: &mut impl Ids,
 ) -> ContainerRuntime {
     let image = normalize_image(c.image.as_deref().unwrap_or_default());
     let fails = settings.pull_failures.iter().any(|p| !p.is_empty() && image.contains(p.as_str()));
     let mut start = || {
+        if let Some(message) = env_error.clone() {
+            return RunState::ConfigError { message };
+        }
         let (container_id, image_id) = (ids.container_id(), image_id(&image));
         if completes {
             RunState::Completed { container_id, image_id, started_at: now }
@@ -181,7 +234,9 @@ fn advance_container(
         None if fails => (RunState::PullFailing { since: now }, 0, None),
         None => (start(), 0, None),
         Some(prev) if prev.image == image => match &prev.state {
-            RunState::PullFailing { .. } if !fails => (start(), prev.restart_count, prev.last.clone()),
+            RunState::PullFailing { .. } | RunState::ConfigError { .. } if !fails => {
+                (start(), prev.restart_count, prev.last.clone())
+            }
             _ => return prev.clone(),
         },
         // The image changed: stop the instance, start one of the new image (or fail to pull it).
@@ -197,7 +252,7 @@ fn advance_container(
                     }),
                     true,
                 ),
-                RunState::PullFailing { .. } => (prev.last.clone(), false),
+                RunState::PullFailing { .. } | RunState::ConfigError { .. } => (prev.last.clone(), false),
             };
             if fails {
                 (RunState::PullFailing { since: now }, prev.restart_count, last)
@@ -293,6 +348,19 @@ pub fn render(
                         started_at: Some(time(*started_at)),
                         finished_at: Some(time(*started_at)),
                         ..Default::default()
+                    }),
+                    ..Default::default()
+                }),
+                ..base
+            },
+            RunState::ConfigError { message } => ContainerStatus {
+                image_id: String::new(),
+                ready: false,
+                started: Some(false),
+                state: Some(ContainerState {
+                    waiting: Some(ContainerStateWaiting {
+                        reason: Some("CreateContainerConfigError".into()),
+                        message: Some(message.clone()),
                     }),
                     ..Default::default()
                 }),

@@ -263,3 +263,52 @@ async fn nodes_report_ready_and_renew_their_leases() {
     }
     assert_eq!(zones.len(), 3, "{zones:?}");
 }
+
+/// A container whose env reads a missing ConfigMap key waits in `CreateContainerConfigError` while
+/// the other runs, and starts once the key is written (the kubelet watches ConfigMaps).
+#[tokio::test]
+async fn a_missing_config_map_key_holds_the_container_until_it_is_written() {
+    use k8s_openapi::api::core::v1::ConfigMap;
+    let c = cluster();
+    let ns = c.namespace("kubelet-configmap").await.unwrap();
+    let client = c.client().await.unwrap();
+    let api: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let held: Pod = serde_json::from_value(json!({
+        "apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "held"},
+        "spec": {"containers": [
+            {"name": "app", "image": "nginx:1.25",
+             "env": [{"name": "B", "valueFrom": {"configMapKeyRef": {"name": "held-barrier", "key": "p_0"}}}]},
+            {"name": "log", "image": "busybox:1.36"}
+        ]}
+    }))
+    .unwrap();
+    api.create(&PostParams::default(), &held).await.unwrap();
+    let waiting = |p: &Pod| {
+        let app = p.status.as_ref()?.container_statuses.as_ref()?.iter().find(|c| c.name == "app")?.clone();
+        app.state.and_then(|s| s.waiting).map(|w| (w.reason.unwrap_or_default(), w.message.unwrap_or_default()))
+    };
+    let p = eventually("app held by its env", Duration::from_secs(60), || async {
+        let p = api.get("held").await.ok()?;
+        waiting(&p).is_some_and(|(r, _)| r == "CreateContainerConfigError").then_some(p)
+    })
+    .await;
+    assert_eq!(waiting(&p).unwrap().1, "configmap \"held-barrier\" not found");
+    let log = p.status.as_ref().unwrap().container_statuses.as_ref().unwrap().iter().find(|s| s.name == "log").unwrap();
+    assert!(log.state.as_ref().unwrap().running.is_some(), "the other container runs");
+
+    let cms: Api<ConfigMap> = Api::namespaced(client, ns.name());
+    let cm = |data: serde_json::Value| -> ConfigMap {
+        serde_json::from_value(json!({"metadata": {"name": "held-barrier"}, "data": data})).unwrap()
+    };
+    cms.create(&PostParams::default(), &cm(json!({"other": "x"}))).await.unwrap();
+    eventually("the kubelet names the missing key", Duration::from_secs(30), || async {
+        let p = api.get("held").await.ok()?;
+        (waiting(&p)?.1 == format!("couldn't find key p_0 in ConfigMap {}/held-barrier", ns.name())).then_some(())
+    })
+    .await;
+    cms.patch("held-barrier", &PatchParams::default(), &Patch::Merge(json!({"data": {"p_0": "true"}}))).await.unwrap();
+    let p = wait_ready(&api, "held").await;
+    let app = app_status(&p);
+    assert_eq!((app.ready, app.restart_count), (true, 0));
+}

@@ -67,7 +67,7 @@ fn images_as_containerd_reports_them() {
 fn a_new_pod_runs_then_turns_ready_after_the_delay() {
     let mut ids = Counter(0);
     let p = web("nginx:1.25");
-    let rt = advance(&p, empty(at(0)), &settings(2000), at(0), &mut ids);
+    let rt = advance(&p, empty(at(0)), &settings(2000), &ConfigMapKeys::new(), at(0), &mut ids);
     let (status, wake) = render(&p, &rt, &settings(2000), at(0));
     assert_eq!(status.phase.as_deref(), Some("Running"));
     let app = &status.container_statuses.as_ref().unwrap_or_else(|| unreachable!())[0];
@@ -84,7 +84,11 @@ fn a_new_pod_runs_then_turns_ready_after_the_delay() {
     assert_eq!(cond(&status, "Ready").status, "True");
     assert_eq!(cond(&status, "Ready").observed_generation, Some(1));
     assert_eq!(wake, None);
-    assert_eq!(advance(&p, rt.clone(), &settings(2000), at(5), &mut ids), rt, "nothing changes by itself");
+    assert_eq!(
+        advance(&p, rt.clone(), &settings(2000), &ConfigMapKeys::new(), at(5), &mut ids),
+        rt,
+        "nothing changes by itself"
+    );
 }
 
 #[test]
@@ -93,7 +97,7 @@ fn readiness_gates_hold_ready_until_their_condition_is_true() {
     let spec = p.spec.as_mut().unwrap_or_else(|| unreachable!());
     spec.readiness_gates =
         Some(vec![k8s_openapi::api::core::v1::PodReadinessGate { condition_type: "InPlaceUpdateReady".into() }]);
-    let rt = advance(&p, empty(at(0)), &settings(0), at(0), &mut Counter(0));
+    let rt = advance(&p, empty(at(0)), &settings(0), &ConfigMapKeys::new(), at(0), &mut Counter(0));
     let (status, _) = render(&p, &rt, &settings(0), at(0));
     assert_eq!(cond(&status, "ContainersReady").status, "True");
     let ready = cond(&status, "Ready");
@@ -121,10 +125,10 @@ fn readiness_gates_hold_ready_until_their_condition_is_true() {
 fn an_image_change_restarts_only_that_container() {
     let mut ids = Counter(0);
     let before = web("nginx:1.25");
-    let rt = advance(&before, empty(at(0)), &settings(1000), at(0), &mut ids);
+    let rt = advance(&before, empty(at(0)), &settings(1000), &ConfigMapKeys::new(), at(0), &mut ids);
     let (old, _) = render(&before, &rt, &settings(1000), at(10));
     let after = web("nginx:1.26");
-    let rt2 = advance(&after, rt.clone(), &settings(1000), at(20), &mut ids);
+    let rt2 = advance(&after, rt.clone(), &settings(1000), &ConfigMapKeys::new(), at(20), &mut ids);
     let (status, wake) = render(&after, &rt2, &settings(1000), at(20));
     let (o, n) = (
         &old.container_statuses.as_ref().unwrap_or_else(|| unreachable!())[..],
@@ -148,7 +152,7 @@ fn an_image_change_restarts_only_that_container() {
 fn failing_pulls_wait_and_back_off_and_recover_when_the_image_is_fixed() {
     let mut ids = Counter(0);
     let bad = web("registry.example/does-not-exist:1");
-    let rt = advance(&bad, empty(at(0)), &settings(0), at(0), &mut ids);
+    let rt = advance(&bad, empty(at(0)), &settings(0), &ConfigMapKeys::new(), at(0), &mut ids);
     let (status, wake) = render(&bad, &rt, &settings(0), at(0));
     let app = &status.container_statuses.as_ref().unwrap_or_else(|| unreachable!())[0];
     let waiting = app.state.as_ref().and_then(|s| s.waiting.as_ref()).unwrap_or_else(|| unreachable!());
@@ -162,7 +166,7 @@ fn failing_pulls_wait_and_back_off_and_recover_when_the_image_is_fixed() {
     assert_eq!(cond(&status, "Ready").status, "False");
 
     let good = web("nginx");
-    let rt2 = advance(&good, rt, &settings(0), at(5), &mut ids);
+    let rt2 = advance(&good, rt, &settings(0), &ConfigMapKeys::new(), at(5), &mut ids);
     let (status, _) = render(&good, &rt2, &settings(0), at(5));
     assert_eq!(cond(&status, "Ready").status, "True");
     assert_eq!(status.container_statuses.as_ref().unwrap_or_else(|| unreachable!())[0].restart_count, 0);
@@ -180,7 +184,7 @@ fn init_containers_complete_and_sidecars_keep_running() {
             "containers": [{"name": "app", "image": "nginx"}]
         }
     }));
-    let rt = advance(&p, empty(at(0)), &settings(0), at(0), &mut Counter(0));
+    let rt = advance(&p, empty(at(0)), &settings(0), &ConfigMapKeys::new(), at(0), &mut Counter(0));
     let (status, _) = render(&p, &rt, &settings(0), at(0));
     let init = status.init_container_statuses.as_ref().unwrap_or_else(|| unreachable!());
     assert!(init[0].state.as_ref().and_then(|s| s.terminated.as_ref()).is_some());
@@ -195,7 +199,7 @@ fn init_containers_complete_and_sidecars_keep_running() {
             "containers": [{"name": "app", "image": "nginx"}]
         }
     }));
-    let rt = advance(&blocked, empty(at(0)), &settings(0), at(0), &mut Counter(0));
+    let rt = advance(&blocked, empty(at(0)), &settings(0), &ConfigMapKeys::new(), at(0), &mut Counter(0));
     let (status, _) = render(&blocked, &rt, &settings(0), at(0));
     assert_eq!(status.phase.as_deref(), Some("Pending"));
     assert_eq!(cond(&status, "Initialized").status, "False");
@@ -207,7 +211,7 @@ fn init_containers_complete_and_sidecars_keep_running() {
 #[test]
 fn rendering_is_stable_so_a_second_pass_writes_nothing() {
     let p = web("nginx");
-    let rt = advance(&p, empty(at(0)), &settings(0), at(0), &mut Counter(0));
+    let rt = advance(&p, empty(at(0)), &settings(0), &ConfigMapKeys::new(), at(0), &mut Counter(0));
     let (first, _) = render(&p, &rt, &settings(0), at(0));
     let mut observed = p.clone();
     // What the apiserver hands back: the same status through JSON.
@@ -216,4 +220,96 @@ fn rendering_is_stable_so_a_second_pass_writes_nothing() {
     let (second, _) = render(&observed, &rt, &settings(0), at(30));
     assert!(same_kubelet_fields(&first, &second), "{first:?}\n{second:?}");
     assert!(same_kubelet_fields(observed.status.as_ref().unwrap_or_else(|| unreachable!()), &second));
+}
+
+fn waiting(status: &PodStatus, i: usize) -> (Option<String>, Option<String>) {
+    let s = &status.container_statuses.as_ref().unwrap_or_else(|| unreachable!())[i];
+    let w = s.state.as_ref().and_then(|s| s.waiting.as_ref());
+    (w.and_then(|w| w.reason.clone()), w.and_then(|w| w.message.clone()))
+}
+
+fn keys(cms: &[(&str, &[&str])]) -> ConfigMapKeys {
+    cms.iter().map(|(n, ks)| ((*n).to_string(), ks.iter().map(|k| (*k).to_string()).collect())).collect()
+}
+
+/// An env that reads a missing ConfigMap or key holds that container in
+/// `CreateContainerConfigError` (the kubelet's messages) while the others start; it starts once the
+/// key exists, and a running container is not touched when the key goes.
+#[test]
+fn a_missing_config_map_key_holds_its_container_until_the_key_exists() {
+    let p = pod(json!({
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {"nodeName": "n", "containers": [
+            {"name": "first", "image": "nginx",
+             "env": [{"name": "B", "valueFrom": {"configMapKeyRef": {"name": "p-barrier", "key": "p_0"}}}]},
+            {"name": "second", "image": "nginx",
+             "env": [{"name": "B", "valueFrom": {"configMapKeyRef": {"name": "p-barrier", "key": "p_-1"}}}]},
+            {"name": "plain", "image": "nginx"},
+            {"name": "optional", "image": "nginx",
+             "env": [{"name": "O", "valueFrom": {"configMapKeyRef": {"name": "nope", "key": "k", "optional": true}}}],
+             "envFrom": [{"configMapRef": {"name": "nope", "optional": true}}]}
+        ]}
+    }));
+    let mut ids = Counter(0);
+    // No ConfigMap at all.
+    let rt = advance(&p, empty(at(0)), &settings(0), &ConfigMapKeys::new(), at(0), &mut ids);
+    let (status, _) = render(&p, &rt, &settings(0), at(0));
+    let reason = Some("CreateContainerConfigError".to_string());
+    assert_eq!(waiting(&status, 0), (reason.clone(), Some("configmap \"p-barrier\" not found".into())));
+    assert_eq!(waiting(&status, 1).0, reason);
+    assert_eq!(waiting(&status, 2).0, None, "a container without such an env starts");
+    assert_eq!(waiting(&status, 3).0, None, "optional references do not hold a container");
+    let first = &status.container_statuses.as_ref().unwrap_or_else(|| unreachable!())[0];
+    assert_eq!((first.ready, first.started, first.image_id.as_str()), (false, Some(false), ""));
+    assert_eq!(status.phase.as_deref(), Some("Running"));
+    assert_eq!(cond(&status, "ContainersReady").status, "False");
+
+    // The ConfigMap with the first key: the first starts, the second still waits, on the key.
+    let cms = keys(&[("p-barrier", &["p_0"])]);
+    let rt = advance(&p, rt, &settings(0), &cms, at(1), &mut ids);
+    let (status, _) = render(&p, &rt, &settings(0), at(1));
+    assert_eq!(waiting(&status, 0).0, None);
+    assert!(matches!(rt.containers["first"].state, RunState::Running { started_at, .. } if started_at == at(1)));
+    assert_eq!(waiting(&status, 1), (reason, Some("couldn't find key p_-1 in ConfigMap ns/p-barrier".into())));
+
+    // Both keys: everything runs and the pod turns ready; restartCount stays 0.
+    let cms = keys(&[("p-barrier", &["p_0", "p_-1"])]);
+    let rt = advance(&p, rt, &settings(0), &cms, at(2), &mut ids);
+    let (status, _) = render(&p, &rt, &settings(0), at(2));
+    assert_eq!(cond(&status, "Ready").status, "True");
+    assert!(matches!(rt.containers["second"].state, RunState::Running { started_at, .. } if started_at == at(2)));
+    assert!(status.container_statuses.iter().flatten().all(|s| s.restart_count == 0));
+
+    // The ConfigMap goes: running containers are not touched (the env was read at creation).
+    let again = advance(&p, rt.clone(), &settings(0), &ConfigMapKeys::new(), at(3), &mut ids);
+    assert_eq!(again, rt);
+}
+
+/// `envFrom` of a missing ConfigMap holds the container too, and an image change of a container
+/// whose key is gone waits in `CreateContainerConfigError` (its old instance kept as lastState).
+#[test]
+fn env_from_a_missing_config_map_and_a_restart_without_the_key() {
+    let p = pod(json!({
+        "metadata": {"name": "p", "namespace": "ns"},
+        "spec": {"nodeName": "n", "containers": [
+            {"name": "app", "image": "nginx:1", "envFrom": [{"configMapRef": {"name": "settings"}}]}]}
+    }));
+    let mut ids = Counter(0);
+    let rt = advance(&p, empty(at(0)), &settings(0), &ConfigMapKeys::new(), at(0), &mut ids);
+    let (status, _) = render(&p, &rt, &settings(0), at(0));
+    assert_eq!(waiting(&status, 0).1.as_deref(), Some("configmap \"settings\" not found"));
+    let cms = keys(&[("settings", &[])]);
+    let rt = advance(&p, rt, &settings(0), &cms, at(1), &mut ids);
+    assert!(matches!(rt.containers["app"].state, RunState::Running { .. }));
+    let mut updated = p.clone();
+    if let Some(spec) = updated.spec.as_mut() {
+        spec.containers[0].image = Some("nginx:2".into());
+    }
+    let rt = advance(&updated, rt, &settings(0), &ConfigMapKeys::new(), at(2), &mut ids);
+    assert!(matches!(rt.containers["app"].state, RunState::ConfigError { .. }));
+    assert!(rt.containers["app"].last.is_some(), "the stopped instance is lastState");
+    assert_eq!(rt.containers["app"].restart_count, 1, "counted when the old instance stopped");
+    let rt = advance(&updated, rt, &settings(0), &cms, at(3), &mut ids);
+    assert!(matches!(rt.containers["app"].state, RunState::Running { .. }));
+    assert_eq!(rt.containers["app"].restart_count, 1);
 }
