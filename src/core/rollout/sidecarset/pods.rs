@@ -446,11 +446,11 @@ mod tests {
         assert!(is_ready(&view, &p));
         let mut q = p.clone();
         for c in &mut q.spec.as_mut().unwrap().containers {
-            if c.name == "hot-sidecar-1" {
+            if c.name == "hot-sidecar-2" {
                 c.image = Some("a:0".into());
             }
         }
-        // `X-2` works by default, `X-1` is idle and does not run the empty image.
+        // Injection makes `X-1` the working one: `X-2` is idle and does not run the empty image.
         assert!(!is_ready(&view, &q));
     }
 }

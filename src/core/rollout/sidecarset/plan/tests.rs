@@ -81,12 +81,13 @@ fn kruise_cold_upgrade_steps() {
 fn kruise_hot_upgrade_steps() {
     let mut w = World::new(hot_set("sidecar:1", "empty:1"), 1);
     w.edit(|s| s.spec.containers[0].container.image = Some("sidecar:2".into()));
+    let set_rv = w.set.metadata.resource_version.clone().unwrap();
     let p = round(&mut w);
     assert_eq!(counts(&p.status), [1, 0, 1, 0]);
     assert_eq!(image(&w, "pod-0", "hot-sidecar-2"), "sidecar:2");
     assert_eq!(image(&w, "pod-0", "hot-sidecar-1"), "sidecar:1");
     let a = w.cluster.pods[0].metadata.annotations.clone().unwrap();
-    assert_eq!(a[&version_annotation("hot-sidecar-2")], w.set.metadata.resource_version.clone().unwrap());
+    assert_eq!(a[&version_annotation("hot-sidecar-2")], set_rv);
 
     // Upgrading: not ready (the idle `-1` is not on the empty image), nothing to flip yet.
     let p = round(&mut w);
@@ -138,10 +139,8 @@ fn not_upgradable_pods_are_marked_once() {
 /// §4.12.1 / kruise `TestScopeNamespacePods`: scope, selector, active, injected list, containers.
 #[test]
 fn matching_pods() {
-    let mut set = cold("sc:1");
-    set.spec.namespace_selector =
-        Some(serde_json::from_value(json!({"matchLabels": {"env": "prod"}})).unwrap());
-    let mut w = World::new(set, 6);
+    let mut w = World::new(cold("sc:1"), 6);
+    w.set.spec.namespace_selector = Some(serde_json::from_value(json!({"matchLabels": {"env": "prod"}})).unwrap());
     w.namespace_labels.insert("prod-ns".into(), [("env".to_string(), "prod".to_string())].into());
     w.namespace_labels.get_mut("default").unwrap().insert("env".into(), "prod".into());
     let pods = &mut w.cluster.pods;
