@@ -66,11 +66,8 @@ pub fn flipped(view: &SetView<'_>, pod: &Pod, now: Timestamp) -> (Pod, Vec<Strin
     for s in view.sidecars.iter().filter(|s| s.hot()) {
         let (working, idle) = pods::hot_containers(pod, s.name());
         let spec = out.spec.get_or_insert_with(Default::default);
-        let Some(c) = spec
-            .containers
-            .iter_mut()
-            .chain(spec.init_containers.iter_mut().flatten())
-            .find(|c| c.name == idle)
+        let Some(c) =
+            spec.containers.iter_mut().chain(spec.init_containers.iter_mut().flatten()).find(|c| c.name == idle)
         else {
             continue;
         };

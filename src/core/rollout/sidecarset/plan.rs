@@ -165,9 +165,22 @@ pub fn plan(input: &Input<'_>) -> Plan {
         if !ready.is_empty() {
             for p in ready {
                 let (flipped, changed) = hotupgrade::flipped(&view, p, input.now);
-                let reason = format!("reset the old container(s) {} of hot-upgrade sidecars to the empty image", changed.join(", "));
+                let reason = format!(
+                    "reset the old container(s) {} of hot-upgrade sidecars to the empty image",
+                    changed.join(", ")
+                );
                 let writes = crate::core::rollout::actions::pod_writes(p, &flipped);
-                push_action(&mut plan, p, Action::new(ActionKind::ResetHotUpgrade, Some(core_pods::name(p)), &registered.latest, reason, writes));
+                push_action(
+                    &mut plan,
+                    p,
+                    Action::new(
+                        ActionKind::ResetHotUpgrade,
+                        Some(core_pods::name(p)),
+                        &registered.latest,
+                        reason,
+                        writes,
+                    ),
+                );
                 plan.pod_events.push(pod_event(
                     p,
                     Event::normal("ResetContainerSucceed", "reset sidecar container image empty successfully".into()),
@@ -197,7 +210,13 @@ pub fn plan(input: &Input<'_>) -> Plan {
         push_action(
             &mut plan,
             p,
-            Action::new(ActionKind::MarkNotUpgradable, Some(core_pods::name(p)), &registered.latest, why.clone(), vec![write]),
+            Action::new(
+                ActionKind::MarkNotUpgradable,
+                Some(core_pods::name(p)),
+                &registered.latest,
+                why.clone(),
+                vec![write],
+            ),
         );
         plan.pod_events.push(pod_event(p, Event::warning(NOT_UPGRADABLE_REASON, why)));
     }

@@ -68,9 +68,8 @@ pub struct SetView<'a> {
 
 impl<'a> SetView<'a> {
     pub fn new(set: &'a SidecarSet) -> SetView<'a> {
-        let annotation = |k: &str| {
-            set.metadata.annotations.as_ref().and_then(|a| a.get(k)).map(String::as_str).unwrap_or("")
-        };
+        let annotation =
+            |k: &str| set.metadata.annotations.as_ref().and_then(|a| a.get(k)).map(String::as_str).unwrap_or("");
         let sidecars: Vec<Sidecar<'a>> = set
             .spec
             .containers
@@ -157,7 +156,8 @@ fn all_containers(pod: &Pod) -> impl Iterator<Item = &Container> {
 /// `GetPodHotUpgradeContainers`: `(working, idle)` of hot-upgrade sidecar `name`; `X-2` works
 /// unless the annotation says `X-1`.
 pub fn hot_containers(pod: &Pod, name: &str) -> (String, String) {
-    let working = annotations::parse_working(pods::annotations(pod).get(WORKING_HOT_UPGRADE_CONTAINER).map(String::as_str));
+    let working =
+        annotations::parse_working(pods::annotations(pod).get(WORKING_HOT_UPGRADE_CONTAINER).map(String::as_str));
     let (one, two) = hot_upgrade_names(name);
     if working.get(name) == Some(&one) { (one, two) } else { (two, one) }
 }
@@ -198,9 +198,8 @@ pub fn in_scope(set: &SidecarSet, namespace: &str, labels: Option<&BTreeMap<Stri
     }
     match &set.spec.namespace_selector {
         None => true,
-        Some(sel) => labels.is_some_and(|l| {
-            crate::compat::selector::Selector::from_validated(Some(sel)).is_ok_and(|s| s.matches(l))
-        }),
+        Some(sel) => labels
+            .is_some_and(|l| crate::compat::selector::Selector::from_validated(Some(sel)).is_ok_and(|s| s.matches(l))),
     }
 }
 
@@ -235,9 +234,11 @@ pub fn is_image_equal(a: &str, b: &str) -> bool {
 /// not parse.
 pub fn update_states(pod: &Pod) -> Option<Result<BTreeMap<String, InPlaceUpdateState>, String>> {
     let text = pods::annotations(pod).get(INPLACE_UPDATE_STATE)?;
-    Some(serde_json::from_str::<BTreeMap<String, Option<InPlaceUpdateState>>>(text).map_err(|e| e.to_string()).map(
-        |m| m.into_iter().map(|(k, v)| (k, v.unwrap_or_default())).collect(),
-    ))
+    Some(
+        serde_json::from_str::<BTreeMap<String, Option<InPlaceUpdateState>>>(text)
+            .map_err(|e| e.to_string())
+            .map(|m| m.into_iter().map(|(k, v)| (k, v.unwrap_or_default())).collect()),
+    )
 }
 
 /// `IsSidecarContainerUpdateCompleted`: no container of `containers` still reports the imageID it

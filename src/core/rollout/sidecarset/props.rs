@@ -52,7 +52,14 @@ fn int_or_percent(max: i32) -> impl Strategy<Value = Option<IntOrString>> {
 }
 
 fn case() -> impl Strategy<Value = Case> {
-    (1usize..=12, any::<bool>(), int_or_percent(4), int_or_percent(12), any::<bool>(), prop::collection::vec(any::<u16>(), 1..12))
+    (
+        1usize..=12,
+        any::<bool>(),
+        int_or_percent(4),
+        int_or_percent(12),
+        any::<bool>(),
+        prop::collection::vec(any::<u16>(), 1..12),
+    )
         .prop_map(|(pods, hot, max_unavailable, partition, scatter, kubelet)| {
             // maxUnavailable 0 as a number would stop every ready pod: kruise validation refuses it.
             let max_unavailable = match max_unavailable {
@@ -103,9 +110,12 @@ fn updated(w: &World, p: &Pod) -> bool {
 /// The kubelet runs what the spec says (every container status has the spec image).
 fn caught_up(p: &Pod) -> bool {
     let statuses = p.status.as_ref().and_then(|s| s.container_statuses.as_ref());
-    p.spec.as_ref().unwrap().containers.iter().all(|c| {
-        statuses.into_iter().flatten().any(|s| s.name == c.name && Some(&s.image) == c.image.as_ref())
-    })
+    p.spec
+        .as_ref()
+        .unwrap()
+        .containers
+        .iter()
+        .all(|c| statuses.into_iter().flatten().any(|s| s.name == c.name && Some(&s.image) == c.image.as_ref()))
 }
 
 fn idle_empty(w: &World, p: &Pod) -> bool {
@@ -115,7 +125,8 @@ fn idle_empty(w: &World, p: &Pod) -> bool {
 fn check_round(c: &Case, w: &World, status: &crate::apis::sidecarset::SidecarSetStatus) -> Result<(), TestCaseError> {
     let n = w.cluster.pods.len();
     let max = max_unavailable(c.max_unavailable.as_ref(), n);
-    let partition = c.partition.as_ref().map_or(0, |p| calculate_partition_replicas(Some(p), Some(n as i32)).unwrap()) as usize;
+    let partition =
+        c.partition.as_ref().map_or(0, |p| calculate_partition_replicas(Some(p), Some(n as i32)).unwrap()) as usize;
     let mut unavailable = 0;
     let mut not_updated = 0;
     for p in &w.cluster.pods {

@@ -150,26 +150,39 @@ pub fn register(
     let mut candidate = new_revision(set, namespace, next, collision_count);
     let mut writes = Vec::new();
 
-    let equal: Vec<usize> = sorted
-        .iter()
-        .enumerate()
-        .filter(|(_, r)| history::data_bytes(r) == candidate.data)
-        .map(|(i, _)| i)
-        .collect();
+    let equal: Vec<usize> =
+        sorted.iter().enumerate().filter(|(_, r)| history::data_bytes(r) == candidate.data).map(|(i, _)| i).collect();
     let last_index = sorted.len().wrapping_sub(1);
     // The kept list after this round, oldest first, as names with the object when observed.
     let mut kept: Vec<(String, Option<&ControllerRevision>)> =
         sorted.iter().map(|r| (name_of(r).to_string(), Some(*r))).collect();
-    let latest_labels;
+    // `updateCustomVersionLabel` (v1alpha1: the set's label): an existing latest revision gets
+    // the set's custom version, in the same patch as a bump.
+    let want = set.metadata.labels.as_ref().and_then(|l| l.get(CUSTOM_VERSION_LABEL)).filter(|v| !v.is_empty());
+    let label = |r: &mut ControllerRevision| {
+        if let Some(want) = want {
+            r.metadata.labels.get_or_insert_with(Default::default).insert(CUSTOM_VERSION_LABEL.into(), want.clone());
+        }
+    };
     let latest = match equal.last() {
         Some(&i) if i == last_index => {
-            latest_labels = sorted[i].metadata.labels.clone();
-            name_of(sorted[i]).to_string()
+            let old = sorted[i];
+            let mut labelled = old.clone();
+            label(&mut labelled);
+            if labelled.metadata.labels != old.metadata.labels {
+                writes.push(Write::PatchRevision {
+                    name: name_of(old).to_string(),
+                    pin: Pin::Observed(old.metadata.resource_version.clone().unwrap_or_default()),
+                    patch: object_patch(old, &labelled),
+                });
+            }
+            name_of(old).to_string()
         }
         Some(&i) => {
             let old = sorted[i];
             let mut bumped = old.clone();
             bumped.revision = next;
+            label(&mut bumped);
             writes.push(Write::PatchRevision {
                 name: name_of(old).to_string(),
                 pin: Pin::Observed(old.metadata.resource_version.clone().unwrap_or_default()),
@@ -177,7 +190,6 @@ pub fn register(
             });
             let moved = kept.remove(i);
             kept.push(moved);
-            latest_labels = old.metadata.labels.clone();
             name_of(old).to_string()
         }
         None => {
@@ -191,7 +203,6 @@ pub fn register(
                 candidate = new_revision(set, namespace, next, collision_count);
             }
             let name = candidate.revision.metadata.name.clone().unwrap_or_default();
-            latest_labels = candidate.revision.metadata.labels.clone();
             writes.push(Write::CreateRevision {
                 revision: Box::new(candidate.revision),
                 data: candidate.data,
@@ -201,24 +212,6 @@ pub fn register(
             name
         }
     };
-
-    // `updateCustomVersionLabel` (v1alpha1: the set's label).
-    let want = set.metadata.labels.as_ref().and_then(|l| l.get(CUSTOM_VERSION_LABEL));
-    if let Some(want) = want.filter(|v| !v.is_empty()) {
-        let have = latest_labels.as_ref().and_then(|l| l.get(CUSTOM_VERSION_LABEL));
-        let observed = sorted.iter().find(|r| name_of(r) == latest);
-        if have != Some(want) {
-            if let Some(observed) = observed {
-                let mut labelled = (*observed).clone();
-                labelled.metadata.labels.get_or_insert_with(Default::default).insert(CUSTOM_VERSION_LABEL.into(), want.clone());
-                writes.push(Write::PatchRevision {
-                    name: latest.clone(),
-                    pin: Pin::Observed(observed.metadata.resource_version.clone().unwrap_or_default()),
-                    patch: object_patch(*observed, &labelled),
-                });
-            }
-        }
-    }
 
     let (deletes, waiting) = truncate(set, &kept, &sorted, pod_revisions);
     writes.extend(deletes);
@@ -475,6 +468,30 @@ mod tests {
         let mut v = serde_json::to_value(&revs[2]).unwrap();
         json_patch::patch(&mut v, &patch).unwrap();
         assert_eq!(v["metadata"]["labels"][CUSTOM_VERSION_LABEL], "w");
+    }
+
+    /// A rollback of a set carrying a custom version: one patch bumps and labels the revision
+    /// (two patches pinned to the same observed version would conflict).
+    #[test]
+    fn rollback_bumps_and_labels_in_one_patch() {
+        let v1 = with_image("a:1");
+        let v2 = with_image("a:2");
+        let (r1, r2) = (stored(&v1, 1, "11"), stored(&v2, 2, "12"));
+        let mut back = v1.clone();
+        back.metadata.labels = Some([(CUSTOM_VERSION_LABEL.to_string(), "v1".to_string())].into());
+        let reg = register(&back, &[&r1, &r2], "kruise-system", &BTreeSet::new());
+        let [Write::PatchRevision { patch, .. }] = &reg.writes[..] else { panic!("{:?}", reg.writes) };
+        let mut v = serde_json::to_value(&r1).unwrap();
+        json_patch::patch(&mut v, patch).unwrap();
+        assert_eq!(
+            (v["revision"].as_i64(), v["metadata"]["labels"][CUSTOM_VERSION_LABEL].as_str()),
+            (Some(3), Some("v1"))
+        );
+        // Already labelled and newest: nothing.
+        let mut labelled = r1.clone();
+        labelled.metadata.labels.as_mut().unwrap().insert(CUSTOM_VERSION_LABEL.into(), "v1".into());
+        labelled.revision = 3;
+        assert!(register(&back, &[&labelled, &r2], "kruise-system", &BTreeSet::new()).writes.is_empty());
     }
 
     /// Revisions controlled by another object are not the set's.

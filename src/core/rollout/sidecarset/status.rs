@@ -70,10 +70,7 @@ mod tests {
             facts(false, false, false),
         ];
         let s = calculate(&set, &all, "r-1", 2);
-        assert_eq!(
-            (s.matched_pods, s.updated_pods, s.ready_pods, s.updated_ready_pods),
-            (5, 3, 2, 1)
-        );
+        assert_eq!((s.matched_pods, s.updated_pods, s.ready_pods, s.updated_ready_pods), (5, 3, 2, 1));
         assert_eq!((s.latest_revision.as_str(), s.collision_count, s.observed_generation), ("r-1", Some(2), 4));
         let empty = calculate(&set, &[], "r-1", 0);
         assert_eq!((empty.matched_pods, empty.collision_count), (0, Some(0)));

@@ -155,8 +155,8 @@ pub fn next_upgrade_pods(view: &SetView<'_>, pods: &[&Pod], facts: &[Facts]) -> 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::apis::common::{UpdatePriorityOrderTerm, UpdatePriorityStrategy, UpdatePriorityWeightTerm};
     use crate::core::rollout::sidecarset::testkit::*;
-    use crate::apis::common::{UpdatePriorityStrategy, UpdatePriorityOrderTerm, UpdatePriorityWeightTerm};
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
     use serde_json::json;
 
@@ -250,10 +250,7 @@ mod tests {
             set_ready(&mut pods[i], false);
         }
         let pods = shuffled(pods, 3);
-        assert_eq!(
-            pick(&set, &pods).0,
-            names(&["pod-13", "pod-10", "pod-19", "pod-18", "pod-17", "pod-16", "pod-15"])
-        );
+        assert_eq!(pick(&set, &pods).0, names(&["pod-13", "pod-10", "pod-19", "pod-18", "pod-17", "pod-16", "pod-15"]));
 
         // Weight priority.
         let mut pods = factory_pods(20, 10, 2, &set);
@@ -267,8 +264,10 @@ mod tests {
             },
         };
         let mut weighted = set.clone();
-        weighted.spec.update_strategy.priority_strategy =
-            Some(UpdatePriorityStrategy { weight_priority: vec![term(50, "foo"), term(30, "bar")], ..Default::default() });
+        weighted.spec.update_strategy.priority_strategy = Some(UpdatePriorityStrategy {
+            weight_priority: vec![term(50, "foo"), term(30, "bar")],
+            ..Default::default()
+        });
         assert_eq!(pick(&weighted, &shuffled(pods, 5)).0, names(&["pod-16", "pod-15"]));
 
         // Order priority.

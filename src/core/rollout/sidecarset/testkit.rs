@@ -83,7 +83,8 @@ pub fn injected_pod(name: &str, set: &SidecarSet, labels: &[(&str, &str)]) -> Po
         }),
         status: None,
     };
-    let ns_labels: BTreeMap<String, String> = [("kubernetes.io/metadata.name".to_string(), "default".to_string())].into();
+    let ns_labels: BTreeMap<String, String> =
+        [("kubernetes.io/metadata.name".to_string(), "default".to_string())].into();
     let no_revisions = Vec::new;
     let input = InjectionInput {
         namespace_labels: &ns_labels,
@@ -100,10 +101,7 @@ pub fn injected_pod(name: &str, set: &SidecarSet, labels: &[(&str, &str)]) -> Po
 /// Sets (or adds) a container status.
 pub fn set_status(pod: &mut Pod, name: &str, image: &str, image_id: &str, ready: bool) {
     let status = pod.status.get_or_insert_with(Default::default);
-    let is_init = pod
-        .spec
-        .as_ref()
-        .is_some_and(|s| s.init_containers.iter().flatten().any(|c| c.name == name));
+    let is_init = pod.spec.as_ref().is_some_and(|s| s.init_containers.iter().flatten().any(|c| c.name == name));
     let list = if is_init { &mut status.init_container_statuses } else { &mut status.container_statuses };
     let list = list.get_or_insert_with(Vec::new);
     let s = ContainerStatus {
@@ -139,7 +137,8 @@ pub fn set_ready(pod: &mut Pod, ready: bool) {
 pub fn run(mut pod: Pod) -> Pod {
     pod.spec.get_or_insert_with(Default::default).node_name = Some("n1".into());
     let spec = pod.spec.clone().unwrap_or_default();
-    for c in spec.containers.iter().chain(spec.init_containers.iter().flatten().filter(|c| c.restart_policy.is_some())) {
+    for c in spec.containers.iter().chain(spec.init_containers.iter().flatten().filter(|c| c.restart_policy.is_some()))
+    {
         let image = c.image.clone().unwrap_or_default();
         set_status(&mut pod, &c.name, &image, &format!("sha-{image}"), true);
     }
@@ -266,10 +265,10 @@ impl World {
                 refused.push(e);
             }
         }
-        if let Some(w) = &plan.status_write {
-            if let Err(e) = self.cluster.apply_write(&mut self.set, w, &mut latest) {
-                refused.push(e);
-            }
+        if let Some(Err(e)) =
+            plan.status_write.as_ref().map(|w| self.cluster.apply_write(&mut self.set, w, &mut latest))
+        {
+            refused.push(e);
         }
         refused
     }

@@ -169,7 +169,8 @@ pub fn upgradable_condition(pod: &Pod, set: &str, upgradable: bool, now: Timesta
     let all = kv.values().all(|v| v != &Value::Bool(false));
     let (status, reason) = if all { ("True", "AllSidecarsetUpgradable") } else { ("False", "UpdateImmutableField") };
     let message = gojson::to_string(&Value::Object(kv));
-    let mut condition = old.cloned().unwrap_or_else(|| PodCondition { type_: SIDECARSET_UPGRADABLE.into(), ..Default::default() });
+    let mut condition =
+        old.cloned().unwrap_or_else(|| PodCondition { type_: SIDECARSET_UPGRADABLE.into(), ..Default::default() });
     let same_status = old.is_some_and(|o| o.status == status);
     let unchanged = same_status
         && old.is_some_and(|o| o.reason.as_deref() == Some(reason) && o.message.as_deref() == Some(message.as_str()));
@@ -225,11 +226,7 @@ pub fn live_for_injection(set: &SidecarSet) -> Arc<SidecarSet> {
 
 /// Which fields of which sidecar containers differ between the pod and what injection would
 /// give it now, images aside: the reason the pod cannot be upgraded in place.
-pub fn why_not_upgradable(
-    live: &Arc<SidecarSet>,
-    pod: &Pod,
-    namespace_labels: &BTreeMap<String, String>,
-) -> String {
+pub fn why_not_upgradable(live: &Arc<SidecarSet>, pod: &Pod, namespace_labels: &BTreeMap<String, String>) -> String {
     let name = live.metadata.name.as_deref().unwrap_or("");
     let no_revisions = || Vec::new();
     let input = InjectionInput { namespace_labels, revisions: &no_revisions, draw: 0.0, now: "", sort_by_name: false };
@@ -240,9 +237,9 @@ pub fn why_not_upgradable(
     let mut parts = Vec::new();
     for injected in plan.init_containers.iter().chain(&plan.containers) {
         let want = &injected.container;
-        let Some(have) = pods::container(pod, &want.name).or_else(|| {
-            pod.spec.as_ref()?.init_containers.as_ref()?.iter().find(|c| c.name == want.name)
-        }) else {
+        let Some(have) = pods::container(pod, &want.name)
+            .or_else(|| pod.spec.as_ref()?.init_containers.as_ref()?.iter().find(|c| c.name == want.name))
+        else {
             parts.push(format!("container {} is missing", want.name));
             continue;
         };

@@ -43,7 +43,10 @@ fn kruise_cold_upgrade_steps() {
 
     let p = round(&mut w);
     assert_eq!(counts(&p.status), [2, 0, 2, 0]);
-    assert_eq!((image(&w, "pod-0", "cold-sidecar").as_str(), image(&w, "pod-1", "cold-sidecar").as_str()), ("sc:1", "sc:2"));
+    assert_eq!(
+        (image(&w, "pod-0", "cold-sidecar").as_str(), image(&w, "pod-1", "cold-sidecar").as_str()),
+        ("sc:1", "sc:2")
+    );
     assert!(matches!(&p.revision_writes[..], [Write::CreateRevision { .. }]));
     assert_eq!(w.set.status.as_ref().unwrap().latest_revision, p.latest_revision);
 
@@ -121,7 +124,10 @@ fn not_upgradable_pods_are_marked_once() {
     assert!(p.pod_actions["default"].iter().all(|a| a.kind == ActionKind::MarkNotUpgradable));
     assert_eq!(p.pod_events.len(), 3);
     let e = &p.pod_events[0];
-    assert_eq!((e.event.type_, e.event.reason, e.namespace.as_str()), (EventType::Warning, NOT_UPGRADABLE_REASON, "default"));
+    assert_eq!(
+        (e.event.type_, e.event.reason, e.namespace.as_str()),
+        (EventType::Warning, NOT_UPGRADABLE_REASON, "default")
+    );
     assert!(e.event.message.contains("container cold-sidecar: args differ"), "{}", e.event.message);
     assert_eq!(p.events[0].reason, "NotUpgradablePods");
     assert!(p.events[0].message.contains("detected 3 not upgradable pod(s)"));
@@ -194,8 +200,12 @@ fn partition_selector_and_pins() {
         s.spec.containers[0].container.image = Some("sc:2".into());
         s.spec.update_strategy.partition = Some(IntOrString::Int(2));
         s.spec.update_strategy.max_unavailable = Some(IntOrString::String("100%".into()));
-        s.spec.update_strategy.selector =
-            Some(serde_json::from_value(json!({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["z2"]}]})).unwrap());
+        s.spec.update_strategy.selector = Some(
+            serde_json::from_value(
+                json!({"matchExpressions": [{"key": "zone", "operator": "NotIn", "values": ["z2"]}]}),
+            )
+            .unwrap(),
+        );
     });
     let p = w.plan();
     let actions = &p.pod_actions["default"];
@@ -214,4 +224,3 @@ fn partition_selector_and_pins() {
     let refused = w.apply(&p);
     assert!(refused.len() <= 1);
 }
-
