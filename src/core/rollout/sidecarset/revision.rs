@@ -494,6 +494,101 @@ mod tests {
         assert!(register(&back, &[&labelled, &r2], "kruise-system", &BTreeSet::new()).writes.is_empty());
     }
 
+    /// kruise `TestTruncateHistory`, every row: 15 revisions, limit 10, 100 pods naming
+    /// `sidecar-(i mod used + 1)`.
+    #[test]
+    fn kruise_truncate_history() {
+        let mut set = with_image("a:1");
+        set.metadata.name = Some("sidecar".into());
+        let name = |i: usize| format!("sidecar-{i}");
+        let revs: Vec<ControllerRevision> = (1..=15)
+            .map(|i| {
+                let mut r = ControllerRevision::default();
+                r.metadata.name = Some(name(i));
+                r.metadata.uid = Some(format!("u{i}"));
+                r.metadata.resource_version = Some(format!("{i}"));
+                r.revision = i as i64;
+                r
+            })
+            .collect();
+        let refs: Vec<&ControllerRevision> = revs.iter().collect();
+        let kept: Vec<(String, Option<&ControllerRevision>)> =
+            refs.iter().map(|r| (name_of(r).to_string(), Some(*r))).collect();
+        let run = |used: usize| {
+            let pod_names: Vec<String> = (0..100).map(|i| name(i % used + 1)).collect();
+            let pod_revs: BTreeSet<&str> = pod_names.iter().map(String::as_str).collect();
+            truncate(&set, &kept, &refs, &pod_revs)
+        };
+        for used in 1..=9 {
+            assert_eq!(run(used).1, None, "used {used}");
+        }
+        for (used, actual) in [(10, 11), (11, 12), (14, 15), (15, 15), (20, 15)] {
+            assert_eq!(
+                run(used).1.as_deref(),
+                Some(
+                    format!(
+                        "failed to limit the number of stored revisions, limited: 10, actual: {actual}, name: sidecar"
+                    )
+                    .as_str()
+                ),
+                "used {used}"
+            );
+        }
+        let deleted: BTreeSet<String> = run(8)
+            .0
+            .into_iter()
+            .map(|w| match w {
+                Write::DeleteRevision { name, .. } => name,
+                other => panic!("{other:?}"),
+            })
+            .collect();
+        let left: Vec<String> = (1..=15).map(name).filter(|n| !deleted.contains(n)).collect();
+        let mut want: Vec<String> = (1..=8).map(name).collect();
+        want.extend([name(14), name(15)]);
+        assert_eq!(left, want);
+    }
+
+    /// kruise `TestGetActiveRevisions`: create (1), update (2, five times the same), rollback (3,
+    /// five times), then 100 image changes keep `revisionHistoryLimit` revisions. Writes applied
+    /// to the fake API.
+    #[test]
+    fn kruise_get_active_revisions() {
+        let mut set = with_image("a:1");
+        set.spec.revision_history_limit = Some(10);
+        let mut api = crate::core::rollout::testkit::FakeCluster::default();
+        let mut register_on = |api: &mut crate::core::rollout::testkit::FakeCluster, s: &SidecarSet| -> i64 {
+            let refs: Vec<&ControllerRevision> = api.revisions.iter().collect();
+            let reg = register(s, &refs, "kruise-system", &BTreeSet::new());
+            let mut target = s.clone();
+            let mut latest = std::collections::BTreeMap::new();
+            for w in &reg.writes {
+                api.apply_write(&mut target, w, &mut latest).unwrap();
+            }
+            api.revisions.iter().find(|r| name_of(r) == reg.latest).unwrap().revision
+        };
+        assert_eq!(register_on(&mut api, &set), 1);
+        let mut changed = set.clone();
+        changed.spec.init_containers = vec![serde_json::from_value(json!({"name": "emptyInitC"})).unwrap()];
+        changed.spec.volumes = vec![serde_json::from_value(json!({"name": "emptyVolume"})).unwrap()];
+        changed.spec.image_pull_secrets = vec![serde_json::from_value(json!({"name": "emptySecret"})).unwrap()];
+        for _ in 0..5 {
+            assert_eq!(register_on(&mut api, &changed), 2);
+            let data: serde_json::Value =
+                serde_json::from_str(&history::data_bytes(api.revisions.last().unwrap())).unwrap();
+            for k in ["volumes", "containers", "initContainers", "imagePullSecrets"] {
+                assert!(!data["spec"][k].is_null(), "{k}");
+            }
+        }
+        for _ in 0..5 {
+            assert_eq!(register_on(&mut api, &set), 3);
+        }
+        for i in 0..100 {
+            set.spec.containers[0].container.image = Some(format!("{i}"));
+            register_on(&mut api, &set);
+        }
+        assert_eq!(api.revisions.len(), 10);
+    }
+
     /// Revisions controlled by another object are not the set's.
     #[test]
     fn foreign_revisions_are_ignored() {

@@ -224,3 +224,55 @@ fn partition_selector_and_pins() {
     let refused = w.apply(&p);
     assert!(refused.len() <= 1);
 }
+
+/// kruise `TestScopeNamespacePods`: `spec.namespace` keeps the pods of that namespace.
+#[test]
+fn kruise_scope_namespace_pods() {
+    let mut w = World::new(cold("sc:1"), 100);
+    for (i, p) in w.cluster.pods.iter_mut().enumerate() {
+        if i >= 50 {
+            p.metadata.namespace = Some("test-ns".into());
+        }
+    }
+    w.set.spec.namespace = "test-ns".into();
+    assert_eq!(w.plan().status.matched_pods, 50);
+}
+
+/// kruise `TestCanUpgradePods`: of 100 pods, the 50 whose `hash-without-image` is the set's are
+/// upgraded (maxUnavailable 50%), the other 50 keep their image.
+#[test]
+fn kruise_can_upgrade_pods() {
+    let mut set = factory_set("bbb", "without-bbb");
+    set.spec.update_strategy.max_unavailable = Some(IntOrString::String("50%".into()));
+    let mut all = factory_pods(100, 0, 0, &set);
+    for (i, p) in all.iter_mut().enumerate() {
+        let a = p.metadata.annotations.as_mut().unwrap();
+        a.insert("kruise.io/sidecarset-injected-list".into(), "test-sidecarset".into());
+        let h = if i < 50 { "without-aaa" } else { "without-bbb" };
+        a.insert(
+            "kruise.io/sidecarset-hash-without-image".into(),
+            format!(r#"{{"test-sidecarset":{{"hash":"{h}"}}}}"#),
+        );
+    }
+    let refs: Vec<&Pod> = all.iter().collect();
+    let ns = BTreeMap::new();
+    let gates = FeatureGates::default();
+    let p = plan(&Input {
+        set: &set,
+        pods: &refs,
+        namespace_labels: &ns,
+        revisions: &[],
+        manager_namespace: "kruise-system",
+        gates: &gates,
+        now: at(1_700_000_000),
+    });
+    let upgraded: BTreeSet<String> = p.pod_actions["default"]
+        .iter()
+        .filter(|a| a.kind == ActionKind::UpdateInPlace)
+        .map(|a| a.pod.clone().unwrap())
+        .collect();
+    let want: BTreeSet<String> = (50..100).map(|i| format!("pod-{i}")).collect();
+    assert_eq!(upgraded, want);
+    let marked = p.pod_actions["default"].iter().filter(|a| a.kind == ActionKind::MarkNotUpgradable).count();
+    assert_eq!(marked, 50);
+}
