@@ -437,6 +437,75 @@ mod tests {
         assert!(!is_state_consistent(&view, &q, None));
     }
 
+    /// kruise `util_test.go` `TestIsSidecarContainerUpdateCompleted`, every row (its `podDemo`,
+    /// `ImageIds` and `sidecarSetDemo`).
+    #[test]
+    fn kruise_update_completed_rows() {
+        use crate::core::rollout::sidecarset::upgrade::record_update_state;
+        let ids = |k: &str| {
+            match k {
+                "main:v1" => "4120593193b4",
+                "cold-sidecar:v1" => "docker-pullable://cold-sidecar@sha256:9ead06a1362e",
+                "cold-sidecar:v2" => "docker-pullable://cold-sidecar@sha256:7223aa0f3a7a",
+                "hot-sidecar:v1" => "docker-pullable://hot-sidecar@sha256:86618128c92e",
+                "hot-sidecar:v2" => "docker-pullable://hot-sidecar@sha256:74abd85af1e9",
+                _ => "docker-pullable://hotupgrade@sha256:0e9daf5c02e7",
+            }
+            .to_string()
+        };
+        let set = sidecar_set(json!({"containers": [
+            {"name": "cold-sidecar", "image": "cold-image:v1"},
+            {"name": "hot-sidecar", "image": "hot-image:v1",
+             "upgradeStrategy": {"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "hotupgrade:empty"}}]}));
+        let view = SetView::new(&set);
+        let demo = || -> Pod {
+            let mut p = crate::core::pods::test_pods::pod("test-pod-1", &[("app", "nginx")]);
+            p.metadata.annotations = Some(Default::default());
+            for (n, img) in [
+                ("main", "main:v1"),
+                ("cold-sidecar", "cold-sidecar:v1"),
+                ("hot-sidecar-1", "hot-sidecar:v1"),
+                ("hot-sidecar-2", "hotupgrade:empty"),
+            ] {
+                p.spec.as_mut().unwrap().containers.push(Container {
+                    name: n.into(),
+                    image: Some(img.into()),
+                    ..Default::default()
+                });
+                set_status(&mut p, n, img, &ids(img), true);
+            }
+            p
+        };
+        let record = |p: &mut Pod, c: &str| {
+            let observed = p.clone();
+            record_update_state(&view, p, &observed, &[c.to_string()], at(1));
+        };
+        let set_image =
+            |p: &mut Pod, i: usize, img: &str| p.spec.as_mut().unwrap().containers[i].image = Some(img.into());
+        let set_id = |p: &mut Pod, i: usize, id: String| {
+            p.status.as_mut().unwrap().container_statuses.as_mut().unwrap()[i].image_id = id
+        };
+        let names = view.names_in_pod.clone();
+        let done = |p: &Pod| update_completed(p, "test-sidecarset", &names);
+
+        assert!(done(&demo()), "only inject sidecar, not upgrade");
+        let mut p = demo();
+        set_image(&mut p, 1, "cold-sidecar:v2");
+        record(&mut p, "cold-sidecar");
+        assert!(!done(&p), "upgrade cold sidecar, upgrade not completed");
+        set_id(&mut p, 1, ids("cold-sidecar:v2"));
+        assert!(done(&p), "upgrade cold sidecar, upgrade completed");
+        set_image(&mut p, 3, "hot-sidecar:v2");
+        record(&mut p, "hot-sidecar-2");
+        assert!(!done(&p), "upgrade hot-sidecar-2 not completed");
+        set_id(&mut p, 3, ids("hot-sidecar:v2"));
+        set_image(&mut p, 2, "hotupgrade:empty");
+        record(&mut p, "hot-sidecar-1");
+        assert!(!done(&p), "upgrade hot-sidecar-1 not completed");
+        set_id(&mut p, 2, ids("hotupgrade:empty"));
+        assert!(done(&p), "upgrade hot-sidecar completed");
+    }
+
     /// kruise `sidecarset_control` `IsPodReady` with hot upgrade: the idle container must run the
     /// empty image.
     #[test]

@@ -7,7 +7,7 @@
 //! Only images change: a cold sidecar gets the set's image; a hot-upgrade pair gets it on its idle
 //! container (the one on the empty image, else the one not ready, else the non-working one),
 //! which becomes the working one (working-container and version annotations). The set's hash
-//! entry records the new hash and the latest revision, `patchPodMetadata` is applied again, and
+//! entries record the new hashes and the latest revision, `patchPodMetadata` is applied again, and
 //! `kruise.io/sidecarset-inplace-update-state` records the imageIDs the changed containers ran,
 //! so the round can tell when the kubelet has restarted them. Native sidecars (init containers
 //! with `restartPolicy: Always`) are upgraded the same way; other init containers never.
@@ -28,7 +28,7 @@ use serde_json::Value;
 use super::pods::{self, SetView, Sidecar};
 use super::{INPLACE_UPDATE_STATE, SIDECARSET_UPGRADABLE, version_alt_annotation, version_annotation};
 use crate::apis::SidecarSet;
-use crate::apis::keys::SIDECARSET_HASH;
+use crate::apis::keys::{SIDECARSET_HASH, SIDECARSET_HASH_WITHOUT_IMAGE};
 use crate::compat::gojson;
 use crate::core::inplace::state::{ContainerStatusRecord, InPlaceUpdateState, encode_state};
 use crate::core::rollout::actions::{Pin, Write, pod_writes};
@@ -107,19 +107,25 @@ pub fn upgraded_pod(view: &SetView<'_>, pod: &Pod, latest: &str, now: Timestamp)
         }
     }
     let a = out.metadata.annotations.get_or_insert_with(Default::default);
-    // An unparsable annotation starts again from the set's entry (kruise does the same).
-    let mut hashes = a.get(SIDECARSET_HASH).and_then(|t| annotations::parse_hashes(t).ok()).unwrap_or_default();
-    hashes.insert(
-        view.name.to_string(),
-        UpgradeSpec {
-            update_timestamp: Some(crate::core::pods::rfc3339(now)),
-            hash: view.hash.to_string(),
-            sidecar_set_name: view.name.to_string(),
-            sidecar_list: Some(view.sidecar_list()),
-            controller_revision: latest.to_string(),
-        },
-    );
-    a.insert(SIDECARSET_HASH.into(), annotations::write_hashes(&hashes));
+    // Both entries, as injection writes them (kruise's controller refreshes only the first: the
+    // second differs at most in its timestamp, the pod being upgradable). An unparsable
+    // annotation starts again from the set's entry, as kruise does.
+    for (key, hash, revision) in
+        [(SIDECARSET_HASH, view.hash, latest), (SIDECARSET_HASH_WITHOUT_IMAGE, view.hash_without_image, "")]
+    {
+        let mut hashes = a.get(key).and_then(|t| annotations::parse_hashes(t).ok()).unwrap_or_default();
+        hashes.insert(
+            view.name.to_string(),
+            UpgradeSpec {
+                update_timestamp: Some(crate::core::pods::rfc3339(now)),
+                hash: hash.to_string(),
+                sidecar_set_name: view.name.to_string(),
+                sidecar_list: Some(view.sidecar_list()),
+                controller_revision: revision.to_string(),
+            },
+        );
+        a.insert(key.into(), annotations::write_hashes(&hashes));
+    }
     patch_pod_metadata(a, &view.set.spec.patch_pod_metadata).map_err(|e| e.to_string())?;
     record_update_state(view, &mut out, pod, &changed, now);
     Ok(out)

@@ -50,6 +50,8 @@ fn cold_upgrade_changes_only_the_image_and_records_it() {
     assert_eq!(entry.controller_revision, "test-sidecarset-abc");
     assert_eq!(entry.sidecar_list, Some(vec!["cold-sidecar".to_string()]));
     assert_eq!(entry.update_timestamp.as_deref(), Some("2023-11-14T22:13:20Z"));
+    let without = pods::hash_entry(&up, crate::apis::keys::SIDECARSET_HASH_WITHOUT_IMAGE, "test-sidecarset").unwrap();
+    assert_eq!((without.hash.as_str(), without.controller_revision.as_str()), (view.hash_without_image, ""));
     assert_eq!(annotation(&up, "team"), "mesh");
     assert_eq!(
         annotation(&up, INPLACE_UPDATE_STATE),
