@@ -276,3 +276,17 @@ fn kruise_can_upgrade_pods() {
     let marked = p.pod_actions["default"].iter().filter(|a| a.kind == ActionKind::MarkNotUpgradable).count();
     assert_eq!(marked, 50);
 }
+
+/// Scale (issue 28 item 8): a round over 3,000 pods plans the one pod maxUnavailable allows and
+/// counts every pod, touching (cloning) only the pod it writes.
+#[test]
+fn three_thousand_pods_one_round() {
+    let mut w = World::new(cold("sc:1"), 3000);
+    w.edit(|s| s.spec.containers[0].container.image = Some("sc:2".into()));
+    let started = std::time::Instant::now();
+    let p = w.plan();
+    let took = started.elapsed();
+    assert_eq!(counts(&p.status), [3000, 0, 3000, 0]);
+    assert_eq!(p.pod_actions["default"].len(), 1);
+    eprintln!("3000 pods planned in {took:?} (debug build)");
+}
