@@ -556,7 +556,7 @@ mod tests {
         let mut set = with_image("a:1");
         set.spec.revision_history_limit = Some(10);
         let mut api = crate::core::rollout::testkit::FakeCluster::default();
-        let mut register_on = |api: &mut crate::core::rollout::testkit::FakeCluster, s: &SidecarSet| -> i64 {
+        let register_on = |api: &mut crate::core::rollout::testkit::FakeCluster, s: &SidecarSet| -> i64 {
             let refs: Vec<&ControllerRevision> = api.revisions.iter().collect();
             let reg = register(s, &refs, "kruise-system", &BTreeSet::new());
             let mut target = s.clone();
