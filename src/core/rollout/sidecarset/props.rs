@@ -14,9 +14,11 @@
 //!    exactly when its (working) sidecar container has the new image; the idle container of a
 //!    hot pair runs the old image or the empty one;
 //! 5. the status counts are right (recounted from the pods with plain definitions);
+//! 6. pods injected from a version that differs beyond images are never upgraded and are marked
+//!    not upgradable exactly once (no write storm);
 //!
-//! and, once the kubelet catches up everywhere, the rollout converges: every pod beyond the
-//! partition is updated and ready, the idle containers are empty, and a further round writes
+//! and, once the kubelet catches up everywhere, the rollout converges: every upgradable pod beyond
+//! the partition is updated and ready (with `SidecarSetUpgradable=True`, the others `False`), the idle containers are empty, and a further round writes
 //! nothing.
 
 use proptest::prelude::*;
@@ -29,8 +31,10 @@ use super::pods;
 use super::strategy::max_unavailable;
 use super::testkit::{World, hot_set, sidecar_set};
 use crate::apis::common::UpdateScatterTerm;
-use crate::apis::keys::SIDECARSET_HASH;
+use crate::apis::keys::{SIDECARSET_HASH, SIDECARSET_HASH_WITHOUT_IMAGE};
 use crate::compat::intstr::calculate_partition_replicas;
+use crate::core::rollout::actions::ActionKind;
+use crate::core::rollout::sidecarset::SIDECARSET_UPGRADABLE;
 
 #[derive(Clone, Debug)]
 struct Case {
@@ -39,6 +43,9 @@ struct Case {
     max_unavailable: Option<IntOrString>,
     partition: Option<IntOrString>,
     scatter: bool,
+    /// Pods injected from an older version that differs beyond images (bit i: pod i): never
+    /// upgradable.
+    stale: u16,
     /// Per round, which pods the kubelet catches up on (bit i: pod i).
     kubelet: Vec<u16>,
 }
@@ -58,15 +65,16 @@ fn case() -> impl Strategy<Value = Case> {
         int_or_percent(4),
         int_or_percent(12),
         any::<bool>(),
+        prop_oneof![Just(0u16), any::<u16>()],
         prop::collection::vec(any::<u16>(), 1..12),
     )
-        .prop_map(|(pods, hot, max_unavailable, partition, scatter, kubelet)| {
+        .prop_map(|(pods, hot, max_unavailable, partition, scatter, stale, kubelet)| {
             // maxUnavailable 0 as a number would stop every ready pod: kruise validation refuses it.
             let max_unavailable = match max_unavailable {
                 Some(IntOrString::Int(0)) => Some(IntOrString::Int(1)),
                 other => other,
             };
-            Case { pods, hot, max_unavailable, partition, scatter, kubelet }
+            Case { pods, hot, max_unavailable, partition, scatter, stale, kubelet }
         })
 }
 
@@ -77,6 +85,14 @@ fn world(c: &Case) -> World {
         sidecar_set(json!({"containers": [{"name": "cold-sidecar", "image": "sidecar:1"}]}))
     };
     let mut w = World::new(set, c.pods);
+    for (i, p) in w.cluster.pods.iter_mut().enumerate() {
+        if c.stale & (1 << i) != 0 {
+            p.metadata.annotations.as_mut().unwrap().insert(
+                SIDECARSET_HASH_WITHOUT_IMAGE.into(),
+                r#"{"test-sidecarset":{"hash":"from-an-older-version","sidecarList":null}}"#.into(),
+            );
+        }
+    }
     w.edit(|s| {
         s.spec.containers[0].container.image = Some("sidecar:2".into());
         let u = &mut s.spec.update_strategy;
@@ -168,6 +184,8 @@ fn recount(w: &World) -> [i32; 4] {
 
 fn run_case(c: Case) -> Result<(), TestCaseError> {
     let mut w = world(&c);
+    let stale: Vec<bool> = (0..c.pods).map(|i| c.stale & (1 << i) != 0).collect();
+    let mut marked = std::collections::BTreeMap::<String, usize>::new();
     let mut rounds = c.kubelet.clone();
     // Then the kubelet catches up everywhere until the rollout ends.
     rounds.extend(std::iter::repeat_n(u16::MAX, 3 * c.pods + 6));
@@ -177,6 +195,19 @@ fn run_case(c: Case) -> Result<(), TestCaseError> {
         let s = &plan.status;
         // 5. Status counts.
         prop_assert_eq!([s.matched_pods, s.updated_pods, s.ready_pods, s.updated_ready_pods], before);
+        for a in plan.pod_actions.values().flatten() {
+            let name = a.pod.clone().unwrap_or_default();
+            let i: usize = name.trim_start_matches("pod-").parse().unwrap_or(0);
+            // 6. Stale pods are never upgraded, and marked at most once.
+            if a.kind == ActionKind::UpdateInPlace {
+                prop_assert!(!stale[i], "stale pod {} upgraded", name);
+            }
+            if a.kind == ActionKind::MarkNotUpgradable {
+                prop_assert!(stale[i], "upgradable pod {} marked", name);
+                *marked.entry(name).or_default() += 1;
+            }
+        }
+        prop_assert!(marked.values().all(|&n| n == 1), "{:?}", marked);
         // 1. Writes apply.
         let refused = w.apply(&plan);
         prop_assert!(refused.is_empty(), "{:?}", refused);
@@ -192,7 +223,17 @@ fn run_case(c: Case) -> Result<(), TestCaseError> {
     let partition =
         c.partition.as_ref().map_or(0, |p| calculate_partition_replicas(Some(p), Some(n as i32)).unwrap()) as usize;
     let [matched, up, ready, up_ready] = recount(&w);
-    let want_updated = n.saturating_sub(partition) as i32;
+    let upgradable = stale.iter().filter(|s| !**s).count();
+    let want_updated = upgradable.saturating_sub(partition) as i32;
+    for p in &w.cluster.pods {
+        let i: usize = p.metadata.name.as_deref().unwrap_or("").trim_start_matches("pod-").parse().unwrap_or(0);
+        let c = crate::core::pods::condition(p, SIDECARSET_UPGRADABLE);
+        if stale[i] {
+            prop_assert_eq!(c.map(|c| c.status.as_str()), Some("False"));
+        } else if updated(&w, p) {
+            prop_assert_eq!(c.map(|c| c.status.as_str()), Some("True"));
+        }
+    }
     prop_assert_eq!([matched, up, ready, up_ready], [n as i32, want_updated, n as i32, want_updated]);
     let last = w.plan();
     prop_assert!(last.pod_actions.is_empty(), "{:?}", last.pod_actions);
@@ -222,6 +263,7 @@ fn six_pods_partition_two() {
         max_unavailable: Some(IntOrString::Int(1)),
         partition: Some(IntOrString::Int(2)),
         scatter: false,
+        stale: 0,
         kubelet: vec![0, 0, u16::MAX, 0],
     };
     run_case(c).unwrap();
