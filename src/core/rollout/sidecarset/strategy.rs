@@ -158,7 +158,6 @@ mod tests {
     use crate::apis::common::{UpdatePriorityOrderTerm, UpdatePriorityStrategy, UpdatePriorityWeightTerm};
     use crate::core::rollout::sidecarset::testkit::*;
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::LabelSelector;
-    use serde_json::json;
 
     fn int(i: i32) -> Option<IntOrString> {
         Some(IntOrString::Int(i))
@@ -321,6 +320,5 @@ mod tests {
         let sel = next_upgrade_pods(&view, &refs, &facts);
         assert_eq!(sel.upgrade, vec![2]);
         assert!(sel.waiting[0].contains("1 pod(s) still run a sidecar upgrade"), "{:?}", sel.waiting);
-        let _ = json!({});
     }
 }
