@@ -315,6 +315,35 @@ mod tests {
         assert_eq!(history::data_bytes(&r.revision), data, "the stored value re-encodes to the same bytes");
     }
 
+    /// Golden bytes from Go: kruise v1.8.4's `getPatch` (its `SidecarSetSpec`/`SidecarContainer`
+    /// tags, `encoding/json` of the object, decoded to a map, five fields copied, marshalled
+    /// again) run with Go and k8s.io/api on this spec as our webhook stores it.
+    #[test]
+    fn data_matches_go_golden() {
+        let set = sidecar_set(json!({
+            "containers": [
+                {"name": "log-agent", "image": "agent:1<&>", "command": ["a", "b"], "args": ["--x=1"],
+                 "env": [{"name": "E", "value": "v"}, {"name": "F", "valueFrom": {"fieldRef": {"fieldPath": "metadata.name"}}}],
+                 "ports": [{"containerPort": 8080, "name": "http"}],
+                 "resources": {"limits": {"cpu": "100m", "memory": "64Mi"}},
+                 "volumeMounts": [{"name": "logs", "mountPath": "/var/log", "readOnly": true}],
+                 "readinessProbe": {"httpGet": {"path": "/ready", "port": 8080}, "periodSeconds": 5},
+                 "securityContext": {"runAsUser": 1000, "privileged": false},
+                 "podInjectPolicy": "AfterAppContainer",
+                 "shareVolumePolicy": {"type": "enabled"},
+                 "transferEnv": [{"sourceContainerName": "app", "envName": "TZ"}]},
+                {"name": "hot", "image": "h:1", "upgradeStrategy": {"upgradeType": "HotUpgrade", "hotUpgradeEmptyImage": "empty:1"}}
+            ],
+            "initContainers": [{"name": "init", "image": "i:1", "command": ["sh"]}],
+            "volumes": [{"name": "logs", "emptyDir": {}}, {"name": "cfg", "configMap": {"name": "c", "defaultMode": 420}},
+                        {"name": "hp", "hostPath": {"path": "/x", "type": "Directory"}}],
+            "imagePullSecrets": [{"name": "reg"}],
+            "patchPodMetadata": [{"annotations": {"a/b": "{\"x\":1}"}, "patchPolicy": "MergePatchJson"}],
+        }));
+        let go = r#"{"spec":{"$patch":"replace","containers":[{"args":["--x=1"],"command":["a","b"],"env":[{"name":"E","value":"v"},{"name":"F","valueFrom":{"fieldRef":{"apiVersion":"v1","fieldPath":"metadata.name"}}}],"image":"agent:1\u003c\u0026\u003e","imagePullPolicy":"IfNotPresent","name":"log-agent","podInjectPolicy":"AfterAppContainer","ports":[{"containerPort":8080,"name":"http","protocol":"TCP"}],"readinessProbe":{"failureThreshold":3,"httpGet":{"path":"/ready","port":8080,"scheme":"HTTP"},"periodSeconds":5,"successThreshold":1,"timeoutSeconds":1},"resources":{"limits":{"cpu":"100m","memory":"64Mi"}},"securityContext":{"privileged":false,"runAsUser":1000},"shareVolumePolicy":{"type":"enabled"},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","transferEnv":[{"envName":"TZ","sourceContainerName":"app"}],"upgradeStrategy":{"upgradeType":"ColdUpgrade"},"volumeMounts":[{"mountPath":"/var/log","name":"logs","readOnly":true}]},{"image":"h:1","imagePullPolicy":"IfNotPresent","name":"hot","podInjectPolicy":"BeforeAppContainer","resources":{},"shareVolumePolicy":{"type":"disabled"},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","upgradeStrategy":{"hotUpgradeEmptyImage":"empty:1","upgradeType":"HotUpgrade"}}],"imagePullSecrets":[{"name":"reg"}],"initContainers":[{"command":["sh"],"image":"i:1","imagePullPolicy":"IfNotPresent","name":"init","podInjectPolicy":"AfterAppContainer","resources":{},"shareVolumePolicy":{"type":"disabled"},"terminationMessagePath":"/dev/termination-log","terminationMessagePolicy":"File","upgradeStrategy":{"upgradeType":"ColdUpgrade"}}],"patchPodMetadata":[{"annotations":{"a/b":"{\"x\":1}"},"patchPolicy":"MergePatchJson"}],"volumes":[{"emptyDir":{},"name":"logs"},{"configMap":{"defaultMode":420,"name":"c"},"name":"cfg"},{"hostPath":{"path":"/x","type":"Directory"},"name":"hp"}]}}"#;
+        assert_eq!(revision_data(&set), go);
+    }
+
     /// kruise `NewRevision`: name `<set>-<hash of data and collision count>`, labels, annotations,
     /// owner, namespace.
     #[test]
