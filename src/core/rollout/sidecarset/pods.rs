@@ -203,20 +203,14 @@ pub fn in_scope(set: &SidecarSet, namespace: &str, labels: Option<&BTreeMap<Stri
     }
 }
 
-/// kruise `util.ParseImage` (distribution's `reference.Parse`, not normalised): `(repo, tag,
-/// digest)`, `None` when it does not parse.
-pub fn parse_image(image: &str) -> Option<(&str, &str, &str)> {
-    let (name, digest) = match image.split_once('@') {
-        Some((n, d)) if d.contains(':') => (n, d),
-        Some(_) => return None,
-        None => (image, ""),
-    };
-    let (repo, tag) = match name.rfind(':') {
-        Some(i) if !name[i..].contains('/') => (&name[..i], &name[i + 1..]),
-        _ => (name, ""),
-    };
-    let valid = |s: &str| s.bytes().all(|b| b.is_ascii_lowercase() || b.is_ascii_digit() || b"._-/:".contains(&b));
-    (!repo.is_empty() && valid(repo) && !repo.starts_with('/') && !repo.ends_with('/')).then_some((repo, tag, digest))
+/// kruise `util.ParseImage`: `(repository, tag, digest)`, `None` when the reference does not
+/// parse (bad digests included). One difference on purpose: names are normalised
+/// (`busybox` is `docker.io/library/busybox`), where kruise's `reference.Parse` compares them as
+/// written — containerd reports normalised imageIDs, so a short digest image in a pod spec would
+/// never look consistent and the rollout would stall on it.
+pub fn parse_image(image: &str) -> Option<(String, String, String)> {
+    let r = crate::compat::image::parse_image(image).ok()?;
+    Some((r.name, r.tag.unwrap_or_default(), r.digest.unwrap_or_default()))
 }
 
 /// `util.IsImageDigest`.
@@ -388,15 +382,17 @@ mod tests {
             (&format!("docker.io/busybox@{d}") as &str, &format!("docker.io/busybox@{d}") as &str, true),
             (&format!("docker.io/busybox:latest@{d}"), &format!("docker.io/busybox@{d}"), true),
             (&format!("docker.io/busybox@{d}"), "docker.io/busybox:latest", false),
-            ("busybox:latest", "docker.io/busybox:latest", false),
+            // Ours: normalised names (kruise: false).
+            ("busybox:latest", "docker.io/busybox:latest", true),
             ("Upper:1", "Upper:1", false),
+            ("busybox@sha256:1234", "busybox@sha256:1234", false),
         ];
         for (a, b, want) in rows {
             assert_eq!(is_image_equal(a, b), want, "{a} {b}");
         }
         assert!(is_image_digest(&format!("busybox@{d}")));
         assert!(!is_image_digest("busybox:1"));
-        assert_eq!(parse_image("localhost:5000/x"), Some(("localhost:5000/x", "", "")));
+        assert_eq!(parse_image("localhost:5000/x"), Some(("localhost:5000/x".into(), String::new(), String::new())));
     }
 
     /// kruise `sidecarset_control` `TestIsPodStateConsistent`-style rows: digests compared with
