@@ -214,7 +214,9 @@ fn partition_selector_and_pins() {
     for a in actions {
         assert_eq!(a.kind, ActionKind::UpdateInPlace);
         assert_eq!(a.images.get("cold-sidecar").map(String::as_str), Some("sc:2"));
-        let Write::PatchPod { pin: Pin::Observed(rv), .. } = &a.writes[0] else { panic!("{:?}", a.writes) };
+        // SidecarSetUpgradable=True first, pinned to the observed version; the update follows it.
+        let Write::PatchPodStatus { pin: Pin::Observed(rv), .. } = &a.writes[0] else { panic!("{:?}", a.writes) };
+        assert!(matches!(&a.writes[1], Write::PatchPod { pin: Pin::Latest, .. }), "{:?}", a.writes);
         let pod = w.cluster.pods.iter().find(|q| q.metadata.name == a.pod).unwrap();
         assert_eq!(Some(rv), pod.metadata.resource_version.as_ref());
         assert_ne!(crate::core::pods::labels(pod).get("zone").map(String::as_str), Some("z2"));

@@ -62,8 +62,9 @@ fn cold_upgrade_changes_only_the_image_and_records_it() {
     );
 
     let writes = upgrade_writes(&pod, &up, "test-sidecarset", at(1_700_000_000));
-    assert!(matches!(&writes[0], Write::PatchPod { pin: Pin::Observed(rv), .. } if rv == "1"), "{writes:?}");
-    assert!(matches!(&writes[1], Write::PatchPodStatus { pin: Pin::Latest, .. }), "{writes:?}");
+    // The condition first, on the observed version; the update on the version it returns.
+    assert!(matches!(&writes[0], Write::PatchPodStatus { pin: Pin::Observed(rv), .. } if rv == "1"), "{writes:?}");
+    assert!(matches!(&writes[1], Write::PatchPod { pin: Pin::Latest, .. }), "{writes:?}");
     assert_eq!(writes.len(), 2);
     let after = apply(&pod, &writes);
     let c = crate::core::pods::condition(&after, SIDECARSET_UPGRADABLE).unwrap();
