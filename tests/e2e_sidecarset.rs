@@ -467,7 +467,9 @@ async fn faults_never_tear_an_update(w: &World) {
     let deadline = tokio::time::Instant::now() + Duration::from_secs(180);
     for round in 0u32.. {
         let s = sets.get("agents").await.unwrap().status.unwrap();
-        if Some(s.observed_generation) == updated.metadata.generation && s.updated_pods == 5 && s.updated_ready_pods == 5
+        if Some(s.observed_generation) == updated.metadata.generation
+            && s.updated_pods == 5
+            && s.updated_ready_pods == 5
         {
             break;
         }
