@@ -31,7 +31,7 @@ use crate::apis::SidecarSet;
 use crate::apis::keys::{SIDECARSET_HASH, SIDECARSET_HASH_WITHOUT_IMAGE};
 use crate::compat::gojson;
 use crate::core::inplace::state::{ContainerStatusRecord, InPlaceUpdateState, encode_state};
-use crate::core::rollout::actions::{Pin, Write, pod_writes};
+use crate::core::rollout::actions::{Write, pod_writes};
 use crate::core::sidecar::annotations::{self, UpgradeSpec};
 use crate::core::sidecar::inject::{InjectionInput, plan_injection};
 use crate::core::sidecar::metadata::patch_pod_metadata;

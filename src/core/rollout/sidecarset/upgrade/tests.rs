@@ -4,6 +4,7 @@
 //! "why not upgradable" rows).
 
 use super::*;
+use crate::core::rollout::actions::Pin;
 use crate::core::rollout::sidecarset::testkit::*;
 use serde_json::json;
 
