@@ -133,10 +133,11 @@ impl History {
     fn record(&self, p: Pod, deleted: bool) {
         let mut s = self.inner.lock().unwrap();
         let name = p.metadata.name.clone().unwrap();
-        if let Some((container, set, hash, image)) = s.watch_for.clone() {
-            if hash_entry(&p, &set).as_deref() == Some(&hash) && spec_image(&p, &container).as_deref() != Some(&image) {
-                s.torn.push(format!("{name}: hash {hash} with image {:?}", spec_image(&p, &container)));
-            }
+        if let Some((container, set, hash, image)) = s.watch_for.clone()
+            && hash_entry(&p, &set).as_deref() == Some(&hash)
+            && spec_image(&p, &container).as_deref() != Some(&image)
+        {
+            s.torn.push(format!("{name}: hash {hash} with image {:?}", spec_image(&p, &container)));
         }
         if deleted {
             s.latest.remove(&name);
