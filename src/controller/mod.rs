@@ -17,6 +17,7 @@ pub mod failopen;
 pub mod index;
 pub mod informers;
 pub mod podreadiness;
+pub mod podunavailablebudget;
 pub mod queue;
 pub mod runner;
 pub mod statefulset;
@@ -168,6 +169,7 @@ impl Leader {
         tasks.extend(cloneset::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.extend(statefulset::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.push(podreadiness::start(&informers, &self.client, &self.settings, &self.metrics, token));
+        tasks.extend(podunavailablebudget::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.push(failopen::start(
             &informers,
             &self.client,
