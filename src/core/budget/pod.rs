@@ -240,8 +240,12 @@ mod tests {
         assert!(can_resize_in_place(&old, &sized("2", "1Gi", None)), "cpu request grows");
         assert!(can_resize_in_place(&old, &sized("1", "2Gi", None)), "memory request grows");
         assert!(can_resize_in_place(&old, &sized("1000m", "1Gi", None)), "same quantity spelled otherwise");
-        assert!(!can_resize_in_place(&old, &sized("2", "1Gi", Some("RestartContainer"))), "restart policy");
-        assert!(can_resize_in_place(&old, &sized("2", "1Gi", Some("NotRequired"))));
+        let restart = sized("1", "1Gi", Some("RestartContainer"));
+        assert!(!can_resize_in_place(&restart, &sized("2", "1Gi", Some("RestartContainer"))), "restart policy");
+        assert!(can_resize_in_place(&restart, &sized("1", "2Gi", Some("RestartContainer"))), "memory has no policy");
+        let free = sized("1", "1Gi", Some("NotRequired"));
+        assert!(can_resize_in_place(&free, &sized("2", "1Gi", Some("NotRequired"))));
+        assert!(!can_resize_in_place(&old, &sized("2", "1Gi", Some("NotRequired"))), "the policy itself changed");
         let image = pod(|v| {
             v["spec"]["containers"][0]["resources"] =
                 json!({"requests": {"cpu": "1", "memory": "1Gi"}, "limits": {"cpu": "4", "memory": "4Gi"}});
