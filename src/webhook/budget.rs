@@ -19,7 +19,7 @@ use kube::api::{Api, PostParams};
 use super::review::Verdict;
 use super::validate_pod::{BudgetCheck, refusal};
 use crate::apis::podunavailablebudget::PodUnavailableBudget;
-use crate::core::budget::admit::consume;
+use crate::core::budget::admit::{consume, is_recorded};
 
 /// Attempts of one review (kruise's `ConflictRetry.Steps`).
 pub const ATTEMPTS: usize = 4;
@@ -101,6 +101,11 @@ impl Budgets {
                 Some(b) => b,
                 None => self.newest(&key, &check.budget),
             };
+            // The view's copy may predate our own record of this pod (its eviction, then the
+            // delete that carries it out): the pod is judged on the fresh copy too.
+            if is_recorded(check.pod_name(), &current) {
+                return Verdict::allow();
+            }
             let status = match consume(check.pod_name(), &current, check.op, now) {
                 Ok(s) => s,
                 Err(message) => return refusal(check.op, message),
