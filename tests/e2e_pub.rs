@@ -1,0 +1,172 @@
+//! PodUnavailableBudget end to end (issue 31 items 1–2): `kruise serve` with deploy/'s
+//! ServiceAccount and the generated `webhook-config/` registered, on the real control plane with
+//! the simulated kubelet. A budget of `maxUnavailable: 1` over three pods (bare pods: the test
+//! cluster runs no ReplicaSet controller, so `pub.kruise.io/protect-total-replicas` says how
+//! many are expected): the pod webhook names the budget on new pods, the controller counts them,
+//! a server-side dry run takes nothing, the first eviction passes, the second is a 429 naming the
+//! budget (what `kubectl drain` retries) while the first pod is gone, `kubectl delete pod` is
+//! refused the same way, and once a replacement is ready the next eviction passes. Its own test
+//! binary: it registers webhooks with its own CA.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod e2e_common;
+
+use std::time::Duration;
+
+use e2e_common::{Kruise, Kubectl, cluster, eventually_ok, install, manager_kubeconfig, root};
+use k8s_openapi::api::core::v1::Pod;
+use kruise::apis::podunavailablebudget::PodUnavailableBudget;
+use kube::api::{Api, EvictParams, PostParams};
+use serde_json::{Value, json};
+
+const REFUSED: &str = "podunavailablebudget.policy.kruise.io \"web-pub\" is forbidden: pub unavailable allowed is negative";
+
+fn pod(name: &str) -> Pod {
+    serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": name, "labels": {"app": "web"}},
+        "spec": {"containers": [{"name": "main", "image": "nginx:1.25"}], "terminationGracePeriodSeconds": 1}}))
+    .unwrap()
+}
+
+/// `(desiredAvailable, currentAvailable, unavailableAllowed, totalReplicas)` of the budget.
+async fn counts(api: &Api<PodUnavailableBudget>) -> Result<(i32, i32, i32, i32), String> {
+    let b = api.get("web-pub").await.map_err(|e| e.to_string())?;
+    let s = b.status.unwrap_or_default();
+    Ok((s.desired_available, s.current_available, s.unavailable_allowed, s.total_replicas))
+}
+
+async fn wait_counts(api: &Api<PodUnavailableBudget>, want: (i32, i32, i32, i32)) {
+    eventually_ok(&format!("budget status {want:?}"), Duration::from_secs(60), || async {
+        let got = counts(api).await?;
+        if got == want { Ok(()) } else { Err(format!("{got:?}")) }
+    })
+    .await;
+}
+
+async fn wait_ready(pods: &Api<Pod>, name: &str) {
+    eventually_ok(&format!("pod {name} ready"), Duration::from_secs(60), || async {
+        let p = pods.get(name).await.map_err(|e| e.to_string())?;
+        let ready = p
+            .status
+            .and_then(|s| s.conditions)
+            .unwrap_or_default()
+            .iter()
+            .any(|c| c.type_ == "Ready" && c.status == "True");
+        if ready { Ok(()) } else { Err("not ready".into()) }
+    })
+    .await;
+}
+
+/// The error of an eviction as the API server answers it: (code, message).
+async fn evict(pods: &Api<Pod>, name: &str) -> Result<(), (u16, String)> {
+    match pods.evict(name, &EvictParams::default()).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(s)) => Err((s.code, s.message.clone())),
+        Err(e) => Err((0, e.to_string())),
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_budget_of_one_guards_evictions_and_deletes() {
+    let certs = tempfile::tempdir().unwrap();
+    let kubeconfig = manager_kubeconfig(certs.path()).await;
+    let kruise = Kruise::start(certs.path(), &kubeconfig, &[]);
+    install(&[&kruise]).await;
+    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
+    let c = cluster();
+    let client = c.client().await.unwrap();
+    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+    let ns = c.namespace("e2e-pub").await.unwrap();
+    let kubectl = Kubectl::new();
+
+    // The budget first, through the PUB webhook; an invalid one is refused with its field error.
+    let budget = json!({"apiVersion": "policy.kruise.io/v1alpha1", "kind": "PodUnavailableBudget",
+        "metadata": {"name": "web-pub", "namespace": ns.name(),
+                     "annotations": {"pub.kruise.io/protect-total-replicas": "3"}},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}});
+    let path = kubectl.dir().join("pub.json");
+    let mut invalid = budget.clone();
+    invalid["metadata"]["name"] = json!("invalid");
+    invalid["spec"]["minAvailable"] = json!(1);
+    std::fs::write(&path, serde_json::to_vec(&invalid).unwrap()).unwrap();
+    let (ok, _, err) = kubectl.run(&["apply", "-f", path.to_str().unwrap()]).await;
+    assert!(!ok, "a budget with maxUnavailable and minAvailable is invalid");
+    assert!(err.contains("admission webhook \"vpodunavailablebudget.kb.io\" denied the request"), "{err}");
+    assert!(err.contains("maxUnavailable and minAvailable are mutually exclusive"), "{err}");
+    std::fs::write(&path, serde_json::to_vec(&budget).unwrap()).unwrap();
+    // The view may not have listed budgets yet when the webhook starts answering: retry.
+    eventually_ok("the budget is created", Duration::from_secs(60), || async {
+        let (ok, _, err) = kubectl.run(&["apply", "-f", path.to_str().unwrap()]).await;
+        if ok { Ok(()) } else { Err(err) }
+    })
+    .await;
+    let budgets: Api<PodUnavailableBudget> = Api::namespaced(client.clone(), ns.name());
+
+    // Three pods: the pod webhook names the budget on each.
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    for name in ["web-0", "web-1", "web-2"] {
+        let created = eventually_ok(&format!("create {name}"), Duration::from_secs(30), || async {
+            let p = pods.create(&PostParams::default(), &pod(name)).await.map_err(|e| e.to_string())?;
+            let related = p.metadata.annotations.clone().unwrap_or_default().get("kruise.io/related-pub").cloned();
+            if related.as_deref() == Some("web-pub") {
+                Ok(p)
+            } else {
+                // Created before the view held the budget: start again.
+                let _ = pods.delete(name, &Default::default()).await;
+                Err(format!("{name} names {related:?}"))
+            }
+        })
+        .await;
+        assert_eq!(created.metadata.name.as_deref(), Some(name));
+    }
+    for name in ["web-0", "web-1", "web-2"] {
+        wait_ready(&pods, name).await;
+    }
+    wait_counts(&budgets, (2, 3, 1, 3)).await;
+
+    // A server-side dry run is answered as the real delete would be and takes nothing.
+    let (ok, _, err) = kubectl.run(&["-n", ns.name(), "delete", "pod", "web-2", "--dry-run=server"]).await;
+    assert!(ok, "{err}");
+    let held = budgets.get("web-pub").await.unwrap().status.unwrap_or_default();
+    assert_eq!(held.unavailable_allowed, 1);
+    assert!(held.disrupted_pods.is_empty(), "{held:?}");
+
+    // The first eviction takes the unit and records the pod.
+    evict(&pods, "web-0").await.unwrap_or_else(|e| panic!("first eviction: {e:?}"));
+    // The second is refused with 429 (kubectl drain retries it) while web-0 is going or gone.
+    let (code, message) = evict(&pods, "web-1").await.expect_err("second eviction must be refused");
+    assert_eq!(code, 429, "{message}");
+    assert!(message.contains("admission webhook \"vpodeviction.kb.io\" denied the request"), "{message}");
+    assert!(message.contains(REFUSED), "{message}");
+    // kubectl delete of another pod is refused the same way (403).
+    let (ok, _, err) = kubectl.run(&["-n", ns.name(), "delete", "pod", "web-2", "--wait=false"]).await;
+    assert!(!ok, "the delete must be refused");
+    assert!(err.contains("admission webhook \"vpod.kb.io\" denied the request"), "{err}");
+    assert!(err.contains(REFUSED), "{err}");
+
+    // web-0 goes; the controller counts two available, none allowed, and forgets the record.
+    eventually_ok("web-0 is gone", Duration::from_secs(60), || async {
+        match pods.get_opt("web-0").await {
+            Ok(None) => Ok(()),
+            other => Err(format!("{:?}", other.map(|p| p.map(|p| p.metadata.deletion_timestamp)))),
+        }
+    })
+    .await;
+    wait_counts(&budgets, (2, 2, 0, 3)).await;
+    eventually_ok("no disrupted pods left", Duration::from_secs(60), || async {
+        let s = budgets.get("web-pub").await.map_err(|e| e.to_string())?.status.unwrap_or_default();
+        if s.disrupted_pods.is_empty() { Ok(()) } else { Err(format!("{:?}", s.disrupted_pods)) }
+    })
+    .await;
+    let (code, _) = evict(&pods, "web-1").await.expect_err("still refused");
+    assert_eq!(code, 429);
+
+    // A replacement is ready: one unit again, and the next eviction passes.
+    pods.create(&PostParams::default(), &pod("web-3")).await.unwrap();
+    wait_ready(&pods, "web-3").await;
+    wait_counts(&budgets, (2, 3, 1, 3)).await;
+    evict(&pods, "web-1").await.unwrap_or_else(|e| panic!("eviction after the replacement: {e:?}"));
+    let status: Value = serde_json::to_value(budgets.get("web-pub").await.unwrap().status).unwrap();
+    assert_eq!(status["unavailableAllowed"], 0, "{status}");
+    drop(kruise);
+}
