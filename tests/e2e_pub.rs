@@ -131,10 +131,17 @@ async fn a_budget_of_one_guards_evictions_and_deletes() {
     assert_eq!(held.unavailable_allowed, 1);
     assert!(held.disrupted_pods.is_empty(), "{held:?}");
 
+    // Evictions through a client that does not retry a 429 itself (kube's default client, like
+    // kubectl drain, keeps retrying it for minutes: the refusal is the retryable kind).
+    let kubeconfig = kube::config::Kubeconfig::read_from(c.kubeconfig()).unwrap();
+    let mut config = kube::Config::from_custom_kubeconfig(kubeconfig, &Default::default()).await.unwrap();
+    config.default_retry = false;
+    let evictions: Api<Pod> = Api::namespaced(kube::Client::try_from(config).unwrap(), ns.name());
+
     // The first eviction takes the unit and records the pod.
-    evict(&pods, "web-0").await.unwrap_or_else(|e| panic!("first eviction: {e:?}"));
+    evict(&evictions, "web-0").await.unwrap_or_else(|e| panic!("first eviction: {e:?}"));
     // The second is refused with 429 (kubectl drain retries it) while web-0 is going or gone.
-    let (code, message) = evict(&pods, "web-1").await.expect_err("second eviction must be refused");
+    let (code, message) = evict(&evictions, "web-1").await.expect_err("second eviction must be refused");
     assert_eq!(code, 429, "{message}");
     assert!(message.contains("admission webhook \"vpodeviction.kb.io\" denied the request"), "{message}");
     assert!(message.contains(REFUSED), "{message}");
@@ -158,14 +165,14 @@ async fn a_budget_of_one_guards_evictions_and_deletes() {
         if s.disrupted_pods.is_empty() { Ok(()) } else { Err(format!("{:?}", s.disrupted_pods)) }
     })
     .await;
-    let (code, _) = evict(&pods, "web-1").await.expect_err("still refused");
+    let (code, _) = evict(&evictions, "web-1").await.expect_err("still refused");
     assert_eq!(code, 429);
 
     // A replacement is ready: one unit again, and the next eviction passes.
     pods.create(&PostParams::default(), &pod("web-3")).await.unwrap();
     wait_ready(&pods, "web-3").await;
     wait_counts(&budgets, (2, 3, 1, 3)).await;
-    evict(&pods, "web-1").await.unwrap_or_else(|e| panic!("eviction after the replacement: {e:?}"));
+    evict(&evictions, "web-1").await.unwrap_or_else(|e| panic!("eviction after the replacement: {e:?}"));
     let status: Value = serde_json::to_value(budgets.get("web-pub").await.unwrap().status).unwrap();
     assert_eq!(status["unavailableAllowed"], 0, "{status}");
     drop(kruise);
