@@ -19,7 +19,8 @@ use kruise::apis::podunavailablebudget::PodUnavailableBudget;
 use kube::api::{Api, EvictParams, PostParams};
 use serde_json::{Value, json};
 
-const REFUSED: &str = "podunavailablebudget.policy.kruise.io \"web-pub\" is forbidden: pub unavailable allowed is negative";
+const REFUSED: &str =
+    "podunavailablebudget.policy.kruise.io \"web-pub\" is forbidden: pub unavailable allowed is negative";
 
 fn pod(name: &str) -> Pod {
     serde_json::from_value(json!({"apiVersion": "v1", "kind": "Pod",

@@ -52,7 +52,10 @@ impl BudgetStore for Store {
         Box::pin(async move { Ok(found) })
     }
 
-    fn replace_status<'a>(&'a self, budget: &'a PodUnavailableBudget) -> StoreFuture<'a, Result<PodUnavailableBudget, WriteError>> {
+    fn replace_status<'a>(
+        &'a self,
+        budget: &'a PodUnavailableBudget,
+    ) -> StoreFuture<'a, Result<PodUnavailableBudget, WriteError>> {
         let result = (|| {
             let mut held = self.budgets.lock().unwrap();
             let Some(current) = held.iter_mut().find(|b| b.metadata.name == budget.metadata.name) else {
@@ -136,15 +139,19 @@ impl Rig {
     }
 
     async fn evict(&self, name: &str, dry_run: bool) -> (u16, Value) {
-        let mut eviction = json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": "ns"}});
+        let mut eviction =
+            json!({"apiVersion": "policy/v1", "kind": "Eviction", "metadata": {"name": name, "namespace": "ns"}});
         if dry_run {
             eviction["deleteOptions"] = json!({"dryRun": ["All"]});
         }
-        self.send("/validate-pod", json!({
+        self.send(
+            "/validate-pod",
+            json!({
             "uid": "u", "kind": {"group": "policy", "version": "v1", "kind": "Eviction"},
             "resource": {"group": "", "version": "v1", "resource": "pods"}, "subResource": "eviction",
             "name": name, "namespace": "ns", "operation": "CREATE", "userInfo": {"username": "drain"},
-            "object": eviction}))
+            "object": eviction}),
+        )
         .await
     }
 
@@ -175,7 +182,8 @@ fn self_router(r: &axum::Router) -> axum::Router {
     r.clone()
 }
 
-const REFUSED: &str = "podunavailablebudget.policy.kruise.io \"web-pub\" is forbidden: pub unavailable allowed is negative";
+const REFUSED: &str =
+    "podunavailablebudget.policy.kruise.io \"web-pub\" is forbidden: pub unavailable allowed is negative";
 
 /// Drain: the first eviction takes the one unit and records the pod; the second is a 429
 /// TooManyRequests naming the budget, which `kubectl drain` retries; a DELETE is a 403.
@@ -189,10 +197,16 @@ async fn evictions_and_deletes_take_the_budget() {
     assert_eq!(status["unavailableAllowed"], 0);
     assert!(status["disruptedPods"]["web-0"].is_string(), "{status}");
     let (code, r) = rig.evict("web-1", false).await;
-    assert_eq!((code, r["allowed"].as_bool(), r["status"]["reason"].as_str()), (429, Some(false), Some("TooManyRequests")));
+    assert_eq!(
+        (code, r["allowed"].as_bool(), r["status"]["reason"].as_str()),
+        (429, Some(false), Some("TooManyRequests"))
+    );
     assert_eq!(r["status"]["message"], REFUSED);
     let (code, r) = rig.delete(pod("web-1", true), false).await;
-    assert_eq!((code, r["status"]["reason"].as_str(), r["status"]["message"].as_str()), (403, Some("Forbidden"), Some(REFUSED)));
+    assert_eq!(
+        (code, r["status"]["reason"].as_str(), r["status"]["message"].as_str()),
+        (403, Some("Forbidden"), Some(REFUSED))
+    );
     // web-0 is recorded: its own delete (the eviction's) passes without another unit.
     assert_eq!(rig.delete(pod("web-0", true), false).await.0, 200);
     assert_eq!(*rig.store.writes.lock().unwrap(), 1);
@@ -273,7 +287,8 @@ async fn what_passes_without_a_unit() {
     assert_eq!(rig.delete(pod("web-0", true), false).await.0, 200, "DELETE not protected");
     assert_eq!(rig.evict("web-0", false).await.0, 429, "EVICT protected");
 
-    let rig = Rig::new("PodUnavailableBudgetDeleteGate=false", &[none.clone(), pod("web-0", true)], Store::holding(&none));
+    let rig =
+        Rig::new("PodUnavailableBudgetDeleteGate=false", &[none.clone(), pod("web-0", true)], Store::holding(&none));
     assert_eq!(rig.delete(pod("web-0", true), false).await.0, 200, "gate off");
     assert_eq!(rig.evict("web-0", false).await.0, 200, "gate off");
 }
@@ -321,16 +336,29 @@ async fn budget_objects_are_validated() {
             "name": object["metadata"]["name"], "namespace": "ns", "operation": "CREATE", "userInfo": {"username": "alice"},
             "object": object}))
     };
-    let make = |spec: Value| json!({"apiVersion": "policy.kruise.io/v1alpha1", "kind": "PodUnavailableBudget",
-        "metadata": {"name": "web-pub", "namespace": "ns"}, "spec": spec});
-    let ok = make(json!({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxUnavailable": "25%"}));
+    let make = |spec: Value| {
+        json!({"apiVersion": "policy.kruise.io/v1alpha1", "kind": "PodUnavailableBudget",
+        "metadata": {"name": "web-pub", "namespace": "ns"}, "spec": spec})
+    };
+    let ok = make(
+        json!({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxUnavailable": "25%"}),
+    );
     assert_eq!(send(ok).await.0, 200);
     let (code, r) = send(make(json!({"maxUnavailable": 1}))).await;
     assert_eq!(code, 422);
-    assert_eq!(r["status"]["message"], "spec.selector, targetRef: Required value: no selector or targetRef defined in PodUnavailableBudget");
+    assert_eq!(
+        r["status"]["message"],
+        "spec.selector, targetRef: Required value: no selector or targetRef defined in PodUnavailableBudget"
+    );
     let (code, r) = send(make(json!({"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}))).await;
     assert_eq!(code, 422);
-    assert!(r["status"]["message"].as_str().unwrap().ends_with("pub.spec.selector is in conflict with other PodUnavailableBudget other"), "{r}");
+    assert!(
+        r["status"]["message"]
+            .as_str()
+            .unwrap()
+            .ends_with("pub.spec.selector is in conflict with other PodUnavailableBudget other"),
+        "{r}"
+    );
 
     let off = Rig::new(
         "PodUnavailableBudgetDeleteGate=false,PodUnavailableBudgetUpdateGate=false",
@@ -338,11 +366,14 @@ async fn budget_objects_are_validated() {
         Arc::new(Store::default()),
     );
     let (code, _) = off
-        .send("/validate-policy-kruise-io-podunavailablebudget", json!({
+        .send(
+            "/validate-policy-kruise-io-podunavailablebudget",
+            json!({
             "uid": "u", "kind": {"group": "policy.kruise.io", "version": "v1alpha1", "kind": "PodUnavailableBudget"},
             "resource": {"group": "policy.kruise.io", "version": "v1alpha1", "resource": "podunavailablebudgets"},
             "name": "x", "namespace": "ns", "operation": "CREATE", "userInfo": {"username": "alice"},
-            "object": make(json!({"maxUnavailable": 1}))}))
+            "object": make(json!({"maxUnavailable": 1}))}),
+        )
         .await;
     assert_eq!(code, 403);
 }
@@ -355,11 +386,14 @@ async fn new_pods_name_their_budget() {
     let mut new = pod("web-5", false);
     new["metadata"].as_object_mut().unwrap().remove("annotations");
     let (code, r) = rig
-        .send("/mutate-pod", json!({
+        .send(
+            "/mutate-pod",
+            json!({
             "uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
             "resource": {"group": "", "version": "v1", "resource": "pods"},
             "name": "web-5", "namespace": "ns", "operation": "CREATE", "userInfo": {"username": "rs"},
-            "object": new.clone()}))
+            "object": new.clone()}),
+        )
         .await;
     assert_eq!(code, 200);
     let patch: json_patch::Patch = {
@@ -373,11 +407,14 @@ async fn new_pods_name_their_budget() {
     let mut other = new.clone();
     other["metadata"]["labels"] = json!({"app": "db"});
     let (_, r) = rig
-        .send("/mutate-pod", json!({
+        .send(
+            "/mutate-pod",
+            json!({
             "uid": "u", "kind": {"group": "", "version": "v1", "kind": "Pod"},
             "resource": {"group": "", "version": "v1", "resource": "pods"},
             "name": "db-0", "namespace": "ns", "operation": "CREATE", "userInfo": {"username": "rs"},
-            "object": other}))
+            "object": other}),
+        )
         .await;
     assert!(r.get("patch").is_none_or(Value::is_null), "{r}");
 }

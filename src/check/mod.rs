@@ -517,13 +517,20 @@ mod tests {
     #[test]
     fn pod_unavailable_budgets_are_checked() {
         let settings = Settings { namespace: "default".into(), gates: FeatureGates::default() };
-        let good = budget("web", json!({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxUnavailable": 1}));
+        let good = budget(
+            "web",
+            json!({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxUnavailable": 1}),
+        );
         let bad = budget("bad", json!({"maxUnavailable": 1}));
         let out = check(&[manifest(good.clone()), manifest(bad)], &[], &Snapshot::default(), &settings);
         assert_eq!(out[0].status, Status::Ok, "{}", out[0].message);
         assert_eq!(out[1].status, Status::Denied);
         assert_eq!(out[1].code, 422);
-        assert!(out[1].message.contains("no selector or targetRef defined in PodUnavailableBudget"), "{}", out[1].message);
+        assert!(
+            out[1].message.contains("no selector or targetRef defined in PodUnavailableBudget"),
+            "{}",
+            out[1].message
+        );
         let a = budget("a", json!({"selector": {"matchLabels": {"app": "x"}}, "maxUnavailable": 1}));
         let b = budget("b", json!({"selector": {"matchLabels": {"app": "x"}}, "minAvailable": 1}));
         let out = check(&[manifest(a), manifest(b)], &[], &Snapshot::default(), &settings);

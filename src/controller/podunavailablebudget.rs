@@ -226,7 +226,9 @@ fn resource_of(api_version: &str, kind: &str) -> Option<ApiResource> {
     let (group, version) = match api_version.split_once('/') {
         Some((g, v)) => (g, v),
         None if api_version == "apps" => ("apps", "v1"),
-        None if api_version == "apps.kruise.io" => ("apps.kruise.io", if kind == "StatefulSet" { "v1beta1" } else { "v1alpha1" }),
+        None if api_version == "apps.kruise.io" => {
+            ("apps.kruise.io", if kind == "StatefulSet" { "v1beta1" } else { "v1alpha1" })
+        }
         None => ("", api_version),
     };
     let plural = match (group, kind) {
@@ -266,7 +268,12 @@ impl Finder<'_> {
     }
 
     /// `GetPodsForRef`'s workload and the uids controlling its pods.
-    async fn target(&self, api_version: &str, kind: &str, name: &str) -> Result<(Option<Workload>, Vec<String>), ReconcileError> {
+    async fn target(
+        &self,
+        api_version: &str,
+        kind: &str,
+        name: &str,
+    ) -> Result<(Option<Workload>, Vec<String>), ReconcileError> {
         let Some(o) = self.get(api_version, kind, name).await? else { return Ok((None, Vec::new())) };
         let workload = workload_of_json(&o);
         if kind != "Deployment" {
@@ -293,7 +300,11 @@ impl Finder<'_> {
             .iter()
             .filter(|rs| rs.metadata.deletion_timestamp.is_none())
             .filter(|rs| {
-                rs.metadata.owner_references.iter().flatten().any(|r| r.controller == Some(true) && r.uid == workload.uid)
+                rs.metadata
+                    .owner_references
+                    .iter()
+                    .flatten()
+                    .any(|r| r.controller == Some(true) && r.uid == workload.uid)
             })
             .filter_map(|rs| rs.metadata.uid.clone())
             .collect();

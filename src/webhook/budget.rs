@@ -43,9 +43,16 @@ pub type StoreFuture<'a, T> = std::pin::Pin<Box<dyn std::future::Future<Output =
 /// Where budgets are read and their status written (the API server; a fake in tests).
 pub trait BudgetStore: Send + Sync {
     /// The budget now (`None` when it does not exist).
-    fn get<'a>(&'a self, namespace: &'a str, name: &'a str) -> StoreFuture<'a, Result<Option<PodUnavailableBudget>, String>>;
+    fn get<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> StoreFuture<'a, Result<Option<PodUnavailableBudget>, String>>;
     /// Replaces the status of `budget` at its resourceVersion; the budget as written.
-    fn replace_status<'a>(&'a self, budget: &'a PodUnavailableBudget) -> StoreFuture<'a, Result<PodUnavailableBudget, WriteError>>;
+    fn replace_status<'a>(
+        &'a self,
+        budget: &'a PodUnavailableBudget,
+    ) -> StoreFuture<'a, Result<PodUnavailableBudget, WriteError>>;
 }
 
 /// The budget writer of one process: its store, the per-budget locks and the copies it wrote.
@@ -117,7 +124,10 @@ impl Budgets {
             next.status = Some(status);
             match self.store.replace_status(&next).await {
                 Ok(written) => {
-                    self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key, Arc::new(written));
+                    self.written
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(key, Arc::new(written));
                     return Verdict::allow();
                 }
                 Err(WriteError::NotFound) => return Verdict::allow(),
@@ -150,14 +160,21 @@ impl ApiStore {
 }
 
 impl BudgetStore for ApiStore {
-    fn get<'a>(&'a self, namespace: &'a str, name: &'a str) -> StoreFuture<'a, Result<Option<PodUnavailableBudget>, String>> {
+    fn get<'a>(
+        &'a self,
+        namespace: &'a str,
+        name: &'a str,
+    ) -> StoreFuture<'a, Result<Option<PodUnavailableBudget>, String>> {
         Box::pin(async move {
             let api: Api<PodUnavailableBudget> = Api::namespaced(self.client.clone(), namespace);
             api.get_opt(name).await.map_err(|e| e.to_string())
         })
     }
 
-    fn replace_status<'a>(&'a self, budget: &'a PodUnavailableBudget) -> StoreFuture<'a, Result<PodUnavailableBudget, WriteError>> {
+    fn replace_status<'a>(
+        &'a self,
+        budget: &'a PodUnavailableBudget,
+    ) -> StoreFuture<'a, Result<PodUnavailableBudget, WriteError>> {
         Box::pin(async move {
             let namespace = budget.metadata.namespace.as_deref().unwrap_or("default");
             let name = budget.metadata.name.as_deref().unwrap_or("");

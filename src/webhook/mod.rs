@@ -3,8 +3,8 @@
 //! One file per webhook of the path table, named after its [`Handler`] (`mutate_cloneset.rs`
 //! answers [`Handler::MutateCloneSet`]); the decoding steps they share are here.
 
-pub mod convert;
 pub mod budget;
+pub mod convert;
 pub mod http;
 pub mod mutate_cloneset;
 pub mod mutate_pod;

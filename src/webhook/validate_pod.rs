@@ -147,7 +147,8 @@ pub fn check(ctx: &Context, review: &Review) -> PodCheck {
     if budget_name.is_empty() {
         return PodCheck::Done(Verdict::allow());
     }
-    let namespace = pod.metadata.namespace.clone().or_else(|| req.namespace.clone()).unwrap_or_else(|| "default".into());
+    let namespace =
+        pod.metadata.namespace.clone().or_else(|| req.namespace.clone()).unwrap_or_else(|| "default".into());
     let budget = ctx
         .cluster
         .pod_unavailable_budgets(&namespace)

@@ -61,7 +61,10 @@ pub fn precheck(pod: &Pod, budget: Option<&PodUnavailableBudget>, op: Operation,
 
 /// Whether the budget's status records the pod as disrupted or unavailable.
 pub fn is_recorded(pod_name: &str, budget: &PodUnavailableBudget) -> bool {
-    budget.status.as_ref().is_some_and(|s| s.unavailable_pods.contains_key(pod_name) || s.disrupted_pods.contains_key(pod_name))
+    budget
+        .status
+        .as_ref()
+        .is_some_and(|s| s.unavailable_pods.contains_key(pod_name) || s.disrupted_pods.contains_key(pod_name))
 }
 
 /// Step 2 (`checkAndDecrement`): the status to write once `op` on `pod_name` took one unit of
@@ -137,45 +140,146 @@ mod tests {
     #[test]
     fn validate_pod_table() {
         let rows = vec![
-            Row { name: "valid update pod, allowed 1", pod: pod(|_| {}), budget: Some(budget(with_allowed(1))),
-                  op: Operation::Update, allowed: true, after: Some((0, vec![], vec!["test-pod-0"])) },
-            Row { name: "valid delete pod, allowed 1", pod: pod(|_| {}), budget: Some(budget(with_allowed(1))),
-                  op: Operation::Delete, allowed: true, after: Some((0, vec!["test-pod-0"], vec![])) },
-            Row { name: "valid evict pod, allowed 1", pod: pod(|_| {}), budget: Some(budget(with_allowed(1))),
-                  op: Operation::Evict, allowed: true, after: Some((0, vec!["test-pod-0"], vec![])) },
-            Row { name: "invalid update pod, allowed 0", pod: pod(|_| {}), budget: Some(budget(with_allowed(0))),
-                  op: Operation::Update, allowed: false, after: None },
-            Row { name: "invalid delete pod, allowed -1", pod: pod(|_| {}), budget: Some(budget(with_allowed(-1))),
-                  op: Operation::Delete, allowed: false, after: None },
-            Row { name: "pod not ready: allowed without consuming",
-                  pod: pod(|v| v["status"]["conditions"][0]["status"] = json!("False")),
-                  budget: Some(budget(with_allowed(0))), op: Operation::Delete, allowed: true, after: None },
-            Row { name: "pod not running: allowed", pod: pod(|v| v["status"]["phase"] = json!("Pending")),
-                  budget: Some(budget(with_allowed(0))), op: Operation::Delete, allowed: true, after: None },
-            Row { name: "pod with an unavailable label: allowed",
-                  pod: pod(|v| v["metadata"]["labels"]["unavailable-pod.kruise.io/drain"] = json!("true")),
-                  budget: Some(budget(with_allowed(0))), op: Operation::Evict, allowed: true, after: None },
-            Row { name: "pod marked no-protect: allowed",
-                  pod: pod(|v| v["metadata"]["annotations"][NO_PROTECT] = json!("true")),
-                  budget: Some(budget(with_allowed(0))), op: Operation::Delete, allowed: true, after: None },
-            Row { name: "no budget: allowed", pod: pod(|_| {}), budget: None, op: Operation::Delete, allowed: true, after: None },
-            Row { name: "desiredAvailable 0: allowed", pod: pod(|_| {}),
-                  budget: Some(budget(|v| v["status"]["desiredAvailable"] = json!(0))),
-                  op: Operation::Delete, allowed: true, after: None },
-            Row { name: "only EVICT protected: delete allowed", pod: pod(|_| {}),
-                  budget: Some(budget(|v| { with_allowed(0)(v); v["metadata"]["annotations"]["kruise.io/pub-protect-operations"] = json!("EVICT") })),
-                  op: Operation::Delete, allowed: true, after: None },
-            Row { name: "only EVICT protected: eviction refused", pod: pod(|_| {}),
-                  budget: Some(budget(|v| { with_allowed(0)(v); v["metadata"]["annotations"]["kruise.io/pub-protect-operations"] = json!("EVICT") })),
-                  op: Operation::Evict, allowed: false, after: None },
-            Row { name: "pod already in disruptedPods: allowed", pod: pod(|_| {}),
-                  budget: Some(budget(|v| { with_allowed(0)(v); v["status"]["disruptedPods"] = json!({"test-pod-0": "2021-01-01T00:00:00Z"}) })),
-                  op: Operation::Delete, allowed: true, after: None },
-            Row { name: "pod already in unavailablePods: allowed", pod: pod(|_| {}),
-                  budget: Some(budget(|v| { with_allowed(0)(v); v["status"]["unavailablePods"] = json!({"test-pod-0": "2021-01-01T00:00:00Z"}) })),
-                  op: Operation::Update, allowed: true, after: None },
-            Row { name: "resize counts as a disruption", pod: pod(|_| {}), budget: Some(budget(with_allowed(2))),
-                  op: Operation::Resize, allowed: true, after: Some((1, vec!["test-pod-0"], vec![])) },
+            Row {
+                name: "valid update pod, allowed 1",
+                pod: pod(|_| {}),
+                budget: Some(budget(with_allowed(1))),
+                op: Operation::Update,
+                allowed: true,
+                after: Some((0, vec![], vec!["test-pod-0"])),
+            },
+            Row {
+                name: "valid delete pod, allowed 1",
+                pod: pod(|_| {}),
+                budget: Some(budget(with_allowed(1))),
+                op: Operation::Delete,
+                allowed: true,
+                after: Some((0, vec!["test-pod-0"], vec![])),
+            },
+            Row {
+                name: "valid evict pod, allowed 1",
+                pod: pod(|_| {}),
+                budget: Some(budget(with_allowed(1))),
+                op: Operation::Evict,
+                allowed: true,
+                after: Some((0, vec!["test-pod-0"], vec![])),
+            },
+            Row {
+                name: "invalid update pod, allowed 0",
+                pod: pod(|_| {}),
+                budget: Some(budget(with_allowed(0))),
+                op: Operation::Update,
+                allowed: false,
+                after: None,
+            },
+            Row {
+                name: "invalid delete pod, allowed -1",
+                pod: pod(|_| {}),
+                budget: Some(budget(with_allowed(-1))),
+                op: Operation::Delete,
+                allowed: false,
+                after: None,
+            },
+            Row {
+                name: "pod not ready: allowed without consuming",
+                pod: pod(|v| v["status"]["conditions"][0]["status"] = json!("False")),
+                budget: Some(budget(with_allowed(0))),
+                op: Operation::Delete,
+                allowed: true,
+                after: None,
+            },
+            Row {
+                name: "pod not running: allowed",
+                pod: pod(|v| v["status"]["phase"] = json!("Pending")),
+                budget: Some(budget(with_allowed(0))),
+                op: Operation::Delete,
+                allowed: true,
+                after: None,
+            },
+            Row {
+                name: "pod with an unavailable label: allowed",
+                pod: pod(|v| v["metadata"]["labels"]["unavailable-pod.kruise.io/drain"] = json!("true")),
+                budget: Some(budget(with_allowed(0))),
+                op: Operation::Evict,
+                allowed: true,
+                after: None,
+            },
+            Row {
+                name: "pod marked no-protect: allowed",
+                pod: pod(|v| v["metadata"]["annotations"][NO_PROTECT] = json!("true")),
+                budget: Some(budget(with_allowed(0))),
+                op: Operation::Delete,
+                allowed: true,
+                after: None,
+            },
+            Row {
+                name: "no budget: allowed",
+                pod: pod(|_| {}),
+                budget: None,
+                op: Operation::Delete,
+                allowed: true,
+                after: None,
+            },
+            Row {
+                name: "desiredAvailable 0: allowed",
+                pod: pod(|_| {}),
+                budget: Some(budget(|v| v["status"]["desiredAvailable"] = json!(0))),
+                op: Operation::Delete,
+                allowed: true,
+                after: None,
+            },
+            Row {
+                name: "only EVICT protected: delete allowed",
+                pod: pod(|_| {}),
+                budget: Some(budget(|v| {
+                    with_allowed(0)(v);
+                    v["metadata"]["annotations"]["kruise.io/pub-protect-operations"] = json!("EVICT")
+                })),
+                op: Operation::Delete,
+                allowed: true,
+                after: None,
+            },
+            Row {
+                name: "only EVICT protected: eviction refused",
+                pod: pod(|_| {}),
+                budget: Some(budget(|v| {
+                    with_allowed(0)(v);
+                    v["metadata"]["annotations"]["kruise.io/pub-protect-operations"] = json!("EVICT")
+                })),
+                op: Operation::Evict,
+                allowed: false,
+                after: None,
+            },
+            Row {
+                name: "pod already in disruptedPods: allowed",
+                pod: pod(|_| {}),
+                budget: Some(budget(|v| {
+                    with_allowed(0)(v);
+                    v["status"]["disruptedPods"] = json!({"test-pod-0": "2021-01-01T00:00:00Z"})
+                })),
+                op: Operation::Delete,
+                allowed: true,
+                after: None,
+            },
+            Row {
+                name: "pod already in unavailablePods: allowed",
+                pod: pod(|_| {}),
+                budget: Some(budget(|v| {
+                    with_allowed(0)(v);
+                    v["status"]["unavailablePods"] = json!({"test-pod-0": "2021-01-01T00:00:00Z"})
+                })),
+                op: Operation::Update,
+                allowed: true,
+                after: None,
+            },
+            Row {
+                name: "resize counts as a disruption",
+                pod: pod(|_| {}),
+                budget: Some(budget(with_allowed(2))),
+                op: Operation::Resize,
+                allowed: true,
+                after: Some((1, vec!["test-pod-0"], vec![])),
+            },
         ];
         for row in &rows {
             let (allowed, status) = run(row);
@@ -197,7 +301,8 @@ mod tests {
         let b = budget(with_allowed(0));
         assert_eq!(
             consume("p", &b, Operation::Evict, at(1)),
-            Err("podunavailablebudget.policy.kruise.io \"pub-test\" is forbidden: pub unavailable allowed is negative".into())
+            Err("podunavailablebudget.policy.kruise.io \"pub-test\" is forbidden: pub unavailable allowed is negative"
+                .into())
         );
         let full = budget(|v| {
             with_allowed(5)(v);
@@ -206,7 +311,9 @@ mod tests {
             v["status"]["disruptedPods"] = Value::Object(many);
         });
         let err = consume("x", &full, Operation::Delete, at(1)).expect_err("overflow");
-        assert!(err.ends_with("DisruptedPods and UnavailablePods map too big - too many unavailable not confirmed by PUB controller"));
+        assert!(err.ends_with(
+            "DisruptedPods and UnavailablePods map too big - too many unavailable not confirmed by PUB controller"
+        ));
     }
 
     /// The timestamp recorded is the time of the decision; other records are kept.

@@ -112,7 +112,11 @@ pub fn workload_of(pod: &Pod, owner: &OwnerReference) -> TargetReference {
         if let Some(deployment) = hash.and_then(|h| owner.name.strip_suffix(&format!("-{h}")))
             && !deployment.is_empty()
         {
-            return TargetReference { api_version: "apps/v1".into(), kind: "Deployment".into(), name: deployment.into() };
+            return TargetReference {
+                api_version: "apps/v1".into(),
+                kind: "Deployment".into(),
+                name: deployment.into(),
+            };
         }
     }
     TargetReference { api_version: owner.api_version.clone(), kind: owner.kind.clone(), name: owner.name.clone() }

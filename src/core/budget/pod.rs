@@ -216,7 +216,11 @@ mod tests {
             ("only annotations changed", pod(|v| v["metadata"]["annotations"]["a"] = json!("b")), false),
             ("only status changed", pod(|v| v["status"]["phase"] = json!("Pending")), false),
             ("image changed", pod(|v| v["spec"]["containers"][0]["image"] = json!("nginx:v2")), true),
-            ("unavailable label added", pod(|v| v["metadata"]["labels"]["unavailable-pod.kruise.io/x"] = json!("1")), true),
+            (
+                "unavailable label added",
+                pod(|v| v["metadata"]["labels"]["unavailable-pod.kruise.io/x"] = json!("1")),
+                true,
+            ),
         ];
         for (name, new, want) in rows {
             assert_eq!(is_unavailable_changed(&old, &new), want, "{name}");

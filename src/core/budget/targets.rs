@@ -86,11 +86,8 @@ pub fn for_selector<'a>(
         Some(Ok(s)) if !s.is_empty() => s,
         _ => return Targets { pods: Vec::new(), expected: total_replicas_override(budget).unwrap_or(0) },
     };
-    let mut selected: Vec<&Pod> = namespace_pods
-        .iter()
-        .copied()
-        .filter(|p| pods::is_active(p) && selector.matches(pods::labels(p)))
-        .collect();
+    let mut selected: Vec<&Pod> =
+        namespace_pods.iter().copied().filter(|p| pods::is_active(p) && selector.matches(pods::labels(p))).collect();
     selected.sort_by_key(|p| pods::name(p).to_string());
     let expected = match total_replicas_override(budget) {
         Some(n) => n,
@@ -143,7 +140,9 @@ mod tests {
     /// none or being deleted; the annotation wins.
     #[test]
     fn target_pods() {
-        let b = budget(|v| v["spec"] = json!({"targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs"}, "maxUnavailable": 1}));
+        let b = budget(
+            |v| v["spec"] = json!({"targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs"}, "maxUnavailable": 1}),
+        );
         let all = [
             owned("a", "cs-uid", |_| {}),
             owned("b", "cs-uid", |v| v["status"]["phase"] = json!("Succeeded")),
@@ -162,7 +161,8 @@ mod tests {
         assert!(for_target(&b, Some(&deleting), &["cs-uid".into()], &refs).pods.is_empty());
         assert_eq!(for_target(&b, None, &[], &refs).expected, 0);
         let fixed = budget(|v| {
-            v["spec"] = json!({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}, "maxUnavailable": 1});
+            v["spec"] =
+                json!({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "d"}, "maxUnavailable": 1});
             v["metadata"]["annotations"][PROTECT_TOTAL_REPLICAS] = json!("7");
         });
         assert_eq!(for_target(&fixed, Some(&w), &["cs-uid".into()], &refs).expected, 7);

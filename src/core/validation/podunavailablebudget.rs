@@ -190,8 +190,7 @@ fn requirements_by_key(sel: &LabelSelector) -> BTreeMap<String, LabelSelectorReq
         out.insert(e.key.clone(), e.clone());
     }
     for (k, v) in sel.match_labels.iter().flatten() {
-        let req =
-            LabelSelectorRequirement { key: k.clone(), operator: "In".into(), values: Some(vec![v.clone()]) };
+        let req = LabelSelectorRequirement { key: k.clone(), operator: "In".into(), values: Some(vec![v.clone()]) };
         out.insert(k.clone(), req);
     }
     out
@@ -246,41 +245,132 @@ mod tests {
     #[test]
     fn validating_pub() {
         let rows: Vec<(&str, PodUnavailableBudget, &str)> = vec![
-            ("valid pub, TargetReference and MaxUnavailable", with(|v| { drop(v, "selector"); drop(v, "minAvailable") }), ""),
-            ("valid pub, Selector and MinAvailable", with(|v| { drop(v, "targetRef"); drop(v, "maxUnavailable") }), ""),
-            ("invalid pub, Selector and TargetReference are nil",
-             with(|v| { drop(v, "targetRef"); drop(v, "selector"); drop(v, "minAvailable") }),
-             "spec.selector, targetRef: Required value: no selector or targetRef defined in PodUnavailableBudget"),
-            ("invalid pub, Selector and TargetReference are mutually exclusive", with(|v| drop(v, "minAvailable")),
-             "spec.selector, targetRef: Required value: selector and targetRef are mutually exclusive"),
-            ("invalid pub, MaxUnavailable and MinAvailable are nil",
-             with(|v| { drop(v, "maxUnavailable"); drop(v, "minAvailable"); drop(v, "selector") }),
-             "spec.maxUnavailable, minAvailable: Required value: no maxUnavailable or minAvailable defined in PodUnavailableBudget"),
-            ("invalid pub, MaxUnavailable and MinAvailable are mutually exclusive", with(|v| drop(v, "selector")),
-             "spec.maxUnavailable, minAvailable: Required value: maxUnavailable and minAvailable are mutually exclusive"),
-            ("invalid pub feature-gate annotation",
-             with(|v| { drop(v, "selector"); drop(v, "minAvailable"); v["metadata"]["annotations"][PROTECT_OPERATIONS] = json!("xxxxx") }),
-             "metadata: Internal error: annotation[kruise.io/pub-protect-operations] is invalid"),
-            ("valid pub feature-gate annotation",
-             with(|v| { drop(v, "selector"); drop(v, "minAvailable"); v["metadata"]["annotations"][PROTECT_OPERATIONS] = json!("EVICT,DELETE,UPDATE,RESIZE") }),
-             ""),
-            ("invalid pub total replicas annotation",
-             with(|v| { drop(v, "selector"); drop(v, "minAvailable"); v["metadata"]["annotations"][PROTECT_TOTAL_REPLICAS] = json!("%%") }),
-             "metadata: Internal error: annotation[pub.kruise.io/protect-total-replicas] is invalid"),
-            ("valid pub total replicas annotation",
-             with(|v| { drop(v, "selector"); drop(v, "minAvailable"); v["metadata"]["annotations"][PROTECT_TOTAL_REPLICAS] = json!("1000") }),
-             ""),
+            (
+                "valid pub, TargetReference and MaxUnavailable",
+                with(|v| {
+                    drop(v, "selector");
+                    drop(v, "minAvailable")
+                }),
+                "",
+            ),
+            (
+                "valid pub, Selector and MinAvailable",
+                with(|v| {
+                    drop(v, "targetRef");
+                    drop(v, "maxUnavailable")
+                }),
+                "",
+            ),
+            (
+                "invalid pub, Selector and TargetReference are nil",
+                with(|v| {
+                    drop(v, "targetRef");
+                    drop(v, "selector");
+                    drop(v, "minAvailable")
+                }),
+                "spec.selector, targetRef: Required value: no selector or targetRef defined in PodUnavailableBudget",
+            ),
+            (
+                "invalid pub, Selector and TargetReference are mutually exclusive",
+                with(|v| drop(v, "minAvailable")),
+                "spec.selector, targetRef: Required value: selector and targetRef are mutually exclusive",
+            ),
+            (
+                "invalid pub, MaxUnavailable and MinAvailable are nil",
+                with(|v| {
+                    drop(v, "maxUnavailable");
+                    drop(v, "minAvailable");
+                    drop(v, "selector")
+                }),
+                "spec.maxUnavailable, minAvailable: Required value: no maxUnavailable or minAvailable defined in PodUnavailableBudget",
+            ),
+            (
+                "invalid pub, MaxUnavailable and MinAvailable are mutually exclusive",
+                with(|v| drop(v, "selector")),
+                "spec.maxUnavailable, minAvailable: Required value: maxUnavailable and minAvailable are mutually exclusive",
+            ),
+            (
+                "invalid pub feature-gate annotation",
+                with(|v| {
+                    drop(v, "selector");
+                    drop(v, "minAvailable");
+                    v["metadata"]["annotations"][PROTECT_OPERATIONS] = json!("xxxxx")
+                }),
+                "metadata: Internal error: annotation[kruise.io/pub-protect-operations] is invalid",
+            ),
+            (
+                "valid pub feature-gate annotation",
+                with(|v| {
+                    drop(v, "selector");
+                    drop(v, "minAvailable");
+                    v["metadata"]["annotations"][PROTECT_OPERATIONS] = json!("EVICT,DELETE,UPDATE,RESIZE")
+                }),
+                "",
+            ),
+            (
+                "invalid pub total replicas annotation",
+                with(|v| {
+                    drop(v, "selector");
+                    drop(v, "minAvailable");
+                    v["metadata"]["annotations"][PROTECT_TOTAL_REPLICAS] = json!("%%")
+                }),
+                "metadata: Internal error: annotation[pub.kruise.io/protect-total-replicas] is invalid",
+            ),
+            (
+                "valid pub total replicas annotation",
+                with(|v| {
+                    drop(v, "selector");
+                    drop(v, "minAvailable");
+                    v["metadata"]["annotations"][PROTECT_TOTAL_REPLICAS] = json!("1000")
+                }),
+                "",
+            ),
             // Beyond kruise's table: the number rules and the targetRef checks.
-            ("maxUnavailable over 100%", with(|v| { drop(v, "selector"); drop(v, "minAvailable"); v["spec"]["maxUnavailable"] = json!("120%") }),
-             "spec.maxUnavailable: Invalid value: \"120%\": must not be greater than 100%"),
-            ("negative minAvailable", with(|v| { drop(v, "selector"); drop(v, "maxUnavailable"); v["spec"]["minAvailable"] = json!(-1) }),
-             "spec.minAvailable: Invalid value: -1: must be greater than or equal to 0"),
-            ("empty selector", with(|v| { drop(v, "targetRef"); drop(v, "minAvailable"); v["spec"]["selector"] = json!({}) }),
-             "spec.selector: Invalid value: {}: empty selector is not valid for PodUnavailableBudget."),
-            ("targetRef without a name", with(|v| { drop(v, "selector"); drop(v, "minAvailable"); v["spec"]["targetRef"] = json!({"apiVersion": "apps/v1", "kind": "Deployment"}) }),
-             "spec.TargetReference: Invalid value: {\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\"}: empty TargetReference is not valid for PodUnavailableBudget."),
-            ("targetRef with a bad apiVersion", with(|v| { drop(v, "selector"); drop(v, "minAvailable"); v["spec"]["targetRef"]["apiVersion"] = json!("a/b/c") }),
-             "spec.TargetReference: Invalid value: {\"apiVersion\":\"a/b/c\",\"kind\":\"Deployment\",\"name\":\"deployment-test\"}: unexpected GroupVersion string: a/b/c"),
+            (
+                "maxUnavailable over 100%",
+                with(|v| {
+                    drop(v, "selector");
+                    drop(v, "minAvailable");
+                    v["spec"]["maxUnavailable"] = json!("120%")
+                }),
+                "spec.maxUnavailable: Invalid value: \"120%\": must not be greater than 100%",
+            ),
+            (
+                "negative minAvailable",
+                with(|v| {
+                    drop(v, "selector");
+                    drop(v, "maxUnavailable");
+                    v["spec"]["minAvailable"] = json!(-1)
+                }),
+                "spec.minAvailable: Invalid value: -1: must be greater than or equal to 0",
+            ),
+            (
+                "empty selector",
+                with(|v| {
+                    drop(v, "targetRef");
+                    drop(v, "minAvailable");
+                    v["spec"]["selector"] = json!({})
+                }),
+                "spec.selector: Invalid value: {}: empty selector is not valid for PodUnavailableBudget.",
+            ),
+            (
+                "targetRef without a name",
+                with(|v| {
+                    drop(v, "selector");
+                    drop(v, "minAvailable");
+                    v["spec"]["targetRef"] = json!({"apiVersion": "apps/v1", "kind": "Deployment"})
+                }),
+                "spec.TargetReference: Invalid value: {\"apiVersion\":\"apps/v1\",\"kind\":\"Deployment\"}: empty TargetReference is not valid for PodUnavailableBudget.",
+            ),
+            (
+                "targetRef with a bad apiVersion",
+                with(|v| {
+                    drop(v, "selector");
+                    drop(v, "minAvailable");
+                    v["spec"]["targetRef"]["apiVersion"] = json!("a/b/c")
+                }),
+                "spec.TargetReference: Invalid value: {\"apiVersion\":\"a/b/c\",\"kind\":\"Deployment\",\"name\":\"deployment-test\"}: unexpected GroupVersion string: a/b/c",
+            ),
         ];
         for (name, pub_, want) in rows {
             assert_eq!(aggregate(&validate(&pub_, None, &[])), want, "{name}");
@@ -298,27 +388,72 @@ mod tests {
     /// `TestPubConflictWithOthers`.
     #[test]
     fn conflict_with_others() {
-        let by_ref = with(|v| { drop(v, "selector"); drop(v, "minAvailable") });
-        let by_selector = with(|v| { drop(v, "targetRef"); drop(v, "minAvailable") });
-        let target = |name: &'static str| move |v: &mut Value| {
+        let by_ref = with(|v| {
             drop(v, "selector");
-            v["spec"]["targetRef"] = json!({"apiVersion": "apps", "kind": "Deployment", "name": name});
-        };
-        let selecting = |app: &'static str| move |v: &mut Value| {
+            drop(v, "minAvailable")
+        });
+        let by_selector = with(|v| {
             drop(v, "targetRef");
-            v["spec"]["selector"] = json!({"matchLabels": {"app": app}});
+            drop(v, "minAvailable")
+        });
+        let target = |name: &'static str| {
+            move |v: &mut Value| {
+                drop(v, "selector");
+                v["spec"]["targetRef"] = json!({"apiVersion": "apps", "kind": "Deployment", "name": name});
+            }
+        };
+        let selecting = |app: &'static str| {
+            move |v: &mut Value| {
+                drop(v, "targetRef");
+                v["spec"]["selector"] = json!({"matchLabels": {"app": app}});
+            }
         };
         let rows: Vec<(&str, &PodUnavailableBudget, Vec<PodUnavailableBudget>, usize)> = vec![
-            ("no conflict with other pubs, and TargetReference", &by_ref,
-             vec![other("pub1", "default", target("deployment-test1")), other("pub2", "default", target("deployment-test2"))], 0),
-            ("invalid conflict with other pubs, and TargetReference", &by_ref,
-             vec![other("pub1", "default", target("deployment-test")), other("pub2", "default", target("deployment-test2"))], 1),
-            ("no conflict with other pubs, and Selector", &by_selector,
-             vec![other("pub1", "default", selecting("pub1-controller")), other("pub2", "default", selecting("pub2-controller"))], 0),
-            ("conflict with other pubs, and Selector", &by_selector,
-             vec![other("pub1", "default", selecting("pub-controller")), other("pub2", "default", selecting("pub2-controller"))], 1),
-            ("no conflict with other pubs, and Selector, other namespace", &by_selector,
-             vec![other("pub1", "pub1", selecting("pub-controller")), other("pub2", "default", selecting("pub2-controller"))], 0),
+            (
+                "no conflict with other pubs, and TargetReference",
+                &by_ref,
+                vec![
+                    other("pub1", "default", target("deployment-test1")),
+                    other("pub2", "default", target("deployment-test2")),
+                ],
+                0,
+            ),
+            (
+                "invalid conflict with other pubs, and TargetReference",
+                &by_ref,
+                vec![
+                    other("pub1", "default", target("deployment-test")),
+                    other("pub2", "default", target("deployment-test2")),
+                ],
+                1,
+            ),
+            (
+                "no conflict with other pubs, and Selector",
+                &by_selector,
+                vec![
+                    other("pub1", "default", selecting("pub1-controller")),
+                    other("pub2", "default", selecting("pub2-controller")),
+                ],
+                0,
+            ),
+            (
+                "conflict with other pubs, and Selector",
+                &by_selector,
+                vec![
+                    other("pub1", "default", selecting("pub-controller")),
+                    other("pub2", "default", selecting("pub2-controller")),
+                ],
+                1,
+            ),
+            (
+                "no conflict with other pubs, and Selector, other namespace",
+                &by_selector,
+                vec![
+                    other("pub1", "pub1", selecting("pub-controller")),
+                    other("pub2", "default", selecting("pub2-controller")),
+                ],
+                0,
+            ),
         ];
         for (name, pub_, others, want) in rows {
             let refs: Vec<&PodUnavailableBudget> = others.iter().collect();
@@ -337,13 +472,19 @@ mod tests {
     /// `TestValidatingUpdatePub`.
     #[test]
     fn validating_update_pub() {
-        let by_ref = with(|v| { drop(v, "selector"); drop(v, "minAvailable") });
+        let by_ref = with(|v| {
+            drop(v, "selector");
+            drop(v, "minAvailable")
+        });
         let moved = with(|v| {
             drop(v, "selector");
             drop(v, "minAvailable");
             v["spec"]["targetRef"]["name"] = json!("deployment-changed");
         });
-        let by_selector = with(|v| { drop(v, "targetRef"); drop(v, "minAvailable") });
+        let by_selector = with(|v| {
+            drop(v, "targetRef");
+            drop(v, "minAvailable")
+        });
         let reselected = with(|v| {
             drop(v, "targetRef");
             drop(v, "minAvailable");
@@ -364,15 +505,36 @@ mod tests {
             (json!({"matchLabels": {"a": "1"}}), json!({"matchLabels": {"a": "2"}}), false),
             (json!({"matchLabels": {"a": "1"}}), json!({"matchLabels": {"b": "1"}}), false),
             (json!({"matchLabels": {"a": "1", "b": "2"}}), json!({"matchLabels": {"a": "1"}}), false),
-            (json!({"matchLabels": {"a": "1"}}), json!({"matchExpressions": [{"key": "a", "operator": "Exists"}]}), true),
-            (json!({"matchLabels": {"a": "1"}}), json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}), false),
-            (json!({"matchLabels": {"a": "1"}}), json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["2"]}]}), true),
-            (json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1", "2"]}]}),
-             json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["2", "3"]}]}), true),
-            (json!({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}),
-             json!({"matchExpressions": [{"key": "a", "operator": "Exists"}]}), false),
-            (json!({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}),
-             json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["x"]}]}), true),
+            (
+                json!({"matchLabels": {"a": "1"}}),
+                json!({"matchExpressions": [{"key": "a", "operator": "Exists"}]}),
+                true,
+            ),
+            (
+                json!({"matchLabels": {"a": "1"}}),
+                json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["1"]}]}),
+                false,
+            ),
+            (
+                json!({"matchLabels": {"a": "1"}}),
+                json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["2"]}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["1", "2"]}]}),
+                json!({"matchExpressions": [{"key": "a", "operator": "In", "values": ["2", "3"]}]}),
+                true,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}),
+                json!({"matchExpressions": [{"key": "a", "operator": "Exists"}]}),
+                false,
+            ),
+            (
+                json!({"matchExpressions": [{"key": "a", "operator": "DoesNotExist"}]}),
+                json!({"matchExpressions": [{"key": "a", "operator": "NotIn", "values": ["x"]}]}),
+                true,
+            ),
         ];
         for (a, b, want) in rows {
             assert_eq!(selectors_loosely_overlap(&sel(a.clone()), &sel(b.clone())), want, "{a} vs {b}");
