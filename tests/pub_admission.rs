@@ -382,7 +382,7 @@ async fn budget_objects_are_validated() {
 #[tokio::test]
 async fn new_pods_name_their_budget() {
     let b = budget(1, json!({}));
-    let rig = Rig::new("", &[b.clone()], Store::holding(&b));
+    let rig = Rig::new("", std::slice::from_ref(&b), Store::holding(&b));
     let mut new = pod("web-5", false);
     new["metadata"].as_object_mut().unwrap().remove("annotations");
     let (code, r) = rig

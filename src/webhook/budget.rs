@@ -55,11 +55,14 @@ pub trait BudgetStore: Send + Sync {
     ) -> StoreFuture<'a, Result<PodUnavailableBudget, WriteError>>;
 }
 
+/// A budget's `(namespace, name)`.
+type Key = (String, String);
+
 /// The budget writer of one process: its store, the per-budget locks and the copies it wrote.
 pub struct Budgets {
     store: Arc<dyn BudgetStore>,
-    locks: Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
-    written: Mutex<HashMap<(String, String), Arc<PodUnavailableBudget>>>,
+    locks: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
+    written: Mutex<HashMap<Key, Arc<PodUnavailableBudget>>>,
     retry_delay: Duration,
 }
 
@@ -74,13 +77,13 @@ impl Budgets {
         Self { store, locks: Mutex::new(HashMap::new()), written: Mutex::new(HashMap::new()), retry_delay }
     }
 
-    fn lock_of(&self, key: &(String, String)) -> Arc<tokio::sync::Mutex<()>> {
+    fn lock_of(&self, key: &Key) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         Arc::clone(locks.entry(key.clone()).or_default())
     }
 
     /// The newer of the view's copy and the last copy written here, by resourceVersion.
-    fn newest(&self, key: &(String, String), viewed: &Arc<PodUnavailableBudget>) -> Arc<PodUnavailableBudget> {
+    fn newest(&self, key: &Key, viewed: &Arc<PodUnavailableBudget>) -> Arc<PodUnavailableBudget> {
         let written = self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(key).cloned();
         let version = |b: &PodUnavailableBudget| {
             b.metadata.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)

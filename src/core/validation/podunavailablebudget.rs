@@ -127,26 +127,28 @@ fn validate_conflicts(pub_: &PodUnavailableBudget, others: &[&PodUnavailableBudg
         if other_name == name || namespace(other) != namespace(pub_) {
             continue;
         }
-        match (&pub_.spec.target_reference, &other.spec.target_reference, &pub_.spec.selector, &other.spec.selector) {
-            (Some(cur), Some(theirs), _, _) => {
-                if same_workload(cur, theirs) {
-                    return vec![FieldError::invalid(
-                        "spec.targetReference",
-                        json(cur),
-                        format!("pub.spec.targetReference is in conflict with other PodUnavailableBudget {other_name}"),
-                    )];
-                }
-            }
-            (_, _, Some(cur), Some(theirs)) => {
-                if selectors_loosely_overlap(cur, theirs) {
-                    return vec![FieldError::invalid(
+        // Go's if / else if: two targetRefs are compared as such, whatever their selectors.
+        let conflict = match (&pub_.spec.target_reference, &other.spec.target_reference) {
+            (Some(cur), Some(theirs)) => same_workload(cur, theirs).then(|| {
+                FieldError::invalid(
+                    "spec.targetReference",
+                    json(cur),
+                    format!("pub.spec.targetReference is in conflict with other PodUnavailableBudget {other_name}"),
+                )
+            }),
+            _ => match (&pub_.spec.selector, &other.spec.selector) {
+                (Some(cur), Some(theirs)) => selectors_loosely_overlap(cur, theirs).then(|| {
+                    FieldError::invalid(
                         "spec.selector",
                         json(cur),
                         format!("pub.spec.selector is in conflict with other PodUnavailableBudget {other_name}"),
-                    )];
-                }
-            }
-            _ => {}
+                    )
+                }),
+                _ => None,
+            },
+        };
+        if let Some(e) = conflict {
+            return vec![e];
         }
     }
     Vec::new()
