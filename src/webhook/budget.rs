@@ -8,7 +8,9 @@
 //! (kruise's `GlobalCache`: the view may not have seen our own write yet); after a conflict the
 //! budget is read from the API server. Up to [`ATTEMPTS`] attempts, [`RETRY_DELAY`] apart
 //! (kruise's `ConflictRetry`); a budget deleted meanwhile allows, any other failure refuses with
-//! its message, as kruise does.
+//! its message, as kruise does. Unlike kruise, a pod the fresh copy already records passes
+//! without a second unit (kruise checks the record on the cached copy only, so the delete that
+//! carries out an eviction could be refused while the cache lags behind the eviction's record).
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
