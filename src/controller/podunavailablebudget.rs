@@ -339,6 +339,37 @@ impl Finder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use kube::runtime::watcher::Event;
+
+    /// Which budget a pod change queues: the one the pod names (also when it is deleted), else
+    /// the budget of its namespace that selects it, else none.
+    #[test]
+    fn pod_changes_queue_their_budget() {
+        let budgets = Informer::<PodUnavailableBudget>::new(
+            "PodUnavailableBudget",
+            super::super::index::namespace_of,
+            super::super::informers::Invalid::Drop,
+        );
+        let budget: PodUnavailableBudget = serde_json::from_value(json!({
+            "metadata": {"name": "web-pub", "namespace": "ns"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}}))
+        .unwrap();
+        budgets.index().apply(&Event::InitDone);
+        budgets.index().apply(&Event::Apply(budget));
+        let pod = |labels: Value, annotations: Value| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns", "labels": labels,
+                "annotations": annotations}, "spec": {"containers": []}}))
+            .unwrap()
+        };
+        let named = pod(json!({}), json!({RELATED_PUB: "other-pub"}));
+        assert_eq!(budget_of_change(&budgets, Change::Applied(&named)), Some("ns/other-pub".into()));
+        assert_eq!(budget_of_change(&budgets, Change::Deleted(&named.metadata)), Some("ns/other-pub".into()));
+        let selected = pod(json!({"app": "web"}), json!({}));
+        assert_eq!(budget_of_change(&budgets, Change::Applied(&selected)), Some("ns/web-pub".into()));
+        assert_eq!(budget_of_change(&budgets, Change::Deleted(&selected.metadata)), None);
+        let unrelated = pod(json!({"app": "db"}), json!({}));
+        assert_eq!(budget_of_change(&budgets, Change::Applied(&unrelated)), None);
+    }
 
     #[test]
     fn workload_resources() {
