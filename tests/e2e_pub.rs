@@ -5,7 +5,8 @@
 //! many are expected): the pod webhook names the budget on new pods, the controller counts them,
 //! a server-side dry run takes nothing, the first eviction passes, the second is a 429 naming the
 //! budget (what `kubectl drain` retries) while the first pod is gone, `kubectl delete pod` is
-//! refused the same way, and once a replacement is ready the next eviction passes. Its own test
+//! refused the same way, and once a replacement is ready the next eviction passes; ten evictions
+//! at once against a budget of three take exactly three units. Its own test
 //! binary: it registers webhooks with its own CA.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -176,5 +177,48 @@ async fn a_budget_of_one_guards_evictions_and_deletes() {
     evict(&evictions, "web-1").await.unwrap_or_else(|e| panic!("eviction after the replacement: {e:?}"));
     let status: Value = serde_json::to_value(budgets.get("web-pub").await.unwrap().status).unwrap();
     assert_eq!(status["unavailableAllowed"], 0, "{status}");
+
+    // Ten evictions at once against a budget of three over ten pods: exactly three pass, the
+    // status writes racing through the API server's resourceVersion checks.
+    let mut burst = budget.clone();
+    burst["metadata"]["name"] = json!("burst-pub");
+    burst["metadata"]["annotations"]["pub.kruise.io/protect-total-replicas"] = json!("10");
+    burst["spec"] = json!({"selector": {"matchLabels": {"app": "burst"}}, "maxUnavailable": 3});
+    std::fs::write(&path, serde_json::to_vec(&burst).unwrap()).unwrap();
+    let (ok, _, err) = kubectl.run(&["apply", "-f", path.to_str().unwrap()]).await;
+    assert!(ok, "{err}");
+    let names: Vec<String> = (0..10).map(|i| format!("burst-{i}")).collect();
+    eventually_ok("the view holds burst-pub", Duration::from_secs(30), || async {
+        let mut probe = pod("burst-probe");
+        probe.metadata.labels = Some([("app".to_string(), "burst".to_string())].into());
+        probe.spec.as_mut().unwrap().containers[0].image = Some("nginx:1.25".into());
+        let p = pods
+            .create(&PostParams { dry_run: true, ..Default::default() }, &probe)
+            .await
+            .map_err(|e| e.to_string())?;
+        let related = p.metadata.annotations.unwrap_or_default().get("kruise.io/related-pub").cloned();
+        if related.as_deref() == Some("burst-pub") { Ok(()) } else { Err(format!("{related:?}")) }
+    })
+    .await;
+    for name in &names {
+        let mut p = pod(name);
+        p.metadata.labels = Some([("app".to_string(), "burst".to_string())].into());
+        pods.create(&PostParams::default(), &p).await.unwrap();
+    }
+    for name in &names {
+        wait_ready(&pods, name).await;
+    }
+    eventually_ok("burst-pub counts ten", Duration::from_secs(60), || async {
+        let s = budgets.get("burst-pub").await.map_err(|e| e.to_string())?.status.unwrap_or_default();
+        let got = (s.desired_available, s.current_available, s.unavailable_allowed, s.total_replicas);
+        if got == (7, 10, 3, 10) { Ok(()) } else { Err(format!("{got:?}")) }
+    })
+    .await;
+    let answers = futures::future::join_all(names.iter().map(|n| evict(&evictions, n))).await;
+    let passed = answers.iter().filter(|a| a.is_ok()).count();
+    let refused = answers.iter().filter(|a| matches!(a, Err((429, _)))).count();
+    assert_eq!((passed, refused), (3, 7), "{answers:?}");
+    let s = budgets.get("burst-pub").await.unwrap().status.unwrap_or_default();
+    assert_eq!(s.unavailable_allowed, 0, "{s:?}");
     drop(kruise);
 }
