@@ -6,7 +6,8 @@
 //! a server-side dry run takes nothing, the first eviction passes, the second is a 429 naming the
 //! budget (what `kubectl drain` retries) while the first pod is gone, `kubectl delete pod` is
 //! refused the same way, and once a replacement is ready the next eviction passes; ten evictions
-//! at once against a budget of three take exactly three units. Its own test
+//! at once against a budget of three take exactly three units; a budget on a CloneSet by
+//! `targetRef` counts its replicas and pods and is paid back when the CloneSet replaces a pod. Its own test
 //! binary: it registers webhooks with its own CA.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -220,5 +221,58 @@ async fn a_budget_of_one_guards_evictions_and_deletes() {
     assert_eq!((passed, refused), (3, 7), "{answers:?}");
     let s = budgets.get("burst-pub").await.unwrap().status.unwrap_or_default();
     assert_eq!(s.unavailable_allowed, 0, "{s:?}");
+
+    // A budget on a CloneSet by targetRef: the controller finds the CloneSet and its replicas,
+    // the pods its controller creates name the budget, and an eviction it replaces is paid back.
+    let mut by_ref = budget.clone();
+    by_ref["metadata"]["name"] = json!("cs-pub");
+    by_ref["metadata"]["annotations"] = json!({});
+    by_ref["spec"] = json!({"targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cs"},
+                            "maxUnavailable": 1});
+    std::fs::write(&path, serde_json::to_vec(&by_ref).unwrap()).unwrap();
+    let (ok, _, err) = kubectl.run(&["apply", "-f", path.to_str().unwrap()]).await;
+    assert!(ok, "{err}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let cloneset = json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+        "metadata": {"name": "cs", "namespace": ns.name()},
+        "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "cs"}},
+                 "template": {"metadata": {"labels": {"app": "cs"}},
+                              "spec": {"containers": [{"name": "main", "image": "nginx:1.25"}],
+                                       "terminationGracePeriodSeconds": 1}}}});
+    std::fs::write(&path, serde_json::to_vec(&cloneset).unwrap()).unwrap();
+    let (ok, _, err) = kubectl.run(&["apply", "-f", path.to_str().unwrap()]).await;
+    assert!(ok, "{err}");
+    let wait_cs = |want: (i32, i32, i32, i32)| {
+        let budgets = budgets.clone();
+        async move {
+            eventually_ok(&format!("cs-pub counts {want:?}"), Duration::from_secs(90), || async {
+                let s = budgets.get("cs-pub").await.map_err(|e| e.to_string())?.status.unwrap_or_default();
+                let got = (s.desired_available, s.current_available, s.unavailable_allowed, s.total_replicas);
+                if got == want { Ok(()) } else { Err(format!("{got:?}")) }
+            })
+            .await
+        }
+    };
+    wait_cs((2, 3, 1, 3)).await;
+    let cs_pods: Vec<String> = pods
+        .list(&kube::api::ListParams::default().labels("app=cs"))
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter(|p| {
+            p.metadata.annotations.as_ref().and_then(|a| a.get("kruise.io/related-pub")).map(String::as_str)
+                == Some("cs-pub")
+        })
+        .filter_map(|p| p.metadata.name)
+        .collect();
+    assert_eq!(cs_pods.len(), 3, "every CloneSet pod names cs-pub: {cs_pods:?}");
+    evict(&evictions, &cs_pods[0]).await.unwrap_or_else(|e| panic!("first CloneSet eviction: {e:?}"));
+    let (code, message) = evict(&evictions, &cs_pods[1]).await.expect_err("second CloneSet eviction");
+    assert_eq!(code, 429, "{message}");
+    assert!(message.contains("podunavailablebudget.policy.kruise.io \"cs-pub\" is forbidden"), "{message}");
+    // The CloneSet replaces the evicted pod; once it is ready the unit is back.
+    wait_cs((2, 3, 1, 3)).await;
+    evict(&evictions, &cs_pods[1]).await.unwrap_or_else(|e| panic!("after the replacement: {e:?}"));
     drop(kruise);
 }
