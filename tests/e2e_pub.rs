@@ -7,7 +7,8 @@
 //! budget (what `kubectl drain` retries) while the first pod is gone, `kubectl delete pod` is
 //! refused the same way, and once a replacement is ready the next eviction passes; ten evictions
 //! at once against a budget of three take exactly three units; a budget on a CloneSet by
-//! `targetRef` counts its replicas and pods and is paid back when the CloneSet replaces a pod. Its own test
+//! `targetRef` counts its replicas and pods and is paid back when the CloneSet replaces a pod;
+//! `kubectl drain` of a second node is refused, retried and times out. Its own test
 //! binary: it registers webhooks with its own CA.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -274,5 +275,55 @@ async fn a_budget_of_one_guards_evictions_and_deletes() {
     // The CloneSet replaces the evicted pod; once it is ready the unit is back.
     wait_cs((2, 3, 1, 3)).await;
     evict(&evictions, &cs_pods[1]).await.unwrap_or_else(|e| panic!("after the replacement: {e:?}"));
+
+    // kubectl drain as a user runs it: two pods of a budget of one, on two nodes. The first drain
+    // evicts; the second is refused with the budget's message, retried, and times out.
+    let nodes: Vec<String> = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .list(&Default::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    assert!(nodes.len() >= 2, "{nodes:?}");
+    let mut drain_pub = budget.clone();
+    drain_pub["metadata"]["name"] = json!("drain-pub");
+    drain_pub["metadata"]["annotations"]["pub.kruise.io/protect-total-replicas"] = json!("2");
+    drain_pub["spec"] = json!({"selector": {"matchLabels": {"app": "drain"}}, "maxUnavailable": 1});
+    std::fs::write(&path, serde_json::to_vec(&drain_pub).unwrap()).unwrap();
+    let (ok, _, err) = kubectl.run(&["apply", "-f", path.to_str().unwrap()]).await;
+    assert!(ok, "{err}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    for (i, node) in nodes.iter().take(2).enumerate() {
+        let mut p = pod(&format!("drain-{i}"));
+        p.metadata.labels = Some([("app".to_string(), "drain".to_string())].into());
+        p.spec.as_mut().unwrap().node_name = Some(node.clone());
+        pods.create(&PostParams::default(), &p).await.unwrap();
+        wait_ready(&pods, &format!("drain-{i}")).await;
+    }
+    eventually_ok("drain-pub allows one", Duration::from_secs(60), || async {
+        let s = budgets.get("drain-pub").await.map_err(|e| e.to_string())?.status.unwrap_or_default();
+        let got = (s.desired_available, s.current_available, s.unavailable_allowed, s.total_replicas);
+        if got == (1, 2, 1, 2) { Ok(()) } else { Err(format!("{got:?}")) }
+    })
+    .await;
+    let drain = |node: String, timeout: &'static str| {
+        let kubectl = &kubectl;
+        async move {
+            let args = ["drain", node.as_str(), "--pod-selector=app=drain", "--force", "--timeout", timeout];
+            kubectl.run(&args).await
+        }
+    };
+    let (ok, out, err) = drain(nodes[0].clone(), "60s").await;
+    let _ = kubectl.run(&["uncordon", &nodes[0]]).await;
+    assert!(ok, "{out}{err}");
+    assert!(out.contains("evicted"), "{out}");
+    let (ok, out, err) = drain(nodes[1].clone(), "8s").await;
+    let _ = kubectl.run(&["uncordon", &nodes[1]]).await;
+    assert!(!ok, "the second drain must not get through: {out}");
+    assert!(err.contains("will retry after"), "kubectl drain retries the refusal: {err}");
+    assert!(err.contains("podunavailablebudget.policy.kruise.io \"drain-pub\" is forbidden"), "{err}");
+    assert!(pods.get_opt("drain-1").await.unwrap().is_some_and(|p| p.metadata.deletion_timestamp.is_none()));
     drop(kruise);
 }
