@@ -27,6 +27,8 @@ fn fixtures(handler: Handler) -> Vec<&'static str> {
         Handler::ValidateService => vec!["service-delete-protected.json"],
         Handler::ValidateIngress => vec!["ingress-delete-protected.json"],
         Handler::ValidateCustomResourceDefinition => vec!["crd-delete-protected.json"],
+        Handler::ValidatePod => vec!["pod-delete.json"],
+        Handler::ValidatePodUnavailableBudget => vec!["podunavailablebudget-create.json"],
         Handler::Missing => vec![],
     }
 }

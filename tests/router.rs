@@ -85,7 +85,7 @@ async fn negative_http_cases() {
     assert_eq!(r.json()["apiVersion"], "admission.k8s.io/v1beta1");
 
     // A routed path whose handler a later issue implements answers 404, never a fake allowed.
-    let r = app.post_as("/validate-pod", Some("application/json"), good.clone()).await;
+    let r = app.post_as("/validate-apps-kruise-io-daemonset", Some("application/json"), good.clone()).await;
     assert_eq!(r.status, 404);
     let r = app.post_as("/no-such-webhook", Some("application/json"), good.clone()).await;
     assert_eq!(r.status, 404);

@@ -1,7 +1,8 @@
 //! PodUnavailableBudget `policy.kruise.io/v1alpha1` (kruise `apis/policy/v1alpha1/
 //! podunavailablebudget_types.go`, short name `pub`): how many selected pods may be unavailable
-//! at once, enforced on pod deletion, eviction and update. Types only: the CRD is installed, no
-//! controller of ours reconciles it yet (issue 32 item 3; its webhook is spec §2.6).
+//! at once, enforced on pod deletion, eviction and update. Types only: validated by
+//! `webhook::validate_pub` (spec §2.6), enforced by `webhook::validate_pod`, its status written
+//! by `controller::podunavailablebudget`; the decisions are in `core::budget`.
 
 use std::collections::BTreeMap;
 

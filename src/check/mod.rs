@@ -497,3 +497,44 @@ pub fn exit_code(report: &Report, warn_exit_code: Option<i32>) -> i32 {
         exit::OK
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn manifest(object: Value) -> Manifest {
+        Manifest { file: "in.yaml".into(), line: 1, object }
+    }
+
+    fn budget(name: &str, spec: Value) -> Value {
+        json!({"apiVersion": "policy.kruise.io/v1alpha1", "kind": "PodUnavailableBudget",
+               "metadata": {"name": name}, "spec": spec})
+    }
+
+    /// PodUnavailableBudgets go through `vpodunavailablebudget.kb.io` (issue 31): a valid one is
+    /// admitted, an invalid one denied with kruise's field error, and two of one change whose
+    /// selectors overlap deny each other, as the second would be denied in the cluster.
+    #[test]
+    fn pod_unavailable_budgets_are_checked() {
+        let settings = Settings { namespace: "default".into(), gates: FeatureGates::default() };
+        let good = budget(
+            "web",
+            json!({"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"}, "maxUnavailable": 1}),
+        );
+        let bad = budget("bad", json!({"maxUnavailable": 1}));
+        let out = check(&[manifest(good.clone()), manifest(bad)], &[], &Snapshot::default(), &settings);
+        assert_eq!(out[0].status, Status::Ok, "{}", out[0].message);
+        assert_eq!(out[1].status, Status::Denied);
+        assert_eq!(out[1].code, 422);
+        assert!(
+            out[1].message.contains("no selector or targetRef defined in PodUnavailableBudget"),
+            "{}",
+            out[1].message
+        );
+        let a = budget("a", json!({"selector": {"matchLabels": {"app": "x"}}, "maxUnavailable": 1}));
+        let b = budget("b", json!({"selector": {"matchLabels": {"app": "x"}}, "minAvailable": 1}));
+        let out = check(&[manifest(a), manifest(b)], &[], &Snapshot::default(), &settings);
+        assert!(out.iter().all(|o| o.status == Status::Denied), "{out:?}");
+        assert!(out[0].message.contains("in conflict with other PodUnavailableBudget b"), "{}", out[0].message);
+    }
+}

@@ -1,5 +1,5 @@
-//! The live cluster view (issue 10 item 2): one watch per kind (SidecarSets and Namespaces of the
-//! whole cluster; ControllerRevisions and the `kruise-configuration` ConfigMap of the manager
+//! The live cluster view (issue 10 item 2): one watch per kind (SidecarSets, Namespaces and
+//! PodUnavailableBudgets of the whole cluster; ControllerRevisions and the `kruise-configuration` ConfigMap of the manager
 //! namespace) keeps a [`Snapshot`] current, so a pod CREATE reads memory and never waits on the
 //! network. Watches list and watch untyped objects and decode each one on its own: an object that
 //! does not decode is skipped, logged and counted (`kruise_cluster_view_decode_failures`), and the
@@ -29,6 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::snapshot::{Snapshot, ViewKind};
 use super::{ClusterView, ListFuture, ListSource, PodSource, PodsFuture, ViewHandler};
+use crate::apis::podunavailablebudget::PodUnavailableBudget;
 use crate::apis::{SidecarSet, sidecarset};
 use crate::metrics::{KindLabels, Metrics};
 
@@ -39,8 +40,13 @@ pub const CONFIGURATION_NAME: &str = "kruise-configuration";
 pub const POD_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The kinds the live view watches.
-pub const WATCHED: [ViewKind; 4] =
-    [ViewKind::Namespace, ViewKind::SidecarSet, ViewKind::ControllerRevision, ViewKind::ConfigMap];
+pub const WATCHED: [ViewKind; 5] = [
+    ViewKind::Namespace,
+    ViewKind::SidecarSet,
+    ViewKind::ControllerRevision,
+    ViewKind::ConfigMap,
+    ViewKind::PodUnavailableBudget,
+];
 
 /// The cluster as the watches last saw it.
 pub struct LiveView {
@@ -158,6 +164,9 @@ impl LiveView {
                 Api::namespaced_with(client, ns, &ApiResource::erase::<ControllerRevision>(&())),
                 watcher::Config::default(),
             ),
+            ViewKind::PodUnavailableBudget => {
+                (Api::all_with(client, &ApiResource::erase::<PodUnavailableBudget>(&())), watcher::Config::default())
+            }
             ViewKind::ConfigMap | ViewKind::Pod => (
                 Api::namespaced_with(client, ns, &ApiResource::erase::<ConfigMap>(&())),
                 watcher::Config::default().fields(&format!("metadata.name={CONFIGURATION_NAME}")),
@@ -276,6 +285,7 @@ fn api_versions(kind: ViewKind) -> &'static [&'static str] {
     match kind {
         ViewKind::SidecarSet => &[SIDECARSET_V1BETA1, SIDECARSET_V1ALPHA1],
         ViewKind::ControllerRevision => &["apps/v1"],
+        ViewKind::PodUnavailableBudget => &["policy.kruise.io/v1alpha1"],
         ViewKind::Namespace | ViewKind::ConfigMap | ViewKind::Pod => &["v1"],
     }
 }
@@ -322,6 +332,9 @@ impl ClusterView for LiveView {
     }
     fn config_map(&self, namespace: &str, name: &str) -> Option<Arc<ConfigMap>> {
         self.read().config_map(namespace, name)
+    }
+    fn pod_unavailable_budgets(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>> {
+        self.read().pod_unavailable_budgets(namespace)
     }
 }
 

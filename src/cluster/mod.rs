@@ -1,5 +1,5 @@
 //! The cluster view: the few other objects handlers read (Namespaces, Pods, SidecarSets,
-//! ControllerRevisions, kruise's ConfigMap), behind one small interface with two implementations:
+//! ControllerRevisions, kruise's ConfigMap, PodUnavailableBudgets), behind one small interface with two implementations:
 //! the live cluster ([`live::LiveView`], watches) and the file-backed view of `--standalone
 //! --objects-dir` ([`files::FileView`]), both over one indexed store ([`snapshot::Snapshot`]).
 //! Reads are synchronous lookups in memory: a handler never waits on the network. The pods one
@@ -19,6 +19,7 @@ use k8s_openapi::api::core::v1::{ConfigMap, Namespace, PersistentVolumeClaim, Po
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::apis::SidecarSet;
+use crate::apis::podunavailablebudget::PodUnavailableBudget;
 
 /// Read access to the objects handlers need.
 pub trait ClusterView: Send + Sync {
@@ -68,6 +69,10 @@ pub trait ClusterView: Send + Sync {
     /// Every pod the view holds in `namespace` (the file view's; the live view holds none: a
     /// review that needs them lists them through [`ListSource`]).
     fn pods_in_namespace(&self, _namespace: &str) -> Vec<Arc<Pod>> {
+        Vec::new()
+    }
+    /// The PodUnavailableBudgets of `namespace`, in name order (what kruise lists from its cache).
+    fn pod_unavailable_budgets(&self, _namespace: &str) -> Vec<Arc<PodUnavailableBudget>> {
         Vec::new()
     }
 }
@@ -141,6 +146,9 @@ impl ClusterView for WithPods {
     }
     fn pods_in_namespace(&self, namespace: &str) -> Vec<Arc<Pod>> {
         self.base.pods_in_namespace(namespace)
+    }
+    fn pod_unavailable_budgets(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>> {
+        self.base.pod_unavailable_budgets(namespace)
     }
 }
 

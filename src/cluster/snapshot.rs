@@ -13,6 +13,7 @@ use serde_json::Value;
 
 use super::ClusterView;
 use crate::apis::SidecarSet;
+use crate::apis::podunavailablebudget::PodUnavailableBudget;
 use crate::compat::decode::{Error as DecodeError, from_value};
 use crate::core::conversion::{V1ALPHA1, V1BETA1};
 
@@ -29,6 +30,8 @@ pub enum ViewKind {
     ConfigMap,
     /// `apps/v1 ControllerRevision`.
     ControllerRevision,
+    /// `policy.kruise.io/v1alpha1 PodUnavailableBudget`.
+    PodUnavailableBudget,
 }
 
 impl ViewKind {
@@ -40,6 +43,7 @@ impl ViewKind {
             ("apps.kruise.io/v1alpha1" | "apps.kruise.io/v1beta1", "SidecarSet") => ViewKind::SidecarSet,
             ("v1", "ConfigMap") => ViewKind::ConfigMap,
             ("apps/v1", "ControllerRevision") => ViewKind::ControllerRevision,
+            ("policy.kruise.io/v1alpha1", "PodUnavailableBudget") => ViewKind::PodUnavailableBudget,
             _ => return None,
         })
     }
@@ -52,6 +56,7 @@ impl ViewKind {
             ViewKind::SidecarSet => "SidecarSet",
             ViewKind::ConfigMap => "ConfigMap",
             ViewKind::ControllerRevision => "ControllerRevision",
+            ViewKind::PodUnavailableBudget => "PodUnavailableBudget",
         }
     }
 }
@@ -73,6 +78,8 @@ pub struct Snapshot {
     cluster_by_label: HashMap<String, HashMap<String, Vec<usize>>>,
     cluster_unindexed: Vec<usize>,
     config_maps: HashMap<(String, String), Arc<ConfigMap>>,
+    /// PodUnavailableBudgets by namespace, then name.
+    budgets: HashMap<String, BTreeMap<String, Arc<PodUnavailableBudget>>>,
 }
 
 impl Snapshot {
@@ -124,6 +131,11 @@ impl Snapshot {
                 list.retain(|c| c.metadata.name != cr.metadata.name);
                 list.push(Arc::new(cr));
             }
+            ViewKind::PodUnavailableBudget => {
+                let b: PodUnavailableBudget = from_value(&object)?;
+                let (ns, name) = key(&b.metadata);
+                self.budgets.entry(ns).or_default().insert(name, Arc::new(b));
+            }
         }
         Ok(())
     }
@@ -150,6 +162,11 @@ impl Snapshot {
                 self.forget_sidecarset(name);
                 self.index_cluster_sidecarsets();
             }
+            ViewKind::PodUnavailableBudget => {
+                if let Some(list) = self.budgets.get_mut(namespace) {
+                    list.remove(name);
+                }
+            }
         }
     }
 
@@ -161,6 +178,7 @@ impl Snapshot {
             ViewKind::Pod => self.pods.clear(),
             ViewKind::ConfigMap => self.config_maps.clear(),
             ViewKind::ControllerRevision => self.revisions.clear(),
+            ViewKind::PodUnavailableBudget => self.budgets.clear(),
             ViewKind::SidecarSet => {
                 self.sidecarsets.clear();
                 self.cluster_sidecarsets.clear();
@@ -188,6 +206,7 @@ impl Snapshot {
             ViewKind::SidecarSet => self.sidecarsets.len(),
             ViewKind::ConfigMap => self.config_maps.len(),
             ViewKind::ControllerRevision => self.revisions.values().map(Vec::len).sum(),
+            ViewKind::PodUnavailableBudget => self.budgets.values().map(BTreeMap::len).sum(),
         }
     }
 
@@ -254,6 +273,7 @@ impl Snapshot {
             + self.sidecarsets.len()
             + self.revisions.values().map(Vec::len).sum::<usize>()
             + self.config_maps.len()
+            + self.count(ViewKind::PodUnavailableBudget)
     }
 
     /// Whether nothing is held.
@@ -301,6 +321,9 @@ impl ClusterView for Snapshot {
             self.pods.iter().filter(|((ns, _), _)| ns == namespace).collect();
         pods.sort_by(|a, b| a.0.cmp(b.0));
         pods.into_iter().map(|(_, p)| Arc::clone(p)).collect()
+    }
+    fn pod_unavailable_budgets(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>> {
+        self.budgets.get(namespace).map(|m| m.values().cloned().collect()).unwrap_or_default()
     }
 }
 

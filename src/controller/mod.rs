@@ -18,6 +18,7 @@ pub mod index;
 pub mod informers;
 pub mod launchpriority;
 pub mod podreadiness;
+pub mod podunavailablebudget;
 pub mod queue;
 pub mod runner;
 pub mod sidecarset;
@@ -183,6 +184,7 @@ impl Leader {
         ));
         tasks.push(podreadiness::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.push(launchpriority::start(&informers, &self.client, &self.settings, &self.metrics, token));
+        tasks.extend(podunavailablebudget::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.push(failopen::start(
             &informers,
             &self.client,

@@ -113,7 +113,7 @@ fn view_trigger(
                     }
                 }
             }
-            ViewKind::ConfigMap | ViewKind::Pod => {}
+            ViewKind::ConfigMap | ViewKind::Pod | ViewKind::PodUnavailableBudget => {}
         }
         true
     }

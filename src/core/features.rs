@@ -162,6 +162,12 @@ pub enum Gate {
     ForceDeleteTimeoutExpectationFeatureGate,
     /// The webhook certificate is someone else's (cert-manager): read and checked, never written.
     EnableExternalCerts,
+    /// PodUnavailableBudgets guard pod deletions and evictions.
+    PodUnavailableBudgetDeleteGate,
+    /// PodUnavailableBudgets guard in-place pod updates.
+    PodUnavailableBudgetUpdateGate,
+    /// A pod resize is its own PodUnavailableBudget operation (RESIZE), not an UPDATE.
+    InPlacePodVerticalScaling,
 }
 
 impl Gate {
@@ -191,6 +197,9 @@ impl Gate {
             Gate::PreparingUpdateAsUpdate => "PreparingUpdateAsUpdate",
             Gate::ForceDeleteTimeoutExpectationFeatureGate => "ForceDeleteTimeoutExpectationGate",
             Gate::EnableExternalCerts => "EnableExternalCerts",
+            Gate::PodUnavailableBudgetDeleteGate => "PodUnavailableBudgetDeleteGate",
+            Gate::PodUnavailableBudgetUpdateGate => "PodUnavailableBudgetUpdateGate",
+            Gate::InPlacePodVerticalScaling => "InPlacePodVerticalScaling",
         }
     }
 }
@@ -356,6 +365,9 @@ mod tests {
             (Gate::StatefulSetAutoResizePVCGate, false),
             (Gate::InPlaceWorkloadVerticalScaling, false),
             (Gate::ImagePullJobGate, false),
+            (Gate::PodUnavailableBudgetDeleteGate, true),
+            (Gate::PodUnavailableBudgetUpdateGate, false),
+            (Gate::InPlacePodVerticalScaling, false),
         ];
         for (gate, want) in table {
             assert_eq!(g.enabled(gate), want, "{}", gate.name());

@@ -26,8 +26,11 @@
 //! - [`cert_margin`]: whether managed certificate lifetimes leave time to renew around leader
 //!   handovers (§8.4, §8.5).
 //! - [`podreadiness`]: which pods get the `KruisePodReady` condition (kruise's podreadiness controller).
+//! - [`budget`]: PodUnavailableBudget: which operations on a pod its budget allows, what that
+//!   takes from the budget, and the status its controller writes (kruise `pubcontrol`).
 //! - [`leader`]: leader election on a Lease, as client-go decides it (§8.5).
 
+pub mod budget;
 pub mod cert_margin;
 pub mod certs;
 pub mod conversion;

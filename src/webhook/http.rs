@@ -17,6 +17,7 @@ use axum::routing::post;
 use serde_json::json;
 use tower_http::catch_panic::CatchPanicLayer;
 
+use super::budget::Budgets;
 use super::paths::{self, Handler};
 use super::review::{self, Verdict};
 use super::{Context, Listed, Listing, handle, listing_needed};
@@ -41,12 +42,21 @@ pub struct AppState {
     /// Where the objects a Cascading deletion-protection check counts are listed (`None`: the
     /// handlers count what the view holds).
     pub lists: Option<Arc<dyn ListSource>>,
+    /// Where `/validate-pod` takes PodUnavailableBudget units (`None`: it answers as a dry run
+    /// on the view's budgets).
+    pub budgets: Option<Arc<Budgets>>,
 }
 
 impl AppState {
     /// Handlers reading `ctx`, counted in `metrics`; pods come from the view.
     pub fn new(ctx: Context, metrics: Metrics) -> Self {
-        Self { ctx, metrics, pods: None, lists: None }
+        Self { ctx, metrics, pods: None, lists: None, budgets: None }
+    }
+
+    /// PodUnavailableBudget units are taken through `budgets`.
+    pub fn with_budgets(mut self, budgets: Arc<Budgets>) -> Self {
+        self.budgets = Some(budgets);
+        self
     }
 
     /// Objects counted by Cascading deletion protection are listed from `source`.
@@ -227,7 +237,14 @@ async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body:
         }
     };
     let ctx = with_listing(state, fetched.unwrap_or_else(|| state.ctx.clone()), handler, &review).await;
-    let Some(verdict) = handle(&ctx, handler, &review) else {
+    let verdict = match (&state.budgets, handler) {
+        (Some(budgets), Handler::ValidatePod) => Some(match super::validate_pod::check(&ctx, &review) {
+            super::validate_pod::PodCheck::Done(v) => v,
+            super::validate_pod::PodCheck::Budget(c) => budgets.take(&c, super::validate_pod::now(&ctx)).await,
+        }),
+        _ => handle(&ctx, handler, &review),
+    };
+    let Some(verdict) = verdict else {
         let msg = format!("the webhook on {path} is not implemented by this server yet");
         return (error(StatusCode::NOT_FOUND, "NotFound", &msg), None);
     };
@@ -245,7 +262,7 @@ async fn with_needed_pods(
     review: &review::Review,
 ) -> Result<Option<Context>, String> {
     let Some(source) = &state.pods else { return Ok(None) };
-    let Some((namespace, names)) = super::pods_needed(handler, review) else { return Ok(None) };
+    let Some((namespace, names)) = super::pods_needed(&state.ctx, handler, review) else { return Ok(None) };
     let pods = source.fetch(&namespace, &names).await?;
     let cluster = Arc::new(WithPods::new(Arc::clone(&state.ctx.cluster), pods));
     Ok(Some(Context::new(Arc::clone(&state.ctx.config), cluster)))

@@ -3,6 +3,7 @@
 //! One file per webhook of the path table, named after its [`Handler`] (`mutate_cloneset.rs`
 //! answers [`Handler::MutateCloneSet`]); the decoding steps they share are here.
 
+pub mod budget;
 pub mod convert;
 pub mod http;
 pub mod mutate_cloneset;
@@ -14,6 +15,8 @@ pub mod request;
 pub mod review;
 pub mod validate_cloneset;
 pub mod validate_deletion;
+pub mod validate_pod;
+pub mod validate_pub;
 pub mod validate_sidecarset;
 pub mod validate_statefulset;
 
@@ -107,8 +110,16 @@ impl Context {
 }
 
 /// The pods a review's handler reads from the view, when there are any: `(namespace, names)`.
-/// Only the CloneSet validation reads pods (the new names of `scaleStrategy.podsToDelete`).
-pub fn pods_needed(handler: Handler, review: &Review) -> Option<(String, Vec<String>)> {
+/// The CloneSet validation reads the new names of `scaleStrategy.podsToDelete`; the pod
+/// validation reads the pod of an eviction (when the PUB delete gate is on).
+pub fn pods_needed(ctx: &Context, handler: Handler, review: &Review) -> Option<(String, Vec<String>)> {
+    let req = &review.request;
+    if handler == Handler::ValidatePod {
+        let eviction = req.operation == Operation::Create && req.sub_resource.as_deref() == Some("eviction");
+        let gate = ctx.config.gates.enabled(crate::core::features::Gate::PodUnavailableBudgetDeleteGate);
+        return (eviction && gate)
+            .then(|| (req.namespace.clone().unwrap_or_else(|| "default".into()), vec![req.name.clone()]));
+    }
     if handler != Handler::ValidateCloneSet {
         return None;
     }
@@ -138,6 +149,8 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::ValidateService => Some(validate_deletion::service(ctx, review)),
         Handler::ValidateIngress => Some(validate_deletion::ingress(ctx, review)),
         Handler::ValidateCustomResourceDefinition => Some(validate_deletion::crd(ctx, review)),
+        Handler::ValidatePod => Some(validate_pod::validate(ctx, review)),
+        Handler::ValidatePodUnavailableBudget => Some(validate_pub::validate(ctx, review)),
         Handler::Missing => None,
     }
 }

@@ -1,6 +1,7 @@
 //! The pod mutating handler `mpod.kb.io` on `/mutate-pod` (spec §4.1): on a pod CREATE, the
-//! `KruisePodReady` readiness gate for kruise-owned pods, SidecarSet injection, then container
-//! launch priority; one patch against the request pod, none when nothing changed. Decode
+//! `KruisePodReady` readiness gate for kruise-owned pods, SidecarSet injection, container
+//! launch priority, then the `kruise.io/related-pub` annotation naming the PodUnavailableBudget
+//! that covers the pod; one patch against the request pod, none when nothing changed. Decode
 //! failures answer 400, any mutator error 500, as kruise. Only CREATE is registered and
 //! handled: other operations are allowed unchanged.
 //!
@@ -82,6 +83,13 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     // (4) Container launch priority (after injection: sidecars take part).
     if pods_resource && let Err(e) = init_launch_priority(&mut pod, &random.name_suffix()) {
         return Verdict::errored(500, e.to_string());
+    }
+
+    // (5) The budget covering the pod (kruise `pubMutatingPod`), named for `/validate-pod`.
+    let budgets_on = ctx.config.gates.enabled(Gate::PodUnavailableBudgetDeleteGate)
+        || ctx.config.gates.enabled(Gate::PodUnavailableBudgetUpdateGate);
+    if pods_resource && budgets_on {
+        super::validate_pod::annotate_budget(ctx, &mut pod);
     }
 
     pod.metadata.namespace = request_namespace;

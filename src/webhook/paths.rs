@@ -31,6 +31,10 @@ pub enum Handler {
     ValidateIngress,
     /// Deletion protection of CustomResourceDefinitions (spec §8.2).
     ValidateCustomResourceDefinition,
+    /// PodUnavailableBudgets on pod UPDATE, DELETE and eviction (`vpod`, `vpodeviction`).
+    ValidatePod,
+    /// PodUnavailableBudget validation (spec §2.6).
+    ValidatePodUnavailableBudget,
     /// Not implemented yet: the path answers 404.
     Missing,
 }
@@ -149,7 +153,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         rules: &[Rule { groups: &[""], versions: &["v1"], resources: &["pods"], operations: &["UPDATE", "DELETE"] }],
         excludes_system_namespaces: true,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidatePod,
     },
     Webhook {
         name: "vpodeviction.kb.io",
@@ -159,7 +163,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         rules: &[Rule { groups: &[""], versions: &["v1"], resources: &["pods/eviction"], operations: &["CREATE"] }],
         excludes_system_namespaces: true,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidatePod,
     },
     Webhook {
         name: "mcloneset.kb.io",
@@ -324,7 +328,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidatePodUnavailableBudget,
     },
     Webhook {
         name: "vbuiltindeployment.kb.io",
@@ -453,7 +457,7 @@ mod tests {
         assert_eq!(handler_for(MUTATE_STATEFULSET), Some(Handler::MutateStatefulSet));
         assert_eq!(handler_for(MUTATE_POD), Some(Handler::MutatePod));
         assert_eq!(handler_for("/validate-apps-kruise-io-v1alpha1-sidecarset"), Some(Handler::ValidateSidecarSet));
-        assert_eq!(handler_for(VALIDATE_POD), Some(Handler::Missing));
+        assert_eq!(handler_for(VALIDATE_POD), Some(Handler::ValidatePod));
         assert_eq!(handler_for("/nope"), None);
         assert!(routed_paths().len() >= 20);
     }

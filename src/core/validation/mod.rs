@@ -5,12 +5,14 @@
 //! [`cloneset_v1beta1`], what only a v1beta1 object can break),
 //! [`statefulset`]; [`meta`] (object metadata), [`podtemplate`] (the workload selector and pod
 //! template), [`update_order`] (priority and scatter strategies), [`template_update`] (the
-//! InPlaceOnly guard and the recreate warning), [`protection`] (deletion protection).
+//! InPlaceOnly guard and the recreate warning), [`protection`] (deletion protection),
+//! [`podunavailablebudget`] (PodUnavailableBudget objects).
 
 pub mod cloneset;
 pub mod cloneset_v1beta1;
 pub mod meta;
 pub mod podtemplate;
+pub mod podunavailablebudget;
 pub mod protection;
 pub mod statefulset;
 pub mod template_update;
