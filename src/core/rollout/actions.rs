@@ -170,6 +170,11 @@ pub enum ActionKind {
     CleanupPvc,
     /// Expand a pod's PVCs to their template's size before the pod is updated.
     ResizeClaims,
+    /// Mark a pod whose SidecarSet sidecars cannot be upgraded in place
+    /// (`SidecarSetUpgradable=False`).
+    MarkNotUpgradable,
+    /// Reset the idle container of a hot-upgrade sidecar pair to the empty image.
+    ResetHotUpgrade,
 }
 
 /// One step of a plan.
