@@ -186,7 +186,13 @@ fn to_v1beta1(set: &SidecarSet) -> v1beta1::SidecarSet {
 }
 
 /// Pod `name` of `ns` with `labels`, injected with `set` by the webhook's injection code.
-fn injected_pod(name: &str, ns: &str, labels: Value, set: &Arc<SidecarSet>, ns_labels: &BTreeMap<String, String>) -> Pod {
+fn injected_pod(
+    name: &str,
+    ns: &str,
+    labels: Value,
+    set: &Arc<SidecarSet>,
+    ns_labels: &BTreeMap<String, String>,
+) -> Pod {
     let mut pod: Pod = serde_json::from_value(json!({
         "metadata": {"name": name, "namespace": ns, "labels": labels},
         "spec": {"containers": [{"name": "app", "image": "nginx:1.25"}], "terminationGracePeriodSeconds": 0}
@@ -236,12 +242,12 @@ fn main() {
     let pods = numbers.get(1).copied().unwrap_or(5000);
     let rollout = numbers.get(2).copied().unwrap_or(1000).min(pods).max(1);
     let timeout = std::env::var("ROLLOUT_TIMEOUT_SECONDS").ok().and_then(|s| s.parse().ok()).unwrap_or(600);
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(drive(sets, pods.max(rollout), rollout, Duration::from_secs(timeout)));
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap().block_on(drive(
+        sets,
+        pods.max(rollout),
+        rollout,
+        Duration::from_secs(timeout),
+    ));
 }
 
 async fn drive(sets: usize, pods: usize, rollout: usize, timeout: Duration) {
@@ -323,7 +329,10 @@ async fn drive(sets: usize, pods: usize, rollout: usize, timeout: Duration) {
         assert!(Instant::now() < deadline, "only {ready} of {rollout} rollout pods became ready");
         tokio::time::sleep(Duration::from_millis(500)).await;
     }
-    println!("setup: {pods} injected pods ({rollout} on the simulated kubelet) in {:.1}s", setup.elapsed().as_secs_f64());
+    println!(
+        "setup: {pods} injected pods ({rollout} on the simulated kubelet) in {:.1}s",
+        setup.elapsed().as_secs_f64()
+    );
 
     // 3. The measured start: until every set's status is observed.
     let load = std::fs::read_to_string("/proc/loadavg").unwrap_or_default();
@@ -358,7 +367,8 @@ async fn drive(sets: usize, pods: usize, rollout: usize, timeout: Duration) {
     let cpu_before = serve.cpu();
     let started = Instant::now();
     let new = to_v1beta1(&sidecarset(0, NEW_IMAGE));
-    let patch = json!({"metadata": {"annotations": new.metadata.annotations}, "spec": {"containers": new.spec.containers}});
+    let patch =
+        json!({"metadata": {"annotations": new.metadata.annotations}, "spec": {"containers": new.spec.containers}});
     let patched = set_api.patch(&set_name(0), &PatchParams::default(), &Patch::Merge(patch)).await.unwrap();
     let generation = patched.metadata.generation.unwrap_or(0);
     let target = i64::try_from(rollout).unwrap();
