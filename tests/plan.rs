@@ -307,8 +307,13 @@ fn logs_set(image: &str, level: &str) -> Value {
 /// Running, every container ready, Ready since 10:0`ready_minute` (the active-pods order puts the
 /// pod ready for the shortest time first), or not ready.
 fn injected_web_pod(name: &str, level: &str, ready_minute: Option<u32>) -> Value {
+    injected_web_pod_at(name, "busybox:1.36", level, ready_minute)
+}
+
+/// [`injected_web_pod`] with the sidecar at `image`.
+fn injected_web_pod_at(name: &str, image: &str, level: &str, ready_minute: Option<u32>) -> Value {
     use kruise::core::sidecar::inject::{InjectionInput, plan_injection};
-    let mut set: kruise::apis::SidecarSet = serde_json::from_value(logs_set("busybox:1.36", level)).unwrap();
+    let mut set: kruise::apis::SidecarSet = serde_json::from_value(logs_set(image, level)).unwrap();
     kruise::core::sidecar::defaults::default_sidecarset(&mut set).unwrap();
     let mut pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
         "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"), "resourceVersion": "3",
@@ -472,4 +477,40 @@ fn a_v1beta1_sidecarset_plan_in_json_names_what_stops_a_pod() {
     );
     assert_eq!(got["podEvents"][0]["pod"], "default/web-4");
     assert_eq!(got["podEvents"][0]["reason"], "SidecarNotUpgradable");
+}
+
+/// A paused set: the pod still at busybox:1.36 waits for `paused`, the one injected at 1.37 is
+/// updated, and a pod whose labels no longer match the selector is named as not managed; the
+/// status is still written (kruise computes it before it stops for `paused`).
+#[test]
+fn a_paused_sidecarset_plan_says_why_each_pod_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut set = logs_set("busybox:1.37", "info");
+    set["spec"]["updateStrategy"]["paused"] = json!(true);
+    let mut moved = injected_web_pod("web-2", "info", Some(2));
+    moved["metadata"]["labels"]["app"] = json!("other");
+    let items = vec![
+        set,
+        injected_web_pod("web-0", "info", Some(0)),
+        injected_web_pod_at("web-1", "busybox:1.37", "info", Some(1)),
+        moved,
+    ];
+    let o = kruise(&["plan", "-f", &snapshot_file(&dir, items), "--now", NOW]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[1], "  pods: 2 matched (2 ready, 1 updated, 1 updated ready)", "{text}");
+    assert!(lines[2].starts_with("  status write: "), "{text}");
+    let revision = lines[0].rsplit(' ').next().unwrap();
+    let pods: Vec<&str> = lines.iter().copied().filter(|l| l.contains(" default/web-")).collect();
+    assert_eq!(
+        pods,
+        [
+            "  waiting      default/web-0: updateStrategy.paused is true".to_string(),
+            format!("  updated      default/web-1: runs the sidecars of {revision}"),
+            "  not managed  default/web-2: spec.selector no longer matches its labels".to_string(),
+        ],
+        "{text}"
+    );
+    assert!(lines.contains(&"  waiting: updateStrategy.paused: the upgrade is paused"), "{text}");
 }
