@@ -44,7 +44,7 @@ pub enum Command {
     Manifests(ManifestsArgs),
     /// Run manifests through the webhooks offline (for CI): exit 0 admitted, 1 denied, 2 bad input, 3 internal error.
     Check(CheckArgs),
-    /// Show what the CloneSet and Advanced StatefulSet controllers will do next, and why, without writing anything.
+    /// Show what the CloneSet, Advanced StatefulSet and SidecarSet controllers will do next, and why, without writing anything.
     Plan(PlanArgs),
 }
 
@@ -53,17 +53,21 @@ pub enum Command {
 pub struct PlanArgs {
     /// Manifests with the CloneSets or Advanced StatefulSets and their Pods (optionally
     /// ControllerRevisions, PVCs, Nodes), e.g. `kubectl get cloneset,pods,controllerrevisions,pvc -o
-    /// yaml` or `kubectl get statefulsets.apps.kruise.io,pods,controllerrevisions,pvc -o yaml`;
-    /// files, directories or `-`.
+    /// yaml` or `kubectl get statefulsets.apps.kruise.io,pods,controllerrevisions,pvc -o yaml`, or
+    /// SidecarSets (v1alpha1 or v1beta1) with Pods, Namespaces and the manager namespace's
+    /// ControllerRevisions; files, directories or `-`.
     #[arg(short = 'f', long = "filename", num_args = 1..)]
     pub files: Vec<String>,
-    /// `cloneset NAME` or `statefulset NAME` (kruise's Advanced StatefulSet; also `asts`, or
-    /// `KIND/NAME`): read them from the cluster (KUBECONFIG or in-cluster).
+    /// `cloneset NAME`, `statefulset NAME` (kruise's Advanced StatefulSet; also `asts`) or
+    /// `sidecarset NAME` (or `KIND/NAME`): read them from the cluster (KUBECONFIG or in-cluster).
     #[arg(num_args = 0..=2, value_names = ["KIND", "NAME"])]
     pub target: Vec<String>,
-    /// Namespace (with `KIND NAME`).
+    /// Namespace (with `KIND NAME`; SidecarSets are cluster-scoped).
     #[arg(short = 'n', long)]
     pub namespace: Option<String>,
+    /// The manager namespace, where SidecarSet revisions live (as `serve --manager-namespace`).
+    #[arg(long, default_value = crate::config::DEFAULT_NAMESPACE)]
+    pub manager_namespace: String,
     /// Feature gates, as for `serve`.
     #[arg(long, default_value = "", value_parser = parse_gates)]
     pub feature_gates: FeatureGates,
@@ -81,7 +85,7 @@ pub struct PlanArgs {
 pub enum PlanOutput {
     /// One line per action, then why the rollout waits.
     Text,
-    /// One JSON object per CloneSet or StatefulSet.
+    /// One JSON object per CloneSet, StatefulSet or SidecarSet.
     Json,
 }
 
@@ -443,6 +447,11 @@ mod tests {
         assert_eq!(args.files, ["a.yaml", "b.yaml"]);
         assert_eq!(args.output, PlanOutput::Json);
         assert!(args.now.is_some());
+        assert_eq!(args.manager_namespace, "kruise-system");
+        let cli =
+            Cli::try_parse_from(["kruise", "plan", "sidecarset", "logs", "--manager-namespace", "kruise"]).unwrap();
+        let Command::Plan(args) = cli.command else { panic!("plan") };
+        assert_eq!((args.target.join(" "), args.manager_namespace.as_str()), ("sidecarset logs".to_string(), "kruise"));
         assert!(Cli::try_parse_from(["kruise", "plan", "--now", "yesterday"]).is_err());
         // kruise's registered names, as its Helm chart passes them.
         let cli = Cli::try_parse_from([

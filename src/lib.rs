@@ -80,17 +80,17 @@ async fn plan_command(args: cli::PlanArgs) -> i32 {
             Some(kind) if !name.is_empty() && args.files.is_empty() => kind,
             _ => {
                 return fail(
-                    &"give `cloneset NAME` or `statefulset NAME` [-n NAMESPACE] to read the cluster, or manifests with -f FILE",
+                    &"give `cloneset NAME` or `statefulset NAME` [-n NAMESPACE], or `sidecarset NAME`, to read the cluster, or manifests with -f FILE",
                 );
             }
         };
-        match plan::live::read_kind_default(kind, ns, name).await {
+        match plan::live::read_kind_default(kind, ns, name, &args.manager_namespace).await {
             Ok(m) => m,
             Err(e) => return fail(&e),
         }
     } else if args.files.is_empty() {
         return fail(
-            &"give the manifests with -f FILE, or `cloneset NAME` / `statefulset NAME` -n NAMESPACE (see `kruise plan --help`)",
+            &"give the manifests with -f FILE, or `cloneset NAME` / `statefulset NAME` -n NAMESPACE, or `sidecarset NAME` (see `kruise plan --help`)",
         );
     } else {
         let read = check::input::read_paths(&args.files);
@@ -101,7 +101,8 @@ async fn plan_command(args: cli::PlanArgs) -> i32 {
         read.objects
     };
     let now = args.now.unwrap_or_else(k8s_openapi::jiff::Timestamp::now);
-    let planned = match plan::plan_workloads(&manifests, &args.feature_gates, now) {
+    let settings = plan::Settings { gates: &args.feature_gates, now, manager_namespace: &args.manager_namespace };
+    let planned = match plan::plan_workloads(&manifests, &settings) {
         Ok(p) => p,
         Err(e) => return fail(&e),
     };
@@ -115,6 +116,12 @@ async fn plan_command(args: cli::PlanArgs) -> i32 {
         match args.output {
             cli::PlanOutput::Text => print!("{}", plan::render::statefulset_text(p)),
             cli::PlanOutput::Json => println!("{:#}", plan::render::statefulset_json(p)),
+        }
+    }
+    for p in &planned.sidecarsets {
+        match args.output {
+            cli::PlanOutput::Text => print!("{}", plan::render::sidecarset_text(p)),
+            cli::PlanOutput::Json => println!("{:#}", plan::render::sidecarset_json(p)),
         }
     }
     check::exit::OK

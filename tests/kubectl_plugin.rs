@@ -454,3 +454,89 @@ async fn an_advanced_statefulset_pauses_resumes_rolls_out_and_rolls_back() {
     let r = k.run(&["scaledown", "asts/web", "--pods", "web-0"]).await;
     assert_eq!((r.code, r.stderr.as_str()), (1, "error: currently only supported CloneSet selective pods deletion\n"));
 }
+
+/// Issue 28 item 10: `kubectl kruise plan sidecarset NAME` reads the set (through v1beta1, its
+/// storage version), the pods of its scope, the namespaces and its revisions in the manager
+/// namespace from the cluster. Two pods were injected with busybox:1.36 (by the injection code, as
+/// the webhook leaves them; bound to a node that does not exist, their status written as Running
+/// and Ready), the set is now at busybox:1.37 with maxUnavailable 1: one pod is next, the other
+/// waits for maxUnavailable, and the set's first revision is to be created.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn plan_sidecarset_through_kubectl_reads_the_cluster() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kruise::core::sidecar::inject::{InjectionInput, plan_injection};
+    use kube::api::{Patch, PatchParams, PostParams};
+    crds().await;
+    let c = cluster();
+    let client = c.client().await.unwrap();
+    let ns = c.namespace("kk-sidecar").await.unwrap();
+    let ns = ns.name().to_string();
+    let k = Plugin::new(&ns);
+    let name = format!("logs-{ns}");
+    let set = |image: &str| {
+        let mut set: kruise::apis::SidecarSet = serde_json::from_value(json!({
+            "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet", "metadata": {"name": name},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "namespace": ns,
+                "containers": [{"name": "log-agent", "image": image}],
+                "updateStrategy": {"type": "RollingUpdate", "maxUnavailable": 1}}
+        }))
+        .unwrap();
+        kruise::core::sidecar::defaults::default_sidecarset(&mut set).unwrap();
+        set
+    };
+    let old = std::sync::Arc::new(set("busybox:1.36"));
+    let ns_labels = [("kubernetes.io/metadata.name".to_string(), ns.clone())].into();
+    let pods: Api<Pod> = Api::namespaced(client.clone(), &ns);
+    for p in ["web-0", "web-1"] {
+        let mut pod: Pod = serde_json::from_value(json!({
+            "metadata": {"name": p, "namespace": ns, "labels": {"app": "web"}},
+            "spec": {"nodeName": "absent-node", "containers": [{"name": "app", "image": "nginx:1.25"}]}
+        }))
+        .unwrap();
+        let no_revisions = Vec::new;
+        let input = InjectionInput {
+            namespace_labels: &ns_labels,
+            revisions: &no_revisions,
+            draw: 0.0,
+            now: "2024-05-01T00:00:00Z",
+            sort_by_name: false,
+        };
+        plan_injection(&pod, std::slice::from_ref(&old), &input).unwrap().apply(&mut pod);
+        assert!(
+            pod.metadata.annotations.as_ref().is_some_and(|a| a.contains_key("kruise.io/sidecarset-injected-list"))
+        );
+        pods.create(&PostParams::default(), &pod).await.unwrap();
+        let statuses: Vec<Value> = pod
+            .spec
+            .as_ref()
+            .unwrap()
+            .containers
+            .iter()
+            .map(|c| {
+                json!({"name": c.name, "image": c.image, "imageID": "docker.io/x@sha256:00", "ready": true,
+                   "restartCount": 0, "state": {"running": {}}})
+            })
+            .collect();
+        let status = json!({"status": {"phase": "Running", "containerStatuses": statuses,
+            "conditions": [{"type": "Ready", "status": "True"}]}});
+        pods.patch_status(p, &PatchParams::default(), &Patch::Merge(status)).await.unwrap();
+    }
+    let new = serde_json::to_value(set("busybox:1.37")).unwrap();
+    let new = kruise::core::conversion::convert(0, &new, kruise::core::conversion::V1BETA1).unwrap();
+    let sets: Api<kruise::apis::sidecarset::v1beta1::SidecarSet> = Api::all(client.clone());
+    sets.create(&PostParams::default(), &serde_json::from_value(new).unwrap()).await.unwrap();
+
+    let plan: Value = serde_json::from_str(&k.ok(&["plan", "sidecarset", &name, "-o", "json"]).await).unwrap();
+    assert_eq!(plan["sidecarSet"], name.as_str());
+    assert_eq!(plan["status"]["matchedPods"], 2, "{plan:#}");
+    assert_eq!(plan["revisionWrites"][0]["action"], "createRevision", "{plan:#}");
+    let states: Vec<&str> = plan["pods"].as_array().unwrap().iter().map(|p| p["state"].as_str().unwrap()).collect();
+    let mut sorted = states.clone();
+    sorted.sort_unstable();
+    assert_eq!(sorted, ["upgradeNext", "waiting"], "{plan:#}");
+    let waiting = plan["pods"].as_array().unwrap().iter().find(|p| p["state"] == "waiting").unwrap();
+    assert!(waiting["reason"].as_str().unwrap().starts_with("maxUnavailable 1"), "{plan:#}");
+    let next = plan["pods"].as_array().unwrap().iter().find(|p| p["state"] == "upgradeNext").unwrap();
+    assert_eq!(next["images"], json!({"log-agent": "busybox:1.37"}));
+    let _ = sets.delete(&name, &Default::default()).await;
+}

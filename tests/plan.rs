@@ -1,7 +1,8 @@
 //! `kruise plan` on snapshots shaped like `kubectl get cloneset,pods,controllerrevisions -o yaml`
 //! (tests/data/plan/), through the built binary. The revision names in the snapshots were computed
 //! by Go (k8s.io/api v0.32.10 + kruise's revision code) for these templates, so a planned update
-//! revision equal to them is kruise's name.
+//! revision equal to them is kruise's name. SidecarSet snapshots are built here: pods injected by
+//! the webhook's own injection code (`core::sidecar::inject`), then the set's image changed.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 use std::process::{Command, Output};
@@ -133,7 +134,7 @@ fn bad_input_gets_a_clear_error() {
     std::fs::write(&pods_only, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n").unwrap();
     let o = kruise(&["plan", "-f", pods_only.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no CloneSet or Advanced StatefulSet in the input"), "{}", stderr(&o));
+    assert!(stderr(&o).contains("no CloneSet, Advanced StatefulSet or SidecarSet in the input"), "{}", stderr(&o));
 
     let bad = dir.path().join("bad.yaml");
     std::fs::write(
@@ -283,4 +284,233 @@ fn to_beta(v: Value) -> Value {
     } else {
         v
     }
+}
+
+// ---- SidecarSets (issue 28 item 10) ----
+
+/// SidecarSet `logs` (selector `app=web`, namespace `default`, partition 1, maxUnavailable 1)
+/// with one sidecar `log-agent` at `image` and env `LEVEL=level`, as JSON (v1alpha1).
+fn logs_set(image: &str, level: &str) -> Value {
+    json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "SidecarSet",
+        "metadata": {"name": "logs", "uid": "set-uid", "generation": 2, "resourceVersion": "7"},
+        "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "namespace": "default",
+            "containers": [{"name": "log-agent", "image": image, "env": [{"name": "LEVEL", "value": level}]}],
+            "updateStrategy": {"type": "RollingUpdate", "partition": 1, "maxUnavailable": 1}
+        }
+    })
+}
+
+/// Pod `name` of `default` into which the webhook injected `logs_set(busybox:1.36, level)`:
+/// Running, every container ready, Ready since 10:0`ready_minute` (the active-pods order puts the
+/// pod ready for the shortest time first), or not ready.
+fn injected_web_pod(name: &str, level: &str, ready_minute: Option<u32>) -> Value {
+    injected_web_pod_at(name, "busybox:1.36", level, ready_minute)
+}
+
+/// [`injected_web_pod`] with the sidecar at `image`.
+fn injected_web_pod_at(name: &str, image: &str, level: &str, ready_minute: Option<u32>) -> Value {
+    use kruise::core::sidecar::inject::{InjectionInput, plan_injection};
+    let mut set: kruise::apis::SidecarSet = serde_json::from_value(logs_set(image, level)).unwrap();
+    kruise::core::sidecar::defaults::default_sidecarset(&mut set).unwrap();
+    let mut pod: k8s_openapi::api::core::v1::Pod = serde_json::from_value(json!({
+        "metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"), "resourceVersion": "3",
+            "labels": {"app": "web"}, "creationTimestamp": "2024-05-01T09:00:00Z"},
+        "spec": {"containers": [{"name": "app", "image": "nginx:1.25"}]}
+    }))
+    .unwrap();
+    let ns_labels = [("kubernetes.io/metadata.name".to_string(), "default".to_string())].into();
+    let no_revisions = Vec::new;
+    let input = InjectionInput {
+        namespace_labels: &ns_labels,
+        revisions: &no_revisions,
+        draw: 0.0,
+        now: "2024-05-01T09:00:00Z",
+        sort_by_name: false,
+    };
+    plan_injection(&pod, &[std::sync::Arc::new(set)], &input).unwrap().apply(&mut pod);
+    let mut v = serde_json::to_value(&pod).unwrap();
+    v["apiVersion"] = json!("v1");
+    v["kind"] = json!("Pod");
+    v["spec"]["nodeName"] = json!("node-a");
+    let statuses: Vec<Value> = v["spec"]["containers"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|c| {
+            let image = c["image"].as_str().unwrap();
+            json!({"name": c["name"], "image": image, "imageID": format!("docker.io/{image}@sha256:{}", "ab".repeat(32)),
+                   "ready": ready_minute.is_some(), "restartCount": 0, "started": true,
+                   "state": {"running": {"startedAt": "2024-05-01T09:00:00Z"}}})
+        })
+        .collect();
+    let ready = if ready_minute.is_some() { "True" } else { "False" };
+    let since = format!("2024-05-01T10:0{}:00Z", ready_minute.unwrap_or(0));
+    v["status"] = json!({"phase": "Running", "containerStatuses": statuses,
+        "conditions": [{"type": "Ready", "status": ready, "lastTransitionTime": since}]});
+    v
+}
+
+/// A snapshot file (a `kind: List`) of `items`.
+fn snapshot_file(dir: &tempfile::TempDir, items: Vec<Value>) -> String {
+    let path = dir.path().join("snapshot.json");
+    let list = json!({"apiVersion": "v1", "kind": "List", "items": items});
+    std::fs::write(&path, serde_json::to_string_pretty(&list).unwrap()).unwrap();
+    path.to_str().unwrap().to_string()
+}
+
+/// Issue 28 item 10: four pods injected with busybox:1.36, the set now at busybox:1.37 with
+/// partition 1 and maxUnavailable 1, every pod ready. The strategy's order is the active-pods
+/// order (ready for the shortest time first): web-3, web-2, web-1, web-0. The partition keeps the
+/// last (web-0), maxUnavailable lets one through (web-3), web-2 and web-1 wait for it; the first
+/// revision of the set is created and the status (4 matched, none updated) written.
+#[test]
+fn a_sidecarset_plan_in_text_names_the_next_pod_and_why_the_others_wait() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut items = vec![logs_set("busybox:1.37", "info")];
+    for i in 0..4u32 {
+        items.push(injected_web_pod(&format!("web-{i}"), "info", Some(i)));
+    }
+    let o = kruise(&["plan", "-f", &snapshot_file(&dir, items), "--now", NOW]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(lines[0].starts_with("SidecarSet logs: latest revision logs-"), "{text}");
+    let revision = lines[0].rsplit(' ').next().unwrap();
+    assert_eq!(lines[1], "  pods: 4 matched (4 ready, 0 updated, 0 updated ready)", "{text}");
+    assert_eq!(
+        lines[2],
+        format!(
+            "  status write: observedGeneration 2, matchedPods 4, updatedPods 0, readyPods 4, updatedReadyPods 0, \
+             latestRevision {revision}"
+        ),
+        "{text}"
+    );
+    assert_eq!(lines[3], format!("  createRevision  {revision}"), "{text}");
+    let pods: Vec<&str> = lines.iter().copied().filter(|l| l.contains(" default/web-")).collect();
+    assert_eq!(
+        pods,
+        [
+            "  waiting  default/web-0: partition 1 keeps it at the old sidecars (last in the update order)".to_string(),
+            "  waiting  default/web-1: maxUnavailable 1 is used up by pods being upgraded or not ready".to_string(),
+            "  waiting  default/web-2: maxUnavailable 1 is used up by pods being upgraded or not ready".to_string(),
+            format!("  upgrade  default/web-3: -> {revision}: images log-agent=busybox:1.37"),
+        ],
+        "{text}"
+    );
+    assert!(
+        lines.contains(&"  waiting: maxUnavailable 1: 1 pod(s) are being upgraded or not ready, 2 wait"),
+        "the planner's own reason is shown too: {text}"
+    );
+}
+
+/// The same rollout with the set as v1beta1 (`namespaceSelector` for `namespace`, what `kubectl
+/// get sidecarset` prints), its Namespace, web-1 not ready and a fifth pod injected when the
+/// sidecar had `LEVEL=debug`: a not-ready candidate is always taken (upgrading it costs no
+/// availability), so web-1 and web-3 are next; web-4 cannot be upgraded in place because its
+/// sidecar's `env` differs, and this round marks it (condition and a pod Event).
+#[test]
+fn a_v1beta1_sidecarset_plan_in_json_names_what_stops_a_pod() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut set = logs_set("busybox:1.37", "info");
+    set = kruise::core::conversion::convert(0, &set, "apps.kruise.io/v1beta1").unwrap();
+    assert!(set["spec"]["namespaceSelector"].is_object(), "{set}");
+    let mut items = vec![
+        set,
+        json!({"apiVersion": "v1", "kind": "Namespace", "metadata": {"name": "default",
+            "labels": {"kubernetes.io/metadata.name": "default"}}}),
+    ];
+    for i in 0..4u32 {
+        items.push(injected_web_pod(&format!("web-{i}"), "info", (i != 1).then_some(i)));
+    }
+    items.push(injected_web_pod("web-4", "debug", Some(4)));
+    // A pod of another set's injection is not this set's.
+    let mut other = injected_web_pod("other-0", "info", Some(5));
+    other["metadata"]["annotations"]["kruise.io/sidecarset-injected-list"] = json!("mesh");
+    items.push(other);
+    let o = kruise(&["plan", "-f", &snapshot_file(&dir, items), "--now", NOW, "-o", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(got["sidecarSet"], "logs");
+    let revision = got["latestRevision"].as_str().unwrap();
+    assert_eq!(got["status"]["matchedPods"], 5, "{got:#}");
+    assert_eq!(got["status"]["readyPods"], 4, "{got:#}");
+    assert_eq!(got["statusWrite"], true);
+    assert_eq!(got["revisionWrites"][0]["action"], "createRevision");
+    assert_eq!(got["revisionWrites"][0]["revision"], revision);
+    let states: Vec<(String, String)> = got["pods"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|p| (p["pod"].as_str().unwrap().to_string(), p["state"].as_str().unwrap().to_string()))
+        .collect();
+    let want: Vec<(String, String)> = [
+        ("default/web-0", "waiting"),
+        ("default/web-1", "upgradeNext"),
+        ("default/web-2", "waiting"),
+        ("default/web-3", "upgradeNext"),
+        ("default/web-4", "notUpgradable"),
+    ]
+    .iter()
+    .map(|(p, s)| (p.to_string(), s.to_string()))
+    .collect();
+    assert_eq!(states, want, "{got:#}");
+    let pods = got["pods"].as_array().unwrap();
+    assert_eq!(pods[1]["images"], json!({"log-agent": "busybox:1.37"}));
+    assert!(pods[0]["reason"].as_str().unwrap().starts_with("partition 1 keeps it"), "{got:#}");
+    assert!(pods[2]["reason"].as_str().unwrap().starts_with("maxUnavailable 1"), "{got:#}");
+    let why = pods[4]["reason"].as_str().unwrap();
+    assert!(why.contains("container log-agent: env differ"), "{why}");
+    assert_eq!(pods[4]["marked"], true, "{got:#}");
+    let actions: Vec<(&str, &str)> = got["actions"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|a| (a["action"].as_str().unwrap(), a["pod"].as_str().unwrap()))
+        .collect();
+    assert_eq!(
+        actions,
+        [("markNotUpgradable", "web-4"), ("updateInPlace", "web-1"), ("updateInPlace", "web-3")],
+        "{got:#}"
+    );
+    assert_eq!(got["podEvents"][0]["pod"], "default/web-4");
+    assert_eq!(got["podEvents"][0]["reason"], "SidecarNotUpgradable");
+}
+
+/// A paused set: the pod still at busybox:1.36 waits for `paused`, the one injected at 1.37 is
+/// updated, and a pod whose labels no longer match the selector is named as not managed; the
+/// status is still written (kruise computes it before it stops for `paused`).
+#[test]
+fn a_paused_sidecarset_plan_says_why_each_pod_is_left() {
+    let dir = tempfile::tempdir().unwrap();
+    let mut set = logs_set("busybox:1.37", "info");
+    set["spec"]["updateStrategy"]["paused"] = json!(true);
+    let mut moved = injected_web_pod("web-2", "info", Some(2));
+    moved["metadata"]["labels"]["app"] = json!("other");
+    let items = vec![
+        set,
+        injected_web_pod("web-0", "info", Some(0)),
+        injected_web_pod_at("web-1", "busybox:1.37", "info", Some(1)),
+        moved,
+    ];
+    let o = kruise(&["plan", "-f", &snapshot_file(&dir, items), "--now", NOW]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines[1], "  pods: 2 matched (2 ready, 1 updated, 1 updated ready)", "{text}");
+    assert!(lines[2].starts_with("  status write: "), "{text}");
+    let revision = lines[0].rsplit(' ').next().unwrap();
+    let pods: Vec<&str> = lines.iter().copied().filter(|l| l.contains(" default/web-")).collect();
+    assert_eq!(
+        pods,
+        [
+            "  waiting      default/web-0: updateStrategy.paused is true".to_string(),
+            format!("  updated      default/web-1: runs the sidecars of {revision}"),
+            "  not managed  default/web-2: spec.selector no longer matches its labels".to_string(),
+        ],
+        "{text}"
+    );
+    assert!(lines.contains(&"  waiting: updateStrategy.paused: the upgrade is paused"), "{text}");
 }

@@ -8,6 +8,7 @@
 
 pub mod files;
 pub mod live;
+pub mod sidecarset;
 pub mod snapshot;
 pub mod watch_errors;
 

@@ -8,11 +8,9 @@
 //! manager namespace, pod writes namespace by namespace, the status last (through the storage
 //! version, v1beta1, so a status write needs no conversion), Events on the set and on pods.
 
-use std::collections::BTreeMap;
 use std::sync::{Arc, Weak};
 use std::time::Duration;
 
-use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{ObjectReference, Pod};
 use k8s_openapi::jiff::Timestamp;
 use kube::api::Api;
@@ -29,10 +27,11 @@ use super::{ReconcileError, Settings};
 use crate::apis::SidecarSet;
 use crate::apis::sidecarset::v1beta1;
 use crate::cluster::ClusterView;
+use crate::cluster::sidecarset::round_objects;
 use crate::cluster::snapshot::ViewKind;
-use crate::core::rollout::actions::{Action, ActionKind, Write};
+use crate::core::rollout::actions::revision_actions;
 use crate::core::rollout::plan::status_write;
-use crate::core::rollout::sidecarset::plan::{Input, Plan, plan};
+use crate::core::rollout::sidecarset::plan::{Input, plan};
 use crate::core::sidecar::SIDECARSET_NAME_LABEL;
 use crate::metrics::Metrics;
 
@@ -119,41 +118,6 @@ fn view_trigger(
     }
 }
 
-/// The labels of each namespace the pods are in (a namespace the view does not hold is left out:
-/// a `namespaceSelector` does not match it, as kruise's failed Namespace GET does not).
-fn namespace_labels(view: &dyn ClusterView, pods: &[&Pod]) -> BTreeMap<String, BTreeMap<String, String>> {
-    let mut out = BTreeMap::new();
-    for pod in pods {
-        let ns = crate::core::sidecar::pod_namespace(pod.metadata.namespace.as_deref());
-        if out.contains_key(ns) {
-            continue;
-        }
-        if view.namespace(ns).is_some() {
-            out.insert(ns.to_string(), crate::cluster::namespace_labels(view, ns));
-        }
-    }
-    out
-}
-
-/// A plan's revision writes as actions (the act half sends actions).
-fn revision_actions(planned: &Plan) -> Vec<Action> {
-    planned
-        .revision_writes
-        .iter()
-        .map(|w| {
-            let (kind, name) = match w {
-                Write::CreateRevision { revision, .. } => {
-                    (ActionKind::CreateRevision, revision.metadata.name.clone().unwrap_or_default())
-                }
-                Write::DeleteRevision { name, .. } => (ActionKind::DeleteRevision, name.clone()),
-                Write::PatchRevision { name, .. } => (ActionKind::UpdateRevision, name.clone()),
-                _ => (ActionKind::UpdateRevision, String::new()),
-            };
-            Action::new(kind, None, &name, "SidecarSet revision history".into(), vec![w.clone()])
-        })
-        .collect()
-}
-
 fn pod_reference(namespace: &str, name: &str, uid: Option<&String>) -> ObjectReference {
     ObjectReference {
         api_version: Some("v1".into()),
@@ -184,19 +148,12 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         return Ok(Some(wait));
     }
     let manager_namespace = ctx.settings.manager_namespace.as_str();
-    let cached_revisions = ctx.view.controller_revisions(manager_namespace);
-    let revisions: Vec<&ControllerRevision> = cached_revisions
-        .iter()
-        .map(Arc::as_ref)
-        .filter(|r| {
-            r.metadata.labels.as_ref().and_then(|l| l.get(SIDECARSET_NAME_LABEL)).map(String::as_str) == Some(name)
-        })
-        .collect();
-    let namespaces = namespace_labels(ctx.view.as_ref(), &pods);
+    let read = round_objects(ctx.view.as_ref(), name, &pods, manager_namespace);
+    let revisions = read.revision_refs();
     let planned = plan(&Input {
         set: &set,
         pods: &pods,
-        namespace_labels: &namespaces,
+        namespace_labels: &read.namespace_labels,
         revisions: &revisions,
         manager_namespace,
         gates: &ctx.settings.gates,
@@ -209,7 +166,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         status_write(set.as_ref(), name, &rv, |s: &mut SidecarSet| s.status = Some(status), false)
     };
     // 1. Revisions, in the manager namespace.
-    let revision_actions = revision_actions(&planned);
+    let revision_actions = revision_actions(&planned.revision_writes, "SidecarSet revision history");
     if !revision_actions.is_empty() {
         let writes = PlannedWrites { actions: &revision_actions, status: None, on_collision: &on_collision };
         if let Some(again) = ctx.actor.apply(key, manager_namespace, api.clone(), writes).await? {

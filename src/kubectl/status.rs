@@ -170,10 +170,13 @@ async fn reasons(client: &kube::Client, ns: &str, target: &Target) -> Vec<String
         Workload::CloneSet => Kind::CloneSet,
         Workload::AdvancedStatefulSet => Kind::StatefulSet,
     };
-    let Ok(manifests) = crate::plan::live::read(client, kind, ns, &target.name).await else {
+    let manager_namespace = crate::config::DEFAULT_NAMESPACE;
+    let Ok(manifests) = crate::plan::live::read(client, kind, ns, &target.name, manager_namespace).await else {
         return Vec::new();
     };
-    match crate::plan::plan_workloads(&manifests, &FeatureGates::default(), Timestamp::now()) {
+    let gates = FeatureGates::default();
+    let settings = crate::plan::Settings { gates: &gates, now: Timestamp::now(), manager_namespace };
+    match crate::plan::plan_workloads(&manifests, &settings) {
         Ok(planned) => {
             let clonesets = planned.clonesets.into_iter().map(|p| (p.plan.waiting, p.plan.errors));
             let sets = planned.statefulsets.into_iter().map(|p| (p.plan.waiting, p.plan.errors));

@@ -1,19 +1,30 @@
-//! `kruise plan cloneset NAME -n NS` (issue 11 item 7) and `kruise plan statefulset NAME -n NS`
-//! (issue 27 item 7): the objects the CloneSet or Advanced StatefulSet controller would plan with,
-//! read from the cluster (kubeconfig, or in-cluster), then planned exactly as manifests are
-//! ([`super::plan_workloads`]). Nothing is written. Nodes are read when allowed (they only matter
-//! for the CloneSet's topology-spread scale-down ranking); the rest must be readable.
+//! `kruise plan cloneset NAME -n NS` (issue 11 item 7), `kruise plan statefulset NAME -n NS`
+//! (issue 27 item 7) and `kruise plan sidecarset NAME` (issue 28 item 10): the objects the
+//! CloneSet, Advanced StatefulSet or SidecarSet controller would plan with, read from the cluster
+//! (kubeconfig, or in-cluster), then planned exactly as manifests are ([`super::plan_workloads`]).
+//! Nothing is written. Nodes are read when allowed (they only matter for the CloneSet's
+//! topology-spread scale-down ranking); the rest must be readable.
+//!
+//! A SidecarSet is read through v1beta1, the storage version, and converted as the cluster view
+//! converts it (v1alpha1 when the cluster serves only that); with it the pods of the namespaces it
+//! can reach ([`crate::core::sidecar::scope`]), the Namespaces (their labels feed a
+//! `namespaceSelector`; when they may not be listed, the pods' namespaces are read one by one,
+//! and one that cannot be read does not match, as for the controller) and its revisions in the
+//! manager namespace (`kruise.io/sidecarset-name=NAME`).
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
-use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
+use k8s_openapi::api::core::v1::{Namespace, Node, PersistentVolumeClaim, Pod};
 use kube::api::{Api, ListParams};
 use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::apis::SidecarSet;
 use crate::apis::cloneset::CloneSet;
+use crate::apis::sidecarset::v1beta1;
 use crate::apis::statefulset::v1beta1::StatefulSet;
 use crate::check::input::Manifest;
+use crate::core::sidecar::{Scope, pod_namespace, scope};
 
 /// Why the cluster cannot be read.
 #[derive(Debug, thiserror::Error)]
@@ -39,6 +50,8 @@ pub enum Kind {
     CloneSet,
     /// The Advanced StatefulSet (`apps.kruise.io`).
     StatefulSet,
+    /// The SidecarSet (cluster-scoped; its revisions live in the manager namespace).
+    SidecarSet,
 }
 
 impl Kind {
@@ -51,6 +64,7 @@ impl Kind {
         match k {
             "cloneset" | "clonesets" => Some(Kind::CloneSet),
             "statefulset" | "statefulsets" | "asts" => Some(Kind::StatefulSet),
+            "sidecarset" | "sidecarsets" => Some(Kind::SidecarSet),
             _ => None,
         }
     }
@@ -96,12 +110,20 @@ where
     }
 }
 
-/// The workload `namespace/name` of `kind` and what it may own, as manifests.
-pub async fn read(client: &Client, kind: Kind, namespace: &str, name: &str) -> Result<Vec<Manifest>, LiveError> {
+/// The workload `namespace/name` of `kind` and what it may own, as manifests; for a SidecarSet
+/// (cluster-scoped, `namespace` unused) what [`read_sidecarset`] reads.
+pub async fn read(
+    client: &Client,
+    kind: Kind,
+    namespace: &str,
+    name: &str,
+    manager_namespace: &str,
+) -> Result<Vec<Manifest>, LiveError> {
     let source = format!("cluster:{namespace}/{name}");
     let workload = match kind {
         Kind::CloneSet => get::<CloneSet>(client, namespace, name, &source).await?,
         Kind::StatefulSet => get::<StatefulSet>(client, namespace, name, &source).await?,
+        Kind::SidecarSet => return read_sidecarset(client, name, manager_namespace).await,
     };
     let mut out = vec![workload];
     let ns = namespace;
@@ -119,10 +141,83 @@ pub async fn read(client: &Client, kind: Kind, namespace: &str, name: &str) -> R
     Ok(out)
 }
 
+/// SidecarSet `name`, the pods it can reach, the Namespaces and its revisions in
+/// `manager_namespace`, as manifests.
+pub async fn read_sidecarset(client: &Client, name: &str, manager_namespace: &str) -> Result<Vec<Manifest>, LiveError> {
+    let source = format!("cluster:sidecarset/{name}");
+    let what = format!("SidecarSet {name}");
+    let set = match Api::<v1beta1::SidecarSet>::all(client.clone()).get_opt(name).await {
+        Ok(Some(set)) => manifest(&source, set),
+        // A cluster that serves only v1alpha1 (kruise before v1.9).
+        _ => match Api::<SidecarSet>::all(client.clone()).get_opt(name).await {
+            Ok(Some(set)) => manifest(&source, set),
+            Ok(None) => return Err(LiveError::NotFound(what)),
+            Err(source) => return Err(LiveError::Read { what, source }),
+        },
+    };
+    // Only its scope is read here; the planner reads the set through the cluster view's store.
+    // A set that does not decode is planned (and its error reported) there: read everywhere.
+    let decoded: SidecarSet = {
+        let mut object = set.object.clone();
+        if let serde_json::Value::Object(map) = &mut object
+            && map.get("apiVersion").and_then(serde_json::Value::as_str) == Some(crate::core::conversion::V1BETA1)
+        {
+            crate::core::conversion::sidecarset::to_v1alpha1(map);
+            map.insert("apiVersion".into(), crate::core::conversion::V1ALPHA1.into());
+        }
+        serde_json::from_value(object).unwrap_or_default()
+    };
+    let pods: Vec<Pod> = match scope(&decoded) {
+        Scope::Namespaces(namespaces) => {
+            let mut pods = Vec::new();
+            for ns in namespaces {
+                pods.extend(list::<Pod>(client, &ns, &format!("pods in {ns}")).await?);
+            }
+            pods
+        }
+        Scope::Cluster => Api::<Pod>::all(client.clone())
+            .list(&ListParams::default())
+            .await
+            .map(|l| l.items)
+            .map_err(|source| LiveError::Read { what: "pods of every namespace".into(), source })?,
+    };
+    let namespaces = match Api::<Namespace>::all(client.clone()).list(&ListParams::default()).await {
+        Ok(l) => l.items,
+        Err(_) => {
+            let wanted: std::collections::BTreeSet<&str> =
+                pods.iter().map(|p| pod_namespace(p.metadata.namespace.as_deref())).collect();
+            let api = Api::<Namespace>::all(client.clone());
+            let mut found = Vec::new();
+            for ns in wanted {
+                if let Ok(Some(n)) = api.get_opt(ns).await {
+                    found.push(n);
+                }
+            }
+            found
+        }
+    };
+    let selector = format!("{}={name}", crate::core::sidecar::SIDECARSET_NAME_LABEL);
+    let revisions = Api::<ControllerRevision>::namespaced(client.clone(), manager_namespace)
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map(|l| l.items)
+        .map_err(|source| LiveError::Read { what: format!("ControllerRevisions in {manager_namespace}"), source })?;
+    let mut out = vec![set];
+    out.extend(pods.into_iter().map(|o| manifest(&source, o)));
+    out.extend(namespaces.into_iter().map(|o| manifest(&source, o)));
+    out.extend(revisions.into_iter().map(|o| manifest(&source, o)));
+    Ok(out)
+}
+
 /// [`read`] with the client of the environment.
-pub async fn read_kind_default(kind: Kind, namespace: &str, name: &str) -> Result<Vec<Manifest>, LiveError> {
+pub async fn read_kind_default(
+    kind: Kind,
+    namespace: &str,
+    name: &str,
+    manager_namespace: &str,
+) -> Result<Vec<Manifest>, LiveError> {
     let client = Client::try_default().await.map_err(LiveError::Client)?;
-    read(&client, kind, namespace, name).await
+    read(&client, kind, namespace, name, manager_namespace).await
 }
 
 #[cfg(test)]
@@ -137,6 +232,9 @@ mod tests {
             ("StatefulSet", Some(Kind::StatefulSet)),
             ("statefulsets.apps.kruise.io", Some(Kind::StatefulSet)),
             ("asts", Some(Kind::StatefulSet)),
+            ("sidecarset", Some(Kind::SidecarSet)),
+            ("SidecarSets", Some(Kind::SidecarSet)),
+            ("sidecarset.apps.kruise.io", Some(Kind::SidecarSet)),
             ("statefulset.apps", None),
             ("deployment", None),
             ("", None),

@@ -1,10 +1,12 @@
-//! `kruise plan -f FILE...`: what the CloneSet and Advanced StatefulSet controllers will do next,
-//! and why, without writing anything (issue 11 item 7, issue 27 item 7). Reads CloneSets and
-//! Advanced StatefulSets with their Pods, and optionally ControllerRevisions,
-//! PersistentVolumeClaims and Nodes, from manifests (multi-document YAML or `kind: List`, such as
-//! `kubectl get cloneset,pods,controllerrevisions,pvc -o yaml`), and runs the planners the
-//! controllers run ([`crate::core::rollout::cloneset::plan::plan`],
-//! [`crate::core::rollout::statefulset::plan::plan`]) on each workload.
+//! `kruise plan -f FILE...`: what the CloneSet, Advanced StatefulSet and SidecarSet controllers
+//! will do next, and why, without writing anything (issue 11 item 7, issue 27 item 7, issue 28
+//! item 10). Reads CloneSets and Advanced StatefulSets with their Pods, and optionally
+//! ControllerRevisions, PersistentVolumeClaims and Nodes, and SidecarSets with Pods, Namespaces
+//! and the manager namespace's ControllerRevisions, from manifests (multi-document YAML or `kind:
+//! List`, such as `kubectl get cloneset,pods,controllerrevisions,pvc -o yaml`), and runs the
+//! planners the controllers run ([`crate::core::rollout::cloneset::plan::plan`],
+//! [`crate::core::rollout::statefulset::plan::plan`], and for SidecarSets [`sidecarset`]) on each
+//! workload.
 //!
 //! What the CloneSet controller would see: the pods and PVCs with an owner reference to the
 //! CloneSet (kruise never adopts others; they are counted in a note), and the revisions matching
@@ -17,6 +19,7 @@
 
 pub mod live;
 pub mod render;
+pub mod sidecarset;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
@@ -41,11 +44,12 @@ pub enum PlanError {
     /// An object of a kind `plan` reads does not decode.
     #[error("{file}:{line}: {kind} {name}: {message}")]
     Decode { file: String, line: usize, kind: String, name: String, message: String },
-    /// Neither a CloneSet nor an Advanced StatefulSet in the input.
+    /// No CloneSet, Advanced StatefulSet or SidecarSet in the input.
     #[error(
-        "no CloneSet or Advanced StatefulSet in the input: give the workload and its pods, e.g. `kubectl get \
-         cloneset,pods,controllerrevisions -o yaml` or `kubectl get statefulsets.apps.kruise.io,pods,\
-         controllerrevisions,pvc -o yaml`"
+        "no CloneSet, Advanced StatefulSet or SidecarSet in the input: give the workload and its pods, e.g. \
+         `kubectl get cloneset,pods,controllerrevisions -o yaml`, `kubectl get statefulsets.apps.kruise.io,pods,\
+         controllerrevisions,pvc -o yaml` or `kubectl get sidecarset,namespaces -o yaml; kubectl get pods -A -o \
+         yaml; kubectl get controllerrevisions -n kruise-system -o yaml`"
     )]
     NoWorkload,
 }
@@ -68,11 +72,24 @@ pub struct PlannedSet {
     pub not_owned: usize,
 }
 
-/// Every workload's plan: CloneSets, then Advanced StatefulSets, each in namespace/name order.
+/// Every workload's plan: CloneSets, then Advanced StatefulSets, each in namespace/name order,
+/// then SidecarSets in name order.
 #[derive(Debug, Default)]
 pub struct Workloads {
     pub clonesets: Vec<Planned>,
     pub statefulsets: Vec<PlannedSet>,
+    pub sidecarsets: Vec<sidecarset::PlannedSidecarSet>,
+}
+
+/// What a plan needs besides the objects.
+#[derive(Clone, Copy, Debug)]
+pub struct Settings<'a> {
+    /// Feature gates, as `serve` takes them.
+    pub gates: &'a FeatureGates,
+    /// The time the round is planned at.
+    pub now: Timestamp,
+    /// The manager namespace, where SidecarSet revisions live (kruise's `POD_NAMESPACE`).
+    pub manager_namespace: &'a str,
 }
 
 #[derive(Default)]
@@ -138,14 +155,19 @@ fn by_namespace_and_name(a: &ObjectMeta, b: &ObjectMeta) -> std::cmp::Ordering {
     (namespace(a), &a.name).cmp(&(namespace(b), &b.name))
 }
 
-/// Plans every CloneSet and Advanced StatefulSet of the input.
-pub fn plan_workloads(manifests: &[Manifest], gates: &FeatureGates, now: Timestamp) -> Result<Workloads, PlanError> {
+/// Plans every CloneSet, Advanced StatefulSet and SidecarSet of the input.
+pub fn plan_workloads(manifests: &[Manifest], settings: &Settings<'_>) -> Result<Workloads, PlanError> {
+    let (gates, now) = (settings.gates, settings.now);
     let mut o = group(manifests)?;
-    if o.clonesets.is_empty() && o.statefulsets.is_empty() {
+    let sidecarsets = match sidecarset::has_sidecarset(manifests) {
+        true => sidecarset::plan_sidecarsets(manifests, settings)?,
+        false => Vec::new(),
+    };
+    if o.clonesets.is_empty() && o.statefulsets.is_empty() && sidecarsets.is_empty() {
         return Err(PlanError::NoWorkload);
     }
     let statefulsets = plan_statefulsets(&mut o, gates, now);
-    Ok(Workloads { clonesets: plan_clonesets(o, gates, now), statefulsets })
+    Ok(Workloads { clonesets: plan_clonesets(o, gates, now), statefulsets, sidecarsets })
 }
 
 /// Each Advanced StatefulSet planned on its namespace's pods, claims and revisions.

@@ -4,12 +4,17 @@
 //! `actions` (`action`, `pod` when there is one, `revision`, `reason`, `images` on updateInPlace);
 //! one object per Advanced StatefulSet (issue 27 item 7): `statefulSet`, `currentRevision`,
 //! `updateRevision`, `actions` as for CloneSets, and `waiting` and `errors` (sentences: what the
-//! rollout waits for, what stops it).
+//! rollout waits for, what stops it); one object per SidecarSet (issue 28 item 10): `sidecarSet`,
+//! `latestRevision`, `status` (what the round computes) and `statusWrite` (whether it is
+//! written), `revisionWrites` and `actions` (pod actions, each with its `namespace`), `pods` (every
+//! injected pod: `pod`, `state`, `reason`, `images` when upgraded next, `marked` when this round
+//! marks it not upgradable), `waiting`, and the Events on the set and on pods.
 
 use std::fmt::Write;
 
 use serde_json::{Map, Value, json};
 
+use super::sidecarset::{PlannedSidecarSet, PodState};
 use super::{Planned, PlannedSet};
 use crate::core::rollout::actions::{Action, ActionKind};
 use crate::core::rollout::cloneset::plan::RevisionSource;
@@ -146,5 +151,106 @@ pub fn text(p: &Planned) -> String {
         );
     }
     nothing_to_do(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    out
+}
+
+/// The JSON object of one SidecarSet's plan.
+pub fn sidecarset_json(p: &PlannedSidecarSet) -> Value {
+    let plan = &p.plan;
+    let actions: Vec<Value> = plan
+        .pod_actions
+        .iter()
+        .flat_map(|(ns, list)| {
+            list.iter().map(move |a| {
+                let mut v = action_json(a);
+                if let Value::Object(m) = &mut v {
+                    m.insert("namespace".into(), json!(ns));
+                }
+                v
+            })
+        })
+        .collect();
+    let pod_events: Vec<Value> = plan
+        .pod_events
+        .iter()
+        .map(|e| json!({"pod": format!("{}/{}", e.namespace, e.name), "type": e.event.type_, "reason": e.event.reason, "message": e.event.message}))
+        .collect();
+    json!({
+        "sidecarSet": p.name,
+        "latestRevision": plan.latest_revision,
+        "status": plan.status,
+        "statusWrite": plan.status_write.is_some(),
+        "revisionWrites": p.revision_actions.iter().map(action_json).collect::<Vec<_>>(),
+        "actions": actions,
+        "pods": p.pods,
+        "waiting": plan.waiting,
+        "events": plan.events,
+        "podEvents": pod_events,
+    })
+}
+
+fn state_name(state: PodState) -> &'static str {
+    match state {
+        PodState::UpgradeNext => "upgrade",
+        PodState::ResetHotUpgrade => "reset",
+        PodState::Updated => "updated",
+        PodState::Updating => "updating",
+        PodState::Waiting => "waiting",
+        PodState::NotUpgradable => "not upgradable",
+        PodState::NotManaged => "not managed",
+    }
+}
+
+/// The text of one SidecarSet's plan.
+pub fn sidecarset_text(p: &PlannedSidecarSet) -> String {
+    let plan = &p.plan;
+    let st = &plan.status;
+    let mut out = String::new();
+    let _ = writeln!(out, "SidecarSet {}: latest revision {}", p.name, plan.latest_revision);
+    let _ = writeln!(
+        out,
+        "  pods: {} matched ({} ready, {} updated, {} updated ready)",
+        st.matched_pods, st.ready_pods, st.updated_pods, st.updated_ready_pods
+    );
+    let written = if plan.status_write.is_some() { "status write" } else { "status unchanged" };
+    let _ = writeln!(
+        out,
+        "  {written}: observedGeneration {}, matchedPods {}, updatedPods {}, readyPods {}, updatedReadyPods {}, \
+         latestRevision {}",
+        st.observed_generation,
+        st.matched_pods,
+        st.updated_pods,
+        st.ready_pods,
+        st.updated_ready_pods,
+        st.latest_revision
+    );
+    let width = p.revision_actions.iter().map(|a| kind_name(a.kind).len()).max().unwrap_or(0);
+    for a in &p.revision_actions {
+        let _ = writeln!(out, "  {:width$}  {}", kind_name(a.kind), a.revision);
+    }
+    let width = p.pods.iter().map(|l| state_name(l.state).len()).max().unwrap_or(0);
+    for l in &p.pods {
+        let mut detail = match l.state {
+            PodState::UpgradeNext if !l.images.is_empty() => {
+                let images: Vec<String> = l.images.iter().map(|(c, i)| format!("{c}={i}")).collect();
+                format!("-> {}: images {}", plan.latest_revision, images.join(" "))
+            }
+            _ => l.reason.clone(),
+        };
+        if l.marked {
+            detail.push_str(" (this round writes SidecarSetUpgradable=False)");
+        }
+        let _ = writeln!(out, "  {:width$}  {}: {detail}", state_name(l.state), l.pod);
+    }
+    for w in &plan.waiting {
+        let _ = writeln!(out, "  waiting: {w}");
+    }
+    for e in &plan.events {
+        let _ = writeln!(out, "  event: {:?} {}: {}", e.type_, e.reason, e.message);
+    }
+    let acts = plan.pod_actions.values().map(Vec::len).sum::<usize>();
+    if acts == 0 && p.revision_actions.is_empty() && plan.status_write.is_none() && plan.waiting.is_empty() {
+        let _ = writeln!(out, "  nothing to do");
+    }
     out
 }

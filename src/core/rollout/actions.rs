@@ -212,6 +212,27 @@ impl Action {
     }
 }
 
+/// Revision writes as actions (`createRevision`, `updateRevision`, `deleteRevision`, each
+/// naming its revision), for a plan that keeps its revision writes apart from its pod actions
+/// (the SidecarSet's: its revisions live in the manager namespace). The SidecarSet controller
+/// sends them, `kruise plan sidecarset` prints them.
+pub fn revision_actions(writes: &[Write], reason: &str) -> Vec<Action> {
+    writes
+        .iter()
+        .map(|w| {
+            let (kind, name) = match w {
+                Write::CreateRevision { revision, .. } => {
+                    (ActionKind::CreateRevision, revision.metadata.name.clone().unwrap_or_default())
+                }
+                Write::DeleteRevision { name, .. } => (ActionKind::DeleteRevision, name.clone()),
+                Write::PatchRevision { name, .. } => (ActionKind::UpdateRevision, name.clone()),
+                _ => (ActionKind::UpdateRevision, String::new()),
+            };
+            Action::new(kind, None, &name, reason.to_string(), vec![w.clone()])
+        })
+        .collect()
+}
+
 /// The batch of creation `i` in Kubernetes' slow start (`DoItSlowly` with an initial batch of 1):
 /// batches of 1, 2, 4, 8, … calls.
 pub fn slow_start_batch(i: usize) -> u32 {
