@@ -176,7 +176,7 @@ async fn not_reconciled_kinds_store_kruise_objects() {
     let (ok, out, err) = kubectl.run(&["create", "-f", path.to_str().unwrap()]).await;
     assert!(ok, "{out}{err}");
     let sent = kruise_testenv::manifests::parse(&text).unwrap();
-    assert_eq!(sent.len(), 7);
+    assert_eq!(sent.len(), 6);
     let mut stored = std::collections::BTreeMap::new();
     for obj in &sent {
         let (kind, name) = (obj["kind"].as_str().unwrap(), obj["metadata"]["name"].as_str().unwrap());
@@ -207,7 +207,7 @@ async fn not_reconciled_kinds_store_kruise_objects() {
     assert_eq!(v1alpha1["spec"], stored["ImageListPullJob"]["spec"]);
     // Short names.
     for (short, namespaced, expect) in
-        [("crr", true, "crr-sample"), ("pub", true, "pub-sample"), ("distributor", false, "rd-sample")]
+        [("crr", true, "crr-sample"), ("distributor", false, "rd-sample")]
     {
         let mut args = vec!["get", short, "-o", "name"];
         if namespaced {
