@@ -206,9 +206,7 @@ async fn not_reconciled_kinds_store_kruise_objects() {
     assert_eq!(v1alpha1["apiVersion"], "apps.kruise.io/v1alpha1");
     assert_eq!(v1alpha1["spec"], stored["ImageListPullJob"]["spec"]);
     // Short names.
-    for (short, namespaced, expect) in
-        [("crr", true, "crr-sample"), ("distributor", false, "rd-sample")]
-    {
+    for (short, namespaced, expect) in [("crr", true, "crr-sample"), ("distributor", false, "rd-sample")] {
         let mut args = vec!["get", short, "-o", "name"];
         if namespaced {
             args.extend(["-n", ns.name()]);
