@@ -3,7 +3,10 @@
 //! CloneSet ([`crate::core::rollout::ownership`]), passes the expectations gate, plans one round
 //! with [`crate::core::rollout::cloneset::plan::plan`] (the function `kruise plan` calls), and
 //! has the act half send its writes, planned status and Events. The requeue is the planner's
-//! (min-ready, grace periods, progress deadline) or the resync safety net.
+//! (min-ready, grace periods, progress deadline, a PodUnavailableBudget refusing an update) or
+//! the resync safety net. With gate PodUnavailableBudgetUpdateGate a round reads the budgets of
+//! the CloneSet's namespace from the admission view (the webhook's), as kruise's controller reads
+//! its PUB cache.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -23,7 +26,10 @@ use super::informers::{Informer, Informers, scoped};
 use super::runner::Runner;
 use super::{ReconcileError, Settings};
 use crate::apis::cloneset::CloneSet;
+use crate::apis::podunavailablebudget::PodUnavailableBudget;
+use crate::cluster::{ClusterView, EmptyView};
 use crate::compat::selector::Selector;
+use crate::core::features::Gate;
 use crate::core::rollout::cloneset::owner;
 use crate::core::rollout::cloneset::plan::{Input, RevisionSource, plan};
 use crate::core::rollout::plan::status_write;
@@ -38,6 +44,8 @@ struct Context {
     informers: Informers,
     actor: Actor,
     runner: Arc<Runner>,
+    /// The admission view: the PodUnavailableBudgets a round asks before updating pods.
+    view: Arc<dyn ClusterView>,
 }
 
 /// Registers the CloneSet controller on `informers` and starts its CloneSet watch and runner;
@@ -47,6 +55,7 @@ pub fn start(
     client: &Client,
     settings: &Settings,
     metrics: &Metrics,
+    view: Arc<dyn ClusterView>,
     token: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
     let ns = settings.namespace.as_deref();
@@ -62,6 +71,7 @@ pub fn start(
         informers: informers.clone(),
         actor,
         runner: Arc::clone(&runner),
+        view,
     });
     tracing::info!(controller = CONTROLLER, namespace = ns.unwrap_or("(all)"), "starting");
     let watch = clonesets.start(scoped(client, ns), metrics.clone(), token.clone());
@@ -83,7 +93,7 @@ pub async fn run(
 ) {
     let token = CancellationToken::new();
     let informers = Informers::for_gates(&settings.gates);
-    let mut tasks = start(&informers, &client, &settings, &metrics, &token);
+    let mut tasks = start(&informers, &client, &settings, &metrics, Arc::new(EmptyView), &token);
     tasks.extend(informers.start(&client, settings.namespace.as_deref(), &metrics, &token));
     shutdown.await;
     token.cancel();
@@ -119,6 +129,13 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     let spreads = cs.spec.template.spec.as_ref().is_some_and(|s| s.topology_spread_constraints.is_some());
     let nodes: Vec<Node> =
         if spreads { ctx.informers.nodes.index().all().iter().map(|n| (**n).clone()).collect() } else { Vec::new() };
+    // Only read when gate PodUnavailableBudgetUpdateGate is on; the view keeps them per namespace.
+    let listed = if ctx.settings.gates.enabled(Gate::PodUnavailableBudgetUpdateGate) {
+        ctx.view.pod_unavailable_budgets(&ns)
+    } else {
+        Vec::new()
+    };
+    let budgets: Vec<&PodUnavailableBudget> = listed.iter().map(AsRef::as_ref).collect();
     let now = Timestamp::now();
     let pods: &[&Pod] = &owned.pods;
     let pvcs: &[&PersistentVolumeClaim] = &owned.pvcs;
@@ -129,6 +146,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         pvcs,
         revisions,
         nodes: &nodes,
+        budgets: &budgets,
         gates: &ctx.settings.gates,
         now,
         seed: std::collections::hash_map::RandomState::new().hash_one(now.as_nanosecond()),

@@ -29,6 +29,7 @@ use super::settings::{Gates, Settings};
 use super::status::{self, FAILED_SCALE, FAILED_UPDATE, Observed};
 use super::{scale, update};
 use crate::apis::cloneset::{CloneSet, CloneSetCondition, CloneSetStatus};
+use crate::apis::podunavailablebudget::PodUnavailableBudget;
 use crate::compat::selector::{self as sel, Selector};
 use crate::core::features::FeatureGates;
 use crate::core::history;
@@ -57,6 +58,8 @@ pub struct Input<'a> {
     pub revisions: &'a [&'a ControllerRevision],
     /// Nodes the pods run on (for topology-spread scale-down ranking).
     pub nodes: &'a [Node],
+    /// PodUnavailableBudgets of the CloneSet's namespace (gate PodUnavailableBudgetUpdateGate).
+    pub budgets: &'a [&'a PodUnavailableBudget],
     pub gates: &'a FeatureGates,
     pub now: Timestamp,
     /// Seed for new instance ids.
@@ -206,6 +209,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
             pods: &pods,
             pvcs: &pvcs,
             nodes: input.nodes,
+            budgets: input.budgets,
             ids: IdSource::new(input.seed),
             changes: PodChanges::default(),
         };
