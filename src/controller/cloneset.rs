@@ -29,11 +29,15 @@ use crate::apis::cloneset::CloneSet;
 use crate::apis::podunavailablebudget::PodUnavailableBudget;
 use crate::cluster::{ClusterView, EmptyView};
 use crate::compat::selector::Selector;
+use crate::core::budget::Operation;
 use crate::core::features::Gate;
 use crate::core::rollout::cloneset::owner;
+use crate::core::rollout::cloneset::plan::Plan;
 use crate::core::rollout::cloneset::plan::{Input, RevisionSource, plan};
 use crate::core::rollout::plan::status_write;
 use crate::metrics::Metrics;
+use crate::webhook::budget::{ApiStore, Budgets};
+use crate::webhook::validate_pod::BudgetCheck;
 
 /// The controller's name in metrics and Events.
 pub const CONTROLLER: &str = "cloneset";
@@ -46,6 +50,8 @@ struct Context {
     runner: Arc<Runner>,
     /// The admission view: the PodUnavailableBudgets a round asks before updating pods.
     view: Arc<dyn ClusterView>,
+    /// Takes the budget units a plan names (the webhook's `checkAndDecrement`, on the API).
+    budgets: Budgets,
 }
 
 /// Registers the CloneSet controller on `informers` and starts its CloneSet watch and runner;
@@ -72,6 +78,7 @@ pub fn start(
         actor,
         runner: Arc::clone(&runner),
         view,
+        budgets: Budgets::new(Arc::new(ApiStore::new(client.clone()))),
     });
     tracing::info!(controller = CONTROLLER, namespace = ns.unwrap_or("(all)"), "starting");
     let watch = clonesets.start(scoped(client, ns), metrics.clone(), token.clone());
@@ -140,7 +147,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     let pods: &[&Pod] = &owned.pods;
     let pvcs: &[&PersistentVolumeClaim] = &owned.pvcs;
     let revisions: &[&ControllerRevision] = &owned.revisions;
-    let planned = plan(&Input {
+    let mut planned = plan(&Input {
         cloneset: &cs,
         pods,
         pvcs,
@@ -152,6 +159,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         seed: std::collections::hash_map::RandomState::new().hash_one(now.as_nanosecond()),
         revision_source: RevisionSource::Compute,
     });
+    take_budgets(ctx, &ns, &mut planned, pods, &listed, now).await;
     for e in &planned.errors {
         tracing::warn!("{e}");
     }
@@ -170,4 +178,46 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     tracing::debug!(actions = planned.actions.len(), waiting = ?planned.waiting, "round applied");
     ctx.actor.publish(&cs.object_ref(&()), &planned.events).await;
     Ok(Some(super::next_round(planned.requeue_after, ctx.settings.resync)))
+}
+
+/// Takes the PodUnavailableBudget units the plan names, in order, before any write (kruise's
+/// `PodUnavailableBudgetValidatePod` in the update loop, gate PodUnavailableBudgetUpdateGate): the
+/// unit records the pod in the budget, so the pod webhook lets the pod's writes through. At the
+/// first refusal (the cached budget was stale) the actions of that pod and of the pods after it
+/// are not sent, nor the status (it counted them), and the CloneSet is looked at again in a
+/// second, as kruise does.
+async fn take_budgets(
+    ctx: &Context,
+    ns: &str,
+    planned: &mut Plan,
+    pods: &[&Pod],
+    listed: &[Arc<PodUnavailableBudget>],
+    now: Timestamp,
+) {
+    for (i, take) in planned.budget_takes.iter().enumerate() {
+        let pod = pods.iter().find(|p| p.metadata.name.as_deref() == Some(take.pod.as_str()));
+        let budget = listed.iter().find(|b| b.metadata.name.as_deref() == Some(take.budget.as_str()));
+        let (Some(pod), Some(budget)) = (pod, budget) else { continue };
+        let check = BudgetCheck {
+            namespace: ns.to_string(),
+            pod: (*pod).clone(),
+            op: Operation::Update,
+            dry_run: false,
+            budget: Arc::clone(budget),
+        };
+        let verdict = ctx.budgets.take(&check, now).await;
+        if verdict.allowed {
+            continue;
+        }
+        let held: std::collections::HashSet<&str> = planned.budget_takes[i..].iter().map(|t| t.pod.as_str()).collect();
+        planned.actions.retain(|a| a.pod.as_deref().is_none_or(|p| !held.contains(p)));
+        planned.status_write = None;
+        planned.waiting.push(format!("{} waits for its PodUnavailableBudget: {}", take.pod, verdict.message));
+        planned.requeue_after = crate::core::rollout::plan::min_positive(
+            planned.requeue_after,
+            k8s_openapi::jiff::SignedDuration::from_secs(1),
+        );
+        tracing::debug!(pod = %take.pod, budget = %take.budget, message = %verdict.message, "budget refused an update");
+        return;
+    }
 }

@@ -4,15 +4,15 @@
 //! "kruise-manager", false)` first; a refusal stops the round's updates and looks again in a
 //! second).
 //!
-//! The planner only asks; it writes no budget. kruise's controller takes the unit itself and the
-//! pod webhook then finds the pod recorded; here the unit is taken by our pod webhook when the
-//! controller's pod write arrives (the same `checkAndDecrement` on the freshest budget, so two
-//! writers can never both take the last unit). What the planner needs is to not send a write
-//! the webhook would refuse with 403 (which fails the round and backs it off): so it runs the
-//! webhook's [`precheck`] on the cached budget and counts the units the pods it already let
-//! through this round will take ([`UpdateAllowance::admit`]). When the cache is stale the webhook
-//! still refuses and the next round decides on a fresher view — never more unavailable than the
-//! budget allows.
+//! The planner decides on the cached budgets: it runs the webhook's [`precheck`] and counts the
+//! units the pods it already let through this round take ([`UpdateAllowance::admit`]), and names
+//! in its plan the units to take ([`BudgetTake`]). Taking them is I/O, so it is the controller's,
+//! as in kruise: before it sends a pod's writes it takes the unit with the webhook's
+//! `checkAndDecrement` on the freshest budget, which records the pod, so the pod webhook then
+//! lets the controller's pod write through. Taking the unit before the first write matters: an
+//! in-place update first writes `InPlaceUpdateReady=False` to the pod's status (which no webhook
+//! sees) and the pod goes unready, after which the webhook would count it as already unavailable
+//! and take nothing.
 
 use std::collections::BTreeMap;
 
@@ -21,6 +21,15 @@ use k8s_openapi::api::core::v1::Pod;
 use super::admit::{Gates, Precheck, precheck, refusal};
 use super::{Operation, related_pub};
 use crate::apis::podunavailablebudget::PodUnavailableBudget;
+
+/// A unit of a budget a planned pod update takes, before the pod's first write.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BudgetTake {
+    /// The pod's name.
+    pub pod: String,
+    /// The budget's name (in the pod's namespace).
+    pub budget: String,
+}
 
 /// The budgets of a workload's namespace, as one round of its planner spends them.
 pub struct UpdateAllowance<'a> {
@@ -36,10 +45,10 @@ impl<'a> UpdateAllowance<'a> {
         UpdateAllowance { budgets, gates, taken: BTreeMap::new() }
     }
 
-    /// Whether `pod` may be updated now: `Ok` (the unit it takes, if any, is counted for the rest
-    /// of the round), or the budget's Forbidden message. The budget is the one the pod names in
-    /// `kruise.io/related-pub`, as kruise's `GetPubForPod` reads it.
-    pub fn admit(&mut self, pod: &Pod) -> Result<(), String> {
+    /// Whether `pod` may be updated now: `Ok` with the unit it must take first, if any (counted
+    /// for the rest of the round), or the budget's Forbidden message. The budget is the one the
+    /// pod names in `kruise.io/related-pub`, as kruise's `GetPubForPod` reads it.
+    pub fn admit(&mut self, pod: &Pod) -> Result<Option<BudgetTake>, String> {
         let name = related_pub(pod);
         let budget = if name.is_empty() {
             None
@@ -47,15 +56,15 @@ impl<'a> UpdateAllowance<'a> {
             self.budgets.iter().copied().find(|b| b.metadata.name.as_deref() == Some(name))
         };
         match precheck(pod, budget, Operation::Update, self.gates) {
-            Precheck::Allowed(_) => Ok(()),
+            Precheck::Allowed(_) => Ok(None),
             Precheck::Consume => {
-                let Some(budget) = budget else { return Ok(()) };
+                let Some(budget) = budget else { return Ok(None) };
                 let taken = self.taken.entry(name.to_string()).or_default();
                 if let Some(why) = refusal(budget, *taken) {
                     return Err(why);
                 }
                 *taken += 1;
-                Ok(())
+                Ok(Some(BudgetTake { pod: crate::core::pods::name(pod).to_string(), budget: name.to_string() }))
             }
         }
     }
@@ -158,6 +167,20 @@ mod tests {
         }
     }
 
+    /// The units to take: only for pods that consume one (ready, protected, not recorded).
+    #[test]
+    fn units_to_take() {
+        let b = allowing(3);
+        let budgets = [&b];
+        let mut allowance = UpdateAllowance::new(&budgets, Gates::default());
+        let not_ready = pod(|v| {
+            v["metadata"]["name"] = json!("down");
+            v["status"]["conditions"] = json!([{"type": "Ready", "status": "False"}]);
+        });
+        assert_eq!(allowance.admit(&not_ready), Ok(None));
+        assert_eq!(allowance.admit(&named("a")), Ok(Some(BudgetTake { pod: "a".into(), budget: "pub-test".into() })));
+    }
+
     #[test]
     fn refusal_names_the_budget() {
         let b = allowing(0);
@@ -179,6 +202,6 @@ mod tests {
         });
         let budgets = [&b];
         let mut allowance = UpdateAllowance::new(&budgets, Gates::default());
-        assert_eq!(allowance.admit(&named("a")), Ok(()));
+        assert_eq!(allowance.admit(&named("a")), Ok(None));
     }
 }

@@ -31,6 +31,8 @@ pub struct Round<'a> {
     /// PodUnavailableBudgets of the CloneSet's namespace (read with gate
     /// PodUnavailableBudgetUpdateGate only).
     pub budgets: &'a [&'a PodUnavailableBudget],
+    /// Budget units the controller takes before the writes of the pods they name, in order.
+    pub budget_takes: Vec<crate::core::budget::rollout::BudgetTake>,
     pub ids: IdSource,
     pub changes: PodChanges,
 }

@@ -176,6 +176,7 @@ pub fn with_round<R>(
         pvcs: &pvcs,
         nodes: &[],
         budgets: &[],
+        budget_takes: Vec::new(),
         ids: super::pods::IdSource::new(1),
         changes: Default::default(),
     };

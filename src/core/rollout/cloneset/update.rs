@@ -16,7 +16,8 @@
 //!    first; otherwise it is labelled `apps.kruise.io/specified-delete` and the scale step replaces
 //!    it (under InPlaceOnly that is an error instead). With gate PodUnavailableBudgetUpdateGate each
 //!    chosen pod is first put to its PodUnavailableBudget ([`UpdateAllowance`]); the first one it
-//!    refuses ends the step (waiting, looked at again in a second).
+//!    refuses ends the step (waiting, looked at again in a second); the units the others take are
+//!    named for the controller to take before their writes.
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::SignedDuration;
@@ -121,11 +122,15 @@ pub fn update(r: &mut Round<'_>) -> (Step, ExpectationDiffs) {
     }
     let mut budgets = s.gates.budget_update.map(|g| UpdateAllowance::new(r.budgets, g));
     for i in chosen {
-        if let Some(Err(why)) = budgets.as_mut().map(|b| b.admit(pods[i])) {
-            // kruise returns from the update step and looks again in a second.
-            step.waiting.push(format!("{} waits for its PodUnavailableBudget: {why}", pods::name(pods[i])));
-            step.requeue_after(SignedDuration::from_secs(1));
-            break;
+        match budgets.as_mut().map(|b| b.admit(pods[i])) {
+            Some(Err(why)) => {
+                // kruise returns from the update step and looks again in a second.
+                step.waiting.push(format!("{} waits for its PodUnavailableBudget: {why}", pods::name(pods[i])));
+                step.requeue_after(SignedDuration::from_secs(1));
+                break;
+            }
+            Some(Ok(Some(take))) => r.budget_takes.push(take),
+            _ => {}
         }
         if let Err(e) = update_pod(r, &mut step, pods[i], target) {
             step.error = Some(e);

@@ -341,6 +341,10 @@ fn a_budget_limits_the_pods_updated_in_one_round() {
         set_image(&mut w, "nginx:2");
         let p = w.plan();
         assert_eq!(in_place(&p), updated, "{name}: {:?}", kinds(&p));
+        // Each pod updated takes a unit first, unless the budget is not asked or wants none.
+        let takes = if gate && desired > 0 { updated } else { 0 };
+        assert_eq!(p.budget_takes.len(), takes, "{name}: {:?}", p.budget_takes);
+        assert!(p.budget_takes.iter().all(|t| t.budget == "web-pub"), "{name}");
         let waiting = p.waiting.iter().any(|m| m.contains("waits for its PodUnavailableBudget"));
         assert_eq!(waiting, waits, "{name}: {:?}", p.waiting);
         if waits {
