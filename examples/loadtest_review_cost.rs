@@ -90,6 +90,7 @@ fn run_one(name: &str, n: u64, warmup: u64) {
     let mut snapshot = Snapshot::default();
     let sample: serde_json::Value = serde_yaml_ng::from_slice(&example("sidecarset.yaml")).unwrap();
     assert!(snapshot.insert(sample).unwrap());
+    assert!(snapshot.insert(reviews::budget()).unwrap());
     let ctx = Context::with_gates(FeatureGates::default(), Arc::new(snapshot));
     let body = example(file);
     for _ in 0..warmup {

@@ -8,7 +8,9 @@
 //! refused the same way, and once a replacement is ready the next eviction passes; ten evictions
 //! at once against a budget of three take exactly three units; a budget on a CloneSet by
 //! `targetRef` counts its replicas and pods and is paid back when the CloneSet replaces a pod;
-//! `kubectl drain` of a second node is refused, retried and times out. Its own test
+//! `kubectl drain` of a second node is refused, retried and times out; with gate
+//! PodUnavailableBudgetUpdateGate (on for the whole test) an in-place rollout of a CloneSet
+//! allowed three unavailable moves one pod at a time under a budget of one. Its own test
 //! binary: it registers webhooks with its own CA.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -74,7 +76,7 @@ async fn evict(pods: &Api<Pod>, name: &str) -> Result<(), (u16, String)> {
 async fn a_budget_of_one_guards_evictions_and_deletes() {
     let certs = tempfile::tempdir().unwrap();
     let kubeconfig = manager_kubeconfig(certs.path()).await;
-    let kruise = Kruise::start(certs.path(), &kubeconfig, &[]);
+    let kruise = Kruise::start(certs.path(), &kubeconfig, &["--feature-gates=PodUnavailableBudgetUpdateGate=true"]);
     install(&[&kruise]).await;
     let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
     let c = cluster();
@@ -325,5 +327,116 @@ async fn a_budget_of_one_guards_evictions_and_deletes() {
     assert!(err.contains("will retry after"), "kubectl drain retries the refusal: {err}");
     assert!(err.contains("podunavailablebudget.policy.kruise.io \"drain-pub\" is forbidden"), "{err}");
     assert!(pods.get_opt("drain-1").await.unwrap().is_some_and(|p| p.metadata.deletion_timestamp.is_none()));
+
+    in_place_rollout_under_a_budget_of_one(&kubectl, &path, &budget, &pods, &budgets, ns.name()).await;
     drop(kruise);
+}
+
+/// Whether the budget counts a pod unavailable (not ready, or not running what its spec says).
+fn unavailable(p: &Pod) -> bool {
+    !kruise::core::budget::pod::is_ready(p) || !kruise::core::budget::pod::is_state_consistent(p, false)
+}
+
+fn image_of(p: &Pod) -> String {
+    p.spec.as_ref().and_then(|s| s.containers.first()).and_then(|c| c.image.clone()).unwrap_or_default()
+}
+
+/// Gate PodUnavailableBudgetUpdateGate: a budget of `maxUnavailable: 1` on a CloneSet of three
+/// whose strategy would update all three at once (`maxUnavailable: 3`). An in-place image
+/// rollout takes them one by one: a pod watcher never sees two unavailable, and it completes.
+async fn in_place_rollout_under_a_budget_of_one(
+    kubectl: &Kubectl,
+    path: &std::path::Path,
+    budget: &Value,
+    pods: &Api<Pod>,
+    budgets: &Api<PodUnavailableBudget>,
+    ns: &str,
+) {
+    use futures::StreamExt;
+    use kube::runtime::{WatchStreamExt, watcher};
+    use std::collections::BTreeMap;
+    use std::sync::{Arc, Mutex};
+
+    let mut up_pub = budget.clone();
+    up_pub["metadata"]["name"] = json!("up-pub");
+    up_pub["metadata"]["annotations"] = json!({});
+    up_pub["spec"] = json!({"targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "up"},
+                            "maxUnavailable": 1});
+    std::fs::write(path, serde_json::to_vec(&up_pub).unwrap()).unwrap();
+    let (ok, _, err) = kubectl.run(&["apply", "-f", path.to_str().unwrap()]).await;
+    assert!(ok, "{err}");
+    tokio::time::sleep(Duration::from_secs(2)).await;
+    let cloneset = |image: &str| {
+        json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+            "metadata": {"name": "up", "namespace": ns},
+            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "up"}},
+                     "updateStrategy": {"type": "InPlaceIfPossible", "maxUnavailable": 3},
+                     "template": {"metadata": {"labels": {"app": "up"}},
+                                  "spec": {"containers": [{"name": "main", "image": image}],
+                                           "terminationGracePeriodSeconds": 1}}}})
+    };
+    std::fs::write(path, serde_json::to_vec(&cloneset("nginx:1.25")).unwrap()).unwrap();
+    let (ok, _, err) = kubectl.run(&["apply", "-f", path.to_str().unwrap()]).await;
+    assert!(ok, "{err}");
+    eventually_ok("up-pub counts three", Duration::from_secs(90), || async {
+        let s = budgets.get("up-pub").await.map_err(|e| e.to_string())?.status.unwrap_or_default();
+        let got = (s.desired_available, s.current_available, s.unavailable_allowed, s.total_replicas);
+        if got == (2, 3, 1, 3) { Ok(()) } else { Err(format!("{got:?}")) }
+    })
+    .await;
+    let listed = pods.list(&kube::api::ListParams::default().labels("app=up")).await.unwrap().items;
+    let related: Vec<Option<String>> = listed
+        .iter()
+        .map(|p| p.metadata.annotations.as_ref().and_then(|a| a.get("kruise.io/related-pub")).cloned())
+        .collect();
+    assert_eq!(related, vec![Some("up-pub".to_string()); 3], "every pod names up-pub");
+
+    // The watcher: the latest of each pod, and the most unavailable at once it saw.
+    let seen: Arc<Mutex<(BTreeMap<String, Pod>, usize)>> = Arc::default();
+    let api = pods.clone();
+    let seen2 = Arc::clone(&seen);
+    let watch = tokio::spawn(async move {
+        let config = watcher::Config::default().labels("app=up");
+        let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+        while let Some(ev) = events.next().await {
+            let mut s = seen2.lock().unwrap();
+            match ev {
+                Ok(watcher::Event::Apply(p) | watcher::Event::InitApply(p)) => {
+                    s.0.insert(p.metadata.name.clone().unwrap_or_default(), p);
+                }
+                Ok(watcher::Event::Delete(p)) => {
+                    s.0.remove(p.metadata.name.as_deref().unwrap_or(""));
+                }
+                _ => continue,
+            }
+            let n = s.0.values().filter(|p| unavailable(p)).count();
+            s.1 = s.1.max(n);
+        }
+    });
+    eventually_ok("the watcher sees three available pods", Duration::from_secs(30), || async {
+        let s = seen.lock().unwrap();
+        let available = s.0.values().filter(|p| !unavailable(p)).count();
+        if available == 3 { Ok(()) } else { Err(format!("{available} available")) }
+    })
+    .await;
+    seen.lock().unwrap().1 = 0;
+
+    std::fs::write(path, serde_json::to_vec(&cloneset("nginx:1.26")).unwrap()).unwrap();
+    let (ok, _, err) = kubectl.run(&["apply", "-f", path.to_str().unwrap()]).await;
+    assert!(ok, "{err}");
+    eventually_ok("the rollout completes", Duration::from_secs(180), || async {
+        let s = seen.lock().unwrap();
+        let done = s.0.values().filter(|p| image_of(p) == "nginx:1.26" && !unavailable(p)).count();
+        assert!(s.1 <= 1, "the watcher saw {} pods unavailable at once", s.1);
+        if done == 3 && s.0.len() == 3 { Ok(()) } else { Err(format!("{done} of {} updated and available", s.0.len())) }
+    })
+    .await;
+    let (max_seen, uids) = {
+        let s = seen.lock().unwrap();
+        (s.1, s.0.values().filter_map(|p| p.metadata.uid.clone()).collect::<Vec<_>>())
+    };
+    watch.abort();
+    assert_eq!(max_seen, 1, "one pod at a time was unavailable (and one was)");
+    let before: Vec<String> = listed.iter().filter_map(|p| p.metadata.uid.clone()).collect();
+    assert!(uids.iter().all(|u| before.contains(u)), "updated in place, not recreated");
 }

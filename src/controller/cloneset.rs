@@ -3,7 +3,10 @@
 //! CloneSet ([`crate::core::rollout::ownership`]), passes the expectations gate, plans one round
 //! with [`crate::core::rollout::cloneset::plan::plan`] (the function `kruise plan` calls), and
 //! has the act half send its writes, planned status and Events. The requeue is the planner's
-//! (min-ready, grace periods, progress deadline) or the resync safety net.
+//! (min-ready, grace periods, progress deadline, a PodUnavailableBudget refusing an update) or
+//! the resync safety net. With gate PodUnavailableBudgetUpdateGate a round reads the budgets of
+//! the CloneSet's namespace from the admission view (the webhook's), as kruise's controller reads
+//! its PUB cache.
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -23,11 +26,18 @@ use super::informers::{Informer, Informers, scoped};
 use super::runner::Runner;
 use super::{ReconcileError, Settings};
 use crate::apis::cloneset::CloneSet;
+use crate::apis::podunavailablebudget::PodUnavailableBudget;
+use crate::cluster::{ClusterView, EmptyView};
 use crate::compat::selector::Selector;
+use crate::core::budget::Operation;
+use crate::core::features::Gate;
 use crate::core::rollout::cloneset::owner;
+use crate::core::rollout::cloneset::plan::Plan;
 use crate::core::rollout::cloneset::plan::{Input, RevisionSource, plan};
 use crate::core::rollout::plan::status_write;
 use crate::metrics::Metrics;
+use crate::webhook::budget::{ApiStore, Budgets};
+use crate::webhook::validate_pod::BudgetCheck;
 
 /// The controller's name in metrics and Events.
 pub const CONTROLLER: &str = "cloneset";
@@ -38,6 +48,10 @@ struct Context {
     informers: Informers,
     actor: Actor,
     runner: Arc<Runner>,
+    /// The admission view: the PodUnavailableBudgets a round asks before updating pods.
+    view: Arc<dyn ClusterView>,
+    /// Takes the budget units a plan names (the webhook's `checkAndDecrement`, on the API).
+    budgets: Budgets,
 }
 
 /// Registers the CloneSet controller on `informers` and starts its CloneSet watch and runner;
@@ -47,6 +61,7 @@ pub fn start(
     client: &Client,
     settings: &Settings,
     metrics: &Metrics,
+    view: Arc<dyn ClusterView>,
     token: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
     let ns = settings.namespace.as_deref();
@@ -62,6 +77,8 @@ pub fn start(
         informers: informers.clone(),
         actor,
         runner: Arc::clone(&runner),
+        view,
+        budgets: Budgets::new(Arc::new(ApiStore::new(client.clone()))),
     });
     tracing::info!(controller = CONTROLLER, namespace = ns.unwrap_or("(all)"), "starting");
     let watch = clonesets.start(scoped(client, ns), metrics.clone(), token.clone());
@@ -83,7 +100,7 @@ pub async fn run(
 ) {
     let token = CancellationToken::new();
     let informers = Informers::for_gates(&settings.gates);
-    let mut tasks = start(&informers, &client, &settings, &metrics, &token);
+    let mut tasks = start(&informers, &client, &settings, &metrics, Arc::new(EmptyView), &token);
     tasks.extend(informers.start(&client, settings.namespace.as_deref(), &metrics, &token));
     shutdown.await;
     token.cancel();
@@ -119,21 +136,30 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     let spreads = cs.spec.template.spec.as_ref().is_some_and(|s| s.topology_spread_constraints.is_some());
     let nodes: Vec<Node> =
         if spreads { ctx.informers.nodes.index().all().iter().map(|n| (**n).clone()).collect() } else { Vec::new() };
+    // Only read when gate PodUnavailableBudgetUpdateGate is on; the view keeps them per namespace.
+    let listed = if ctx.settings.gates.enabled(Gate::PodUnavailableBudgetUpdateGate) {
+        ctx.view.pod_unavailable_budgets(&ns)
+    } else {
+        Vec::new()
+    };
+    let budgets: Vec<&PodUnavailableBudget> = listed.iter().map(AsRef::as_ref).collect();
     let now = Timestamp::now();
     let pods: &[&Pod] = &owned.pods;
     let pvcs: &[&PersistentVolumeClaim] = &owned.pvcs;
     let revisions: &[&ControllerRevision] = &owned.revisions;
-    let planned = plan(&Input {
+    let mut planned = plan(&Input {
         cloneset: &cs,
         pods,
         pvcs,
         revisions,
         nodes: &nodes,
+        budgets: &budgets,
         gates: &ctx.settings.gates,
         now,
         seed: std::collections::hash_map::RandomState::new().hash_one(now.as_nanosecond()),
         revision_source: RevisionSource::Compute,
     });
+    take_budgets(ctx, &ns, &mut planned, pods, &listed, now).await;
     for e in &planned.errors {
         tracing::warn!("{e}");
     }
@@ -152,4 +178,46 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     tracing::debug!(actions = planned.actions.len(), waiting = ?planned.waiting, "round applied");
     ctx.actor.publish(&cs.object_ref(&()), &planned.events).await;
     Ok(Some(super::next_round(planned.requeue_after, ctx.settings.resync)))
+}
+
+/// Takes the PodUnavailableBudget units the plan names, in order, before any write (kruise's
+/// `PodUnavailableBudgetValidatePod` in the update loop, gate PodUnavailableBudgetUpdateGate): the
+/// unit records the pod in the budget, so the pod webhook lets the pod's writes through. At the
+/// first refusal (the cached budget was stale) the actions of that pod and of the pods after it
+/// are not sent, nor the status (it counted them), and the CloneSet is looked at again in a
+/// second, as kruise does.
+async fn take_budgets(
+    ctx: &Context,
+    ns: &str,
+    planned: &mut Plan,
+    pods: &[&Pod],
+    listed: &[Arc<PodUnavailableBudget>],
+    now: Timestamp,
+) {
+    for (i, take) in planned.budget_takes.iter().enumerate() {
+        let pod = pods.iter().find(|p| p.metadata.name.as_deref() == Some(take.pod.as_str()));
+        let budget = listed.iter().find(|b| b.metadata.name.as_deref() == Some(take.budget.as_str()));
+        let (Some(pod), Some(budget)) = (pod, budget) else { continue };
+        let check = BudgetCheck {
+            namespace: ns.to_string(),
+            pod: (*pod).clone(),
+            op: Operation::Update,
+            dry_run: false,
+            budget: Arc::clone(budget),
+        };
+        let verdict = ctx.budgets.take(&check, now).await;
+        if verdict.allowed {
+            continue;
+        }
+        let held: std::collections::HashSet<&str> = planned.budget_takes[i..].iter().map(|t| t.pod.as_str()).collect();
+        planned.actions.retain(|a| a.pod.as_deref().is_none_or(|p| !held.contains(p)));
+        planned.status_write = None;
+        planned.waiting.push(format!("{} waits for its PodUnavailableBudget: {}", take.pod, verdict.message));
+        planned.requeue_after = crate::core::rollout::plan::min_positive(
+            planned.requeue_after,
+            k8s_openapi::jiff::SignedDuration::from_secs(1),
+        );
+        tracing::debug!(pod = %take.pod, budget = %take.budget, message = %verdict.message, "budget refused an update");
+        return;
+    }
 }

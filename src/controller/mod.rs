@@ -172,7 +172,14 @@ impl Leader {
         let informers = informers::Informers::for_gates(&self.settings.gates);
         let ns = self.settings.namespace.as_deref();
         let mut tasks = Vec::new();
-        tasks.extend(cloneset::start(&informers, &self.client, &self.settings, &self.metrics, token));
+        tasks.extend(cloneset::start(
+            &informers,
+            &self.client,
+            &self.settings,
+            &self.metrics,
+            Arc::clone(&self.view),
+            token,
+        ));
         tasks.extend(statefulset::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.extend(sidecarset::start(
             &informers,
@@ -208,7 +215,8 @@ pub async fn run_workloads(
 ) {
     let token = CancellationToken::new();
     let informers = informers::Informers::for_gates(&settings.gates);
-    let mut tasks = cloneset::start(&informers, &client, &settings, &metrics, &token);
+    let view: Arc<dyn crate::cluster::ClusterView> = Arc::new(crate::cluster::EmptyView);
+    let mut tasks = cloneset::start(&informers, &client, &settings, &metrics, view, &token);
     tasks.extend(statefulset::start(&informers, &client, &settings, &metrics, &token));
     tasks.extend(informers.start(&client, settings.namespace.as_deref(), &metrics, &token));
     shutdown.await;

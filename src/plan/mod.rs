@@ -101,6 +101,7 @@ struct Objects {
     revisions: Vec<ControllerRevision>,
     nodes: Vec<Node>,
     storage_classes: Vec<StorageClass>,
+    budgets: Vec<crate::apis::podunavailablebudget::PodUnavailableBudget>,
 }
 
 fn decode<T: DeserializeOwned>(m: &Manifest) -> Result<T, PlanError> {
@@ -141,6 +142,7 @@ fn group(manifests: &[Manifest]) -> Result<Objects, PlanError> {
             ("apps/v1", "ControllerRevision") => o.revisions.push(decode(m)?),
             ("v1", "Node") => o.nodes.push(decode(m)?),
             ("storage.k8s.io/v1", "StorageClass") => o.storage_classes.push(decode(m)?),
+            ("policy.kruise.io/v1alpha1", "PodUnavailableBudget") => o.budgets.push(decode(m)?),
             _ => {}
         }
     }
@@ -221,12 +223,15 @@ fn plan_clonesets(mut o: Objects, gates: &FeatureGates, now: Timestamp) -> Vec<P
             s.observed_generation == cs.metadata.generation.unwrap_or(0) && !s.update_revision.is_empty()
         });
         let revision_source = if seen { RevisionSource::Status } else { RevisionSource::Compute };
+        let budgets: Vec<&crate::apis::podunavailablebudget::PodUnavailableBudget> =
+            o.budgets.iter().filter(|b| namespace(&b.metadata) == namespace(&cs.metadata)).collect();
         let plan = plan(&Input {
             cloneset: cs,
             pods: &pods,
             pvcs: &pvcs,
             revisions: &revisions,
             nodes: &o.nodes,
+            budgets: &budgets,
             gates,
             now,
             seed: 0,

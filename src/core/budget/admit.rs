@@ -76,21 +76,33 @@ pub fn consume(
     op: Operation,
     now: Timestamp,
 ) -> Result<PodUnavailableBudgetStatus, String> {
+    if let Some(why) = refusal(budget, 0) {
+        return Err(why);
+    }
     let mut status = budget.status.clone().unwrap_or_default();
-    let name = budget.metadata.name.as_deref().unwrap_or("");
-    let forbidden = |why: &str| format!("podunavailablebudget.policy.kruise.io {name:?} is forbidden: {why}");
-    if status.unavailable_allowed <= 0 {
-        return Err(forbidden("pub unavailable allowed is negative"));
-    }
-    if status.disrupted_pods.len() + status.unavailable_pods.len() > MAX_UNAVAILABLE_POD_SIZE {
-        return Err(forbidden(
-            "DisruptedPods and UnavailablePods map too big - too many unavailable not confirmed by PUB controller",
-        ));
-    }
     status.unavailable_allowed -= 1;
     let record = if op == Operation::Update { &mut status.unavailable_pods } else { &mut status.disrupted_pods };
     record.insert(pod_name.to_string(), Time(now));
     Ok(status)
+}
+
+/// Why `budget` refuses one more unit once `taken` units were already spoken for (kruise's
+/// Forbidden message, naming the budget), or `None` when it has one to give.
+pub fn refusal(budget: &PodUnavailableBudget, taken: usize) -> Option<String> {
+    let name = budget.metadata.name.as_deref().unwrap_or("");
+    let forbidden = |why: &str| format!("podunavailablebudget.policy.kruise.io {name:?} is forbidden: {why}");
+    let status = budget.status.as_ref();
+    let allowed = status.map_or(0, |s| i64::from(s.unavailable_allowed));
+    if allowed - i64::try_from(taken).unwrap_or(i64::MAX) <= 0 {
+        return Some(forbidden("pub unavailable allowed is negative"));
+    }
+    let recorded = status.map_or(0, |s| s.disrupted_pods.len() + s.unavailable_pods.len()) + taken;
+    if recorded > MAX_UNAVAILABLE_POD_SIZE {
+        return Some(forbidden(
+            "DisruptedPods and UnavailablePods map too big - too many unavailable not confirmed by PUB controller",
+        ));
+    }
+    None
 }
 
 #[cfg(test)]

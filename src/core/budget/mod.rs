@@ -8,11 +8,14 @@
 //!   unavailable (`IsPodUnavailableChanged`) or is a resize in place (`CanResizeInplace`).
 //! - [`admit`]: the verdict on one DELETE, eviction or UPDATE and the budget status it writes
 //!   (`PodUnavailableBudgetValidatePod`, `checkAndDecrement`).
+//! - [`rollout`]: whether a workload controller may update a pod in place now (gate
+//!   PodUnavailableBudgetUpdateGate), spending the cached budget over one round.
 //! - [`targets`]: the pods a budget counts and how many it expects (kruise's controller finder).
 //! - [`status`]: the controller's status of a budget over its pods (`podunavailablebudget_controller.go`).
 
 pub mod admit;
 pub mod pod;
+pub mod rollout;
 pub mod status;
 pub mod targets;
 

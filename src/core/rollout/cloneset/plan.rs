@@ -29,7 +29,9 @@ use super::settings::{Gates, Settings};
 use super::status::{self, FAILED_SCALE, FAILED_UPDATE, Observed};
 use super::{scale, update};
 use crate::apis::cloneset::{CloneSet, CloneSetCondition, CloneSetStatus};
+use crate::apis::podunavailablebudget::PodUnavailableBudget;
 use crate::compat::selector::{self as sel, Selector};
+use crate::core::budget::rollout::BudgetTake;
 use crate::core::features::FeatureGates;
 use crate::core::history;
 use crate::core::pods;
@@ -57,6 +59,8 @@ pub struct Input<'a> {
     pub revisions: &'a [&'a ControllerRevision],
     /// Nodes the pods run on (for topology-spread scale-down ranking).
     pub nodes: &'a [Node],
+    /// PodUnavailableBudgets of the CloneSet's namespace (gate PodUnavailableBudgetUpdateGate).
+    pub budgets: &'a [&'a PodUnavailableBudget],
     pub gates: &'a FeatureGates,
     pub now: Timestamp,
     /// Seed for new instance ids.
@@ -74,6 +78,10 @@ pub struct Plan {
     /// The scale step's arithmetic (kruise's `expectationDiffs`).
     pub diff: ExpectationDiffs,
     pub actions: Vec<Action>,
+    /// PodUnavailableBudget units to take before the writes of the pods they name (gate
+    /// PodUnavailableBudgetUpdateGate); a unit refused means that pod's actions, and those of the
+    /// pods after it, are not sent.
+    pub budget_takes: Vec<BudgetTake>,
     pub events: Vec<Event>,
     /// Why the rollout is not moving further this round.
     pub waiting: Vec<String>,
@@ -140,6 +148,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
         update_revision: old_status.update_revision.clone(),
         diff: ExpectationDiffs::default(),
         actions: Vec::new(),
+        budget_takes: Vec::new(),
         events: Vec::new(),
         waiting: Vec::new(),
         errors: Vec::new(),
@@ -206,6 +215,8 @@ pub fn plan(input: &Input<'_>) -> Plan {
             pods: &pods,
             pvcs: &pvcs,
             nodes: input.nodes,
+            budgets: input.budgets,
+            budget_takes: Vec::new(),
             ids: IdSource::new(input.seed),
             changes: PodChanges::default(),
         };
@@ -222,6 +233,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
                 status::set_condition_for_failure(&mut conditions, failed(FAILED_UPDATE, e.clone(), now));
             }
             steps.push(update_step);
+            out.budget_takes = std::mem::take(&mut round.budget_takes);
         }
     } else {
         out.waiting.push("the CloneSet is being deleted: its pods are left to the garbage collector".into());

@@ -11,6 +11,7 @@ use super::pods::IdSource;
 use super::revision::Revision;
 use super::settings::Settings;
 use crate::apis::cloneset::CloneSet;
+use crate::apis::podunavailablebudget::PodUnavailableBudget;
 use crate::core::rollout::actions::PodChanges;
 pub use crate::core::rollout::plan::{Event, Step, name_list};
 
@@ -27,6 +28,11 @@ pub struct Round<'a> {
     pub pods: &'a [&'a Pod],
     pub pvcs: &'a [&'a PersistentVolumeClaim],
     pub nodes: &'a [Node],
+    /// PodUnavailableBudgets of the CloneSet's namespace (read with gate
+    /// PodUnavailableBudgetUpdateGate only).
+    pub budgets: &'a [&'a PodUnavailableBudget],
+    /// Budget units the controller takes before the writes of the pods they name, in order.
+    pub budget_takes: Vec<crate::core::budget::rollout::BudgetTake>,
     pub ids: IdSource,
     pub changes: PodChanges,
 }

@@ -50,6 +50,9 @@ pub struct Gates {
     /// The in-place classifier's gates (InPlaceUpdateEnvFromMetadata, vertical scaling,
     /// RecreatePodWhenChangeVCTInCloneSetGate), read once.
     pub in_place: crate::core::inplace::classify::Gates,
+    /// PodUnavailableBudgetUpdateGate: the budgets' verdict on an UPDATE (with the gates it
+    /// reads), asked before each pod update; `None` when the gate is off.
+    pub budget_update: Option<crate::core::budget::admit::Gates>,
 }
 
 impl Gates {
@@ -61,6 +64,10 @@ impl Gates {
             short_hash: g.enabled(Gate::CloneSetShortHash),
             vertical_scaling: g.enabled(Gate::InPlaceWorkloadVerticalScaling),
             in_place: crate::core::inplace::classify::Gates::from_features(g),
+            budget_update: g.enabled(Gate::PodUnavailableBudgetUpdateGate).then(|| crate::core::budget::admit::Gates {
+                in_place_pod_vertical_scaling: g.enabled(Gate::InPlacePodVerticalScaling),
+                in_place_workload_vertical_scaling: g.enabled(Gate::InPlaceWorkloadVerticalScaling),
+            }),
         }
     }
 }

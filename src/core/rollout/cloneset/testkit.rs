@@ -54,6 +54,8 @@ pub struct World {
     pub cluster: FakeCluster,
     pub gates: FeatureGates,
     pub seed: u64,
+    /// PodUnavailableBudgets of the CloneSet's namespace.
+    pub budgets: Vec<crate::apis::podunavailablebudget::PodUnavailableBudget>,
 }
 
 impl std::ops::Deref for World {
@@ -72,7 +74,7 @@ impl std::ops::DerefMut for World {
 impl World {
     /// An empty world around a CloneSet.
     pub fn new(cs: CloneSet) -> World {
-        World { cs, cluster: FakeCluster::default(), gates: FeatureGates::default(), seed: 1 }
+        World { cs, cluster: FakeCluster::default(), gates: FeatureGates::default(), seed: 1, budgets: Vec::new() }
     }
 
     /// One planning round.
@@ -80,12 +82,14 @@ impl World {
         let pods: Vec<&Pod> = self.pods.iter().collect();
         let pvcs: Vec<&PersistentVolumeClaim> = self.pvcs.iter().collect();
         let revisions: Vec<&ControllerRevision> = self.revisions.iter().collect();
+        let budgets: Vec<&crate::apis::podunavailablebudget::PodUnavailableBudget> = self.budgets.iter().collect();
         plan(&Input {
             cloneset: &self.cs,
             pods: &pods,
             pvcs: &pvcs,
             revisions: &revisions,
             nodes: &self.nodes,
+            budgets: &budgets,
             gates: &self.gates,
             now: self.now,
             seed: self.seed,
@@ -171,6 +175,8 @@ pub fn with_round<R>(
         pods: &pods,
         pvcs: &pvcs,
         nodes: &[],
+        budgets: &[],
+        budget_takes: Vec::new(),
         ids: super::pods::IdSource::new(1),
         changes: Default::default(),
     };

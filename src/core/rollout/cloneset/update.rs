@@ -14,15 +14,20 @@
 //! 5. each chosen pod is updated in place when the policy allows and the two revisions can
 //!    ([`crate::core::inplace::classify`]), with the inPlaceUpdate hook's PreparingUpdate gate
 //!    first; otherwise it is labelled `apps.kruise.io/specified-delete` and the scale step replaces
-//!    it (under InPlaceOnly that is an error instead).
+//!    it (under InPlaceOnly that is an error instead). With gate PodUnavailableBudgetUpdateGate each
+//!    chosen pod is first put to its PodUnavailableBudget ([`UpdateAllowance`]); the first one it
+//!    refuses ends the step (waiting, looked at again in a second); the units the others take are
+//!    named for the controller to take before their writes.
 
 use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::jiff::SignedDuration;
 
 use super::diff::{self, ExpectationDiffs};
 use super::revision::{POD_TEMPLATE_HASH, Revision, equal_to_revision_hash, short_hash, write_revision_hash};
 use super::round::{Event, Round, Step, name_list};
 use super::settings::{Policy, Settings};
 use crate::apis::keys::SPECIFIED_DELETE;
+use crate::core::budget::rollout::UpdateAllowance;
 use crate::core::inplace::apply::Options;
 use crate::core::inplace::classify::{ClassifyOptions, UpdateSpec, VCT_HASH_ANNOTATION, classify_revision_update};
 use crate::core::inplace::state;
@@ -115,7 +120,18 @@ pub fn update(r: &mut Round<'_>) -> (Step, ExpectationDiffs) {
     if !waiting_grace.is_empty() {
         step.waiting.push(format!("{} in the grace period of an in-place update", name_list(&waiting_grace)));
     }
+    let mut budgets = s.gates.budget_update.map(|g| UpdateAllowance::new(r.budgets, g));
     for i in chosen {
+        match budgets.as_mut().map(|b| b.admit(pods[i])) {
+            Some(Err(why)) => {
+                // kruise returns from the update step and looks again in a second.
+                step.waiting.push(format!("{} waits for its PodUnavailableBudget: {why}", pods::name(pods[i])));
+                step.requeue_after(SignedDuration::from_secs(1));
+                break;
+            }
+            Some(Ok(Some(take))) => r.budget_takes.push(take),
+            _ => {}
+        }
         if let Err(e) = update_pod(r, &mut step, pods[i], target) {
             step.error = Some(e);
             break;

@@ -285,3 +285,99 @@ fn a_stale_view_conflicts_instead_of_overwriting() {
     w.pods[0].metadata.resource_version = Some(format!("{rv}0"));
     assert!(w.apply(&p).is_err(), "the pinned patch is refused");
 }
+
+/// A world of `replicas` pods that carry `kruise.io/related-pub: web-pub` (as the pod mutating
+/// webhook names the budget at CREATE), with gate PodUnavailableBudgetUpdateGate as given.
+fn budgeted_world(replicas: i32, strategy: serde_json::Value, gate: bool) -> World {
+    let mut s = spec(replicas, "nginx:1", strategy);
+    s["template"]["metadata"]["annotations"] = json!({crate::core::budget::RELATED_PUB: "web-pub"});
+    let mut w = World::new(cloneset(s));
+    w.gates = w.gates.clone().with(crate::core::features::Gate::PodUnavailableBudgetUpdateGate, gate);
+    for _ in 0..10 {
+        w.round();
+    }
+    assert_eq!(w.unready(), 0, "all ready before the test starts");
+    w
+}
+
+/// The budget `web-pub` as its controller would count the world's pods now: `desired` available
+/// wanted, `unavailableAllowed` = available (ready and state consistent) − desired.
+fn count_budget(w: &mut World, desired: i32) {
+    let available = w
+        .pods
+        .iter()
+        .filter(|p| crate::core::budget::pod::is_ready(p) && crate::core::budget::pod::is_state_consistent(p, false))
+        .count() as i32;
+    let b: crate::apis::podunavailablebudget::PodUnavailableBudget = serde_json::from_value(json!({
+        "apiVersion": "policy.kruise.io/v1alpha1", "kind": "PodUnavailableBudget",
+        "metadata": {"namespace": "default", "name": "web-pub"},
+        "spec": {"selector": {"matchLabels": {"app": "sample"}}, "maxUnavailable": 1},
+        "status": {"observedGeneration": 1, "desiredAvailable": desired, "currentAvailable": available,
+                   "unavailableAllowed": (available - desired).max(0), "totalReplicas": w.pods.len()}}))
+    .unwrap();
+    w.budgets = vec![b];
+}
+
+fn in_place(p: &Plan) -> usize {
+    p.actions.iter().filter(|a| a.kind == ActionKind::UpdateInPlace).count()
+}
+
+/// Gate PodUnavailableBudgetUpdateGate (kruise `cloneset_update.go` step 6): the first round of
+/// an image change under `maxUnavailable: 3`, by what the budget has left. Each row: gate,
+/// budget's desired available (of 3 ready pods), pods updated in place, whether the round waits
+/// for the budget (and looks again in a second).
+#[test]
+fn a_budget_limits_the_pods_updated_in_one_round() {
+    let rows = [
+        ("gate off: the budget is not asked", false, 3, 3, false),
+        ("one unit left: one pod", true, 2, 1, true),
+        ("two units left: two pods", true, 1, 2, true),
+        ("no unit left: none", true, 3, 0, true),
+        ("the budget wants none available: all three", true, 0, 3, false),
+    ];
+    for (name, gate, desired, updated, waits) in rows {
+        let mut w = budgeted_world(3, json!({"type": "InPlaceIfPossible", "maxUnavailable": 3}), gate);
+        count_budget(&mut w, desired);
+        set_image(&mut w, "nginx:2");
+        let p = w.plan();
+        assert_eq!(in_place(&p), updated, "{name}: {:?}", kinds(&p));
+        // Each pod updated takes a unit first, unless the budget is not asked or wants none.
+        let takes = if gate && desired > 0 { updated } else { 0 };
+        assert_eq!(p.budget_takes.len(), takes, "{name}: {:?}", p.budget_takes);
+        assert!(p.budget_takes.iter().all(|t| t.budget == "web-pub"), "{name}");
+        let waiting = p.waiting.iter().any(|m| m.contains("waits for its PodUnavailableBudget"));
+        assert_eq!(waiting, waits, "{name}: {:?}", p.waiting);
+        if waits {
+            assert!(
+                p.waiting.iter().any(|m| m.contains("\"web-pub\" is forbidden: pub unavailable allowed is negative")),
+                "{name}: the budget's refusal is named: {:?}",
+                p.waiting
+            );
+            assert_eq!(p.requeue_after, Some(k8s_openapi::jiff::SignedDuration::from_secs(1)), "{name}");
+        }
+    }
+}
+
+/// A whole rollout under a budget of one: every round updates at most one pod, at no time are
+/// two pods unavailable, and all three reach the new image.
+#[test]
+fn a_rollout_under_a_budget_of_one_moves_one_pod_at_a_time() {
+    let mut w = budgeted_world(3, json!({"type": "InPlaceIfPossible", "maxUnavailable": 3}), true);
+    set_image(&mut w, "nginx:2");
+    for _ in 0..40 {
+        count_budget(&mut w, 2);
+        let p = w.plan();
+        assert!(in_place(&p) <= 1, "{:?}", kinds(&p));
+        w.apply(&p).unwrap();
+        count_budget(&mut w, 2);
+        let unavailable = 3 - w.budgets[0].status.as_ref().unwrap().current_available;
+        assert!(unavailable <= 1, "{unavailable} pods unavailable after {:?}", kinds(&p));
+        w.kubelet();
+        w.tick(1);
+    }
+    let images: Vec<String> =
+        w.pods.iter().map(|p| p.spec.as_ref().unwrap().containers[0].image.clone().unwrap_or_default()).collect();
+    assert_eq!(images, ["nginx:2"; 3], "the rollout completes");
+    let st = w.cs.status.clone().unwrap();
+    assert_eq!((st.updated_replicas, st.updated_ready_replicas), (3, 3));
+}
