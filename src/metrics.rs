@@ -44,6 +44,15 @@ pub struct KindLabels {
     pub kind: String,
 }
 
+/// Labels of a pod operation a PodUnavailableBudget refused.
+#[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
+pub struct BudgetRefusalLabels {
+    /// The kind of the pod's controller (`CloneSet`, `ReplicaSet`, ...; `unknown` for none).
+    pub kind: String,
+    /// kruise's spelling: `DELETE`, `EVICT`, `UPDATE` or `RESIZE`.
+    pub operation: String,
+}
+
 /// Labels naming a lease.
 #[derive(Clone, Debug, Hash, PartialEq, Eq, EncodeLabelSet)]
 pub struct NameLabels {
@@ -117,6 +126,9 @@ pub struct Metrics {
     pub leader: Family<NameLabels, Gauge>,
     /// Pods found matching a SidecarSet without its injection (created while admission failed open).
     pub uninjected_pods: Counter,
+    /// Pod operations refused by a PodUnavailableBudget (kruise's `pod_unavailable_budget`, whose
+    /// labels name each workload and user; ours stay bounded: the workload kind and operation).
+    pub budget_refusals: Family<BudgetRefusalLabels, Counter>,
     /// Reconciles finished, by controller and result.
     pub reconciles: Family<ReconcileLabels, Counter>,
     /// Reconcile time in seconds, by controller.
@@ -190,6 +202,12 @@ impl Metrics {
         let view_decode_failures = Family::<KindLabels, Counter>::default();
         let view_objects = Family::<KindLabels, Gauge>::default();
         let uninjected_pods = Counter::default();
+        let budget_refusals = Family::<BudgetRefusalLabels, Counter>::default();
+        registry.register(
+            "kruise_pod_unavailable_budget_refusals",
+            "Pod deletions, evictions and updates a PodUnavailableBudget refused, by the pod's workload kind and operation",
+            budget_refusals.clone(),
+        );
         let leader = Family::<NameLabels, Gauge>::default();
         registry.register("leader_election_master_status", "1 while this replica holds the lease", leader.clone());
         registry.register(
@@ -277,6 +295,7 @@ impl Metrics {
             view_decode_failures,
             view_objects,
             uninjected_pods,
+            budget_refusals,
             leader,
             reconciles,
             reconcile_time,

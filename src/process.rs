@@ -167,9 +167,10 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
     let state = webhook::http::AppState::new(webhook::Context::new(Arc::clone(&config), cluster), metrics.clone())
         .with_pods(view.clone())
         .with_lists(view)
-        .with_budgets(Arc::new(webhook::budget::Budgets::new(Arc::new(webhook::budget::ApiStore::new(
-            client.clone(),
-        )))));
+        .with_budgets(Arc::new(
+            webhook::budget::Budgets::new(Arc::new(webhook::budget::ApiStore::new(client.clone())))
+                .with_metrics(metrics.clone()),
+        ));
     tracing::info!(namespace = %config.namespace, feature_gates = %config.gates, "starting");
     let handle =
         server::start_with(server_options(&args), certs, readiness, webhook::http::router(Arc::new(state)), metrics)

@@ -156,6 +156,21 @@ async fn a_budget_of_one_guards_evictions_and_deletes() {
     assert!(!ok, "the delete must be refused");
     assert!(err.contains("admission webhook \"vpod.kb.io\" denied the request"), "{err}");
     assert!(err.contains(REFUSED), "{err}");
+    // Each refusal leaves kruise's Warning Event on the pod.
+    let events: Api<k8s_openapi::api::events::v1::Event> = Api::namespaced(client.clone(), ns.name());
+    eventually_ok("PubPreventPodDeletion Events on the refused pods", Duration::from_secs(30), || async {
+        let list = events.list(&Default::default()).await.map_err(|e| e.to_string())?;
+        let on = |pod: &str| {
+            list.items.iter().any(|e| {
+                e.reason.as_deref() == Some("PubPreventPodDeletion")
+                    && e.type_.as_deref() == Some("Warning")
+                    && e.note.as_deref() == Some("openkruise pub prevents pod deletion")
+                    && e.regarding.as_ref().and_then(|r| r.name.as_deref()) == Some(pod)
+            })
+        };
+        if on("web-1") && on("web-2") { Ok(()) } else { Err(format!("{} events", list.items.len())) }
+    })
+    .await;
 
     // web-0 goes; the controller counts two available, none allowed, and forgets the record.
     eventually_ok("web-0 is gone", Duration::from_secs(60), || async {

@@ -31,6 +31,8 @@ struct Store {
     conflicts: Mutex<usize>,
     writes: Mutex<usize>,
     gets: Mutex<usize>,
+    /// The pods whose operation was refused (`PubPreventPodDeletion` Events).
+    refused: Mutex<Vec<String>>,
 }
 
 impl Store {
@@ -85,6 +87,10 @@ impl BudgetStore for Store {
             result
         })
     }
+
+    fn refused(&self, check: &kruise::webhook::validate_pod::BudgetCheck) {
+        self.refused.lock().unwrap().push(format!("{} {}", check.op.as_str(), check.pod_name()));
+    }
 }
 
 fn budget(allowed: i32, annotations: Value) -> Value {
@@ -109,6 +115,7 @@ fn pod(name: &str, related: bool) -> Value {
 struct Rig {
     router: axum::Router,
     store: Arc<Store>,
+    metrics: Metrics,
 }
 
 impl Rig {
@@ -118,9 +125,17 @@ impl Rig {
             assert!(view.insert(o.clone()).unwrap(), "{o}");
         }
         let ctx = Context::with_gates(FeatureGates::parse(gates).unwrap(), Arc::new(view));
-        let budgets = Budgets::with_retry_delay(Arc::clone(&store) as Arc<dyn BudgetStore>, Duration::from_millis(1));
-        let state = AppState::new(ctx, Metrics::new()).with_budgets(Arc::new(budgets));
-        Rig { router: router(Arc::new(state)), store }
+        let metrics = Metrics::new();
+        let budgets = Budgets::with_retry_delay(Arc::clone(&store) as Arc<dyn BudgetStore>, Duration::from_millis(1))
+            .with_metrics(metrics.clone());
+        let state = AppState::new(ctx, metrics.clone()).with_budgets(Arc::new(budgets));
+        Rig { router: router(Arc::new(state)), store, metrics }
+    }
+
+    /// The refusal counter's value for `kind` and `operation`.
+    fn refusals(&self, kind: &str, operation: &str) -> u64 {
+        let labels = kruise::metrics::BudgetRefusalLabels { kind: kind.into(), operation: operation.into() };
+        self.metrics.budget_refusals.get_or_create(&labels).get()
     }
 
     /// POSTs a review; returns the status code and the review's `response`.
@@ -210,6 +225,11 @@ async fn evictions_and_deletes_take_the_budget() {
     // web-0 is recorded: its own delete (the eviction's) passes without another unit.
     assert_eq!(rig.delete(pod("web-0", true), false).await.0, 200);
     assert_eq!(*rig.store.writes.lock().unwrap(), 1);
+    // Each refusal is told to the store (kruise's PubPreventPodDeletion Event on the pod) and
+    // counted by the pod's workload kind (these pods have no controller) and operation.
+    assert_eq!(*rig.store.refused.lock().unwrap(), ["EVICT web-1", "DELETE web-1"]);
+    assert_eq!((rig.refusals("unknown", "EVICT"), rig.refusals("unknown", "DELETE")), (1, 1));
+    assert_eq!(rig.refusals("unknown", "UPDATE"), 0);
 }
 
 /// A dry run is answered as the real request would be, and takes nothing.

@@ -191,7 +191,14 @@ impl Leader {
         ));
         tasks.push(podreadiness::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.push(launchpriority::start(&informers, &self.client, &self.settings, &self.metrics, token));
-        tasks.extend(podunavailablebudget::start(&informers, &self.client, &self.settings, &self.metrics, token));
+        tasks.extend(podunavailablebudget::start(
+            &informers,
+            Arc::clone(&self.view),
+            &self.client,
+            &self.settings,
+            &self.metrics,
+            token,
+        ));
         tasks.push(failopen::start(
             &informers,
             &self.client,

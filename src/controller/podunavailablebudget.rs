@@ -1,5 +1,6 @@
 //! The PodUnavailableBudget controller (kruise v1.9 `pkg/controller/podunavailablebudget`) as
-//! wiring: a watch of the budgets and the shared pod informer feed the runner's queue (a pod is
+//! wiring: the admission view's budget watch (one watch per kind: the webhook already keeps every
+//! budget for `/validate-pod`) and the shared pod informer feed the runner's queue (a pod is
 //! queued under the budget it names in `kruise.io/related-pub`, or else the budget of its
 //! namespace that covers it); a reconcile resolves the budget's workload through the API
 //! (kruise's controller finder: the targetRef's CloneSet, Advanced StatefulSet, Deployment — with
@@ -7,14 +8,16 @@
 //! matches), names the budget on covered pods that do not yet name it, and writes the status
 //! `core::budget::status::plan_status` plans, only when it changed, at the budget's
 //! resourceVersion (a conflict reads it again and plans again, as kruise's retry does). It looks
-//! again when a disrupted or unavailable record expires, or at the resync.
+//! again when a disrupted or unavailable record expires, or at the resync. Events as kruise's:
+//! `NoPods` and `CalculateExpectedPodCountFailed` on the budget, `NotDeleted` on a pod recorded
+//! disrupted that outlived its deletion timeout.
 
 use std::collections::HashMap;
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+use k8s_openapi::api::core::v1::{ObjectReference, Pod};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference};
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
 use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
@@ -22,15 +25,20 @@ use serde_json::{Value, json};
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::act::Actor;
 use super::index::{meta_key, namespace_key};
-use super::informers::{Change, Informer, Informers, scoped};
+use super::informers::{Change, Informers};
+use super::queue::WorkQueue;
 use super::runner::Runner;
 use super::{ReconcileError, Settings};
 use crate::apis::podunavailablebudget::PodUnavailableBudget;
+use crate::cluster::ClusterView;
+use crate::cluster::snapshot::ViewKind;
 use crate::core::budget::status::plan_status;
 use crate::core::budget::targets::{Targets, Workload, for_selector, for_target, pods_to_annotate};
 use crate::core::budget::{RELATED_PUB, pub_for_pod};
 use crate::core::features::Gate;
+use crate::core::rollout::plan::{Event, EventType};
 use crate::metrics::Metrics;
 
 /// The controller's name in metrics.
@@ -42,16 +50,19 @@ const WRITE_ATTEMPTS: usize = 4;
 
 struct Context {
     settings: Settings,
-    budgets: Informer<PodUnavailableBudget>,
+    view: Arc<dyn ClusterView>,
     informers: Informers,
     client: Client,
+    actor: Actor,
     runner: Arc<Runner>,
 }
 
-/// Registers the controller on `informers` and starts its budget watch and runner (both stop
-/// when `token` is cancelled); nothing when both PUB gates are off. Start the informers after.
+/// Registers the controller on `informers` and on the admission `view` and starts its runner (it
+/// stops when `token` is cancelled); nothing when both PUB gates are off. Start the informers
+/// after.
 pub fn start(
     informers: &Informers,
+    view: Arc<dyn ClusterView>,
     client: &Client,
     settings: &Settings,
     metrics: &Metrics,
@@ -63,31 +74,52 @@ pub fn start(
     }
     let ns = settings.namespace.as_deref();
     let runner = super::runner_for(CONTROLLER, settings, metrics);
-    let budgets = super::workload_informer::<PodUnavailableBudget>("PodUnavailableBudget", &runner);
-    let (queue, index) = (runner.queue().clone(), budgets.clone());
+    let (queue, weak) = (runner.queue().clone(), Arc::downgrade(&view));
     informers.pods.on_change(move |c| {
-        if let Some(key) = budget_of_change(&index, c) {
+        if let Some(key) = weak.upgrade().and_then(|view| budget_of_change(view.as_ref(), c)) {
             queue.add(key);
         }
     });
+    view.on_change(Box::new(view_trigger(runner.queue().clone(), settings.namespace.clone())));
     let ctx = Arc::new(Context {
         settings: settings.clone(),
-        budgets: budgets.clone(),
+        view,
         informers: informers.clone(),
         client: client.clone(),
+        actor: super::actor_for(CONTROLLER, client, settings, metrics),
         runner: Arc::clone(&runner),
     });
     tracing::info!(controller = CONTROLLER, namespace = ns.unwrap_or("(all)"), "starting");
-    let watch = budgets.start(scoped(client, ns), metrics.clone(), token.clone());
     let reconcile = move |key: String| {
         let ctx = Arc::clone(&ctx);
         async move { reconcile(&ctx, &key).await }
     };
-    vec![watch, tokio::spawn(runner.run(reconcile, token.clone()))]
+    vec![tokio::spawn(runner.run(reconcile, token.clone()))]
+}
+
+/// A budget the view takes in (or lets go) queues itself, within the controller's namespace; the
+/// handler lets go once the runner stopped (leadership lost).
+fn view_trigger(queue: WorkQueue, namespace: Option<String>) -> impl Fn(ViewKind, &ObjectMeta) -> bool + Send + Sync {
+    move |kind, meta| {
+        if queue.is_closed() {
+            return false;
+        }
+        let in_scope = namespace.as_deref().is_none_or(|ns| meta.namespace.as_deref() == Some(ns));
+        if kind == ViewKind::PodUnavailableBudget && in_scope {
+            queue.add(meta_key(meta));
+        }
+        true
+    }
+}
+
+/// The budget `key` (`namespace/name`) as the view holds it.
+fn budget_of_key(view: &dyn ClusterView, key: &str) -> Option<Arc<PodUnavailableBudget>> {
+    let (ns, name) = key.split_once('/')?;
+    view.pod_unavailable_budgets(ns).into_iter().find(|b| b.metadata.name.as_deref() == Some(name))
 }
 
 /// The key of the budget a pod change concerns: the one it names, or the one covering it.
-fn budget_of_change(budgets: &Informer<PodUnavailableBudget>, change: Change<'_, Pod>) -> Option<String> {
+fn budget_of_change(view: &dyn ClusterView, change: Change<'_, Pod>) -> Option<String> {
     let meta = change.meta();
     let ns = meta.namespace.clone().unwrap_or_default();
     let named = meta.annotations.as_ref().and_then(|a| a.get(RELATED_PUB)).filter(|n| !n.is_empty());
@@ -95,7 +127,7 @@ fn budget_of_change(budgets: &Informer<PodUnavailableBudget>, change: Change<'_,
         return Some(format!("{ns}/{name}"));
     }
     let Change::Applied(pod) = change else { return None };
-    let listed = budgets.index().get(&ns);
+    let listed = view.pod_unavailable_budgets(&ns);
     if listed.is_empty() {
         return None;
     }
@@ -104,10 +136,11 @@ fn budget_of_change(budgets: &Informer<PodUnavailableBudget>, change: Change<'_,
 }
 
 async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, ReconcileError> {
-    if !(ctx.budgets.index().is_synced() && ctx.informers.pods.index().is_synced()) {
+    if !ctx.informers.pods.index().is_synced() {
         return Ok(Some(Duration::from_secs(1)));
     }
-    let Some(budget) = ctx.budgets.index().get_object(key) else {
+    // A budget the view has not listed yet is queued again when the view takes it in.
+    let Some(budget) = budget_of_key(ctx.view.as_ref(), key) else {
         ctx.runner.forget(key);
         return Ok(None);
     };
@@ -138,8 +171,36 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
             for_selector(&budget, &namespace_pods, |_, owner| resolved.get(&owner.uid).cloned().flatten())
         }
     };
-    annotate(ctx, &ns, &name, &targets).await?;
+    if targets.pods.is_empty() {
+        let no_pods = Event { type_: EventType::Normal, reason: "NoPods", message: "No matching pods found".into() };
+        ctx.actor.publish(&budget_reference(&budget), &[no_pods]).await;
+    } else {
+        annotate(ctx, &ns, &name, &targets).await?;
+    }
     write_status(ctx, &budget, &targets).await
+}
+
+fn budget_reference(budget: &PodUnavailableBudget) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("policy.kruise.io/v1alpha1".into()),
+        kind: Some("PodUnavailableBudget".into()),
+        namespace: budget.metadata.namespace.clone(),
+        name: budget.metadata.name.clone(),
+        uid: budget.metadata.uid.clone(),
+        resource_version: budget.metadata.resource_version.clone(),
+        ..Default::default()
+    }
+}
+
+fn pod_reference(namespace: &str, pod: &Pod) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("v1".into()),
+        kind: Some("Pod".into()),
+        namespace: Some(namespace.into()),
+        name: pod.metadata.name.clone(),
+        uid: pod.metadata.uid.clone(),
+        ..Default::default()
+    }
 }
 
 /// Names the budget on the covered pods that name none (`patchRelatedPubAnnotationInPod`).
@@ -174,11 +235,23 @@ async fn write_status(
             Ok(p) => p,
             Err(e) => {
                 tracing::warn!(budget = %format!("{ns}/{name}"), error = %e, "cannot compute the desired available pods");
+                let failed = Event {
+                    type_: EventType::Warning,
+                    reason: "CalculateExpectedPodCountFailed",
+                    message: format!("Failed to calculate the number of expected pods: {e}"),
+                };
+                ctx.actor.publish(&budget_reference(cached), &[failed]).await;
                 return Ok(Some(ctx.settings.resync));
             }
         };
-        for pod in &plan.not_deleted {
-            tracing::warn!(budget = %format!("{ns}/{name}"), pod = %pod, "pod was expected by the budget to be deleted but it wasn't");
+        for pod in targets.pods.iter().filter(|p| plan.not_deleted.iter().any(|n| n == crate::core::pods::name(p))) {
+            tracing::warn!(budget = %format!("{ns}/{name}"), pod = crate::core::pods::name(pod), "pod was expected by the budget to be deleted but it wasn't");
+            let not_deleted = Event {
+                type_: EventType::Warning,
+                reason: "NotDeleted",
+                message: format!("Pod was expected by PUB {ns}/{name} to be deleted but it wasn't"),
+            };
+            ctx.actor.publish(&pod_reference(&ns, pod), &[not_deleted]).await;
         }
         let next = plan
             .recheck
@@ -339,36 +412,53 @@ impl Finder<'_> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use kube::runtime::watcher::Event;
+    use crate::cluster::snapshot::Snapshot;
 
     /// Which budget a pod change queues: the one the pod names (also when it is deleted), else
     /// the budget of its namespace that selects it, else none.
     #[test]
     fn pod_changes_queue_their_budget() {
-        let budgets = Informer::<PodUnavailableBudget>::new(
-            "PodUnavailableBudget",
-            super::super::index::namespace_of,
-            super::super::informers::Invalid::Drop,
-        );
-        let budget: PodUnavailableBudget = serde_json::from_value(json!({
-            "metadata": {"name": "web-pub", "namespace": "ns"},
-            "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}}))
-        .unwrap();
-        budgets.index().apply(&Event::InitDone);
-        budgets.index().apply(&Event::Apply(budget));
+        let mut budgets = Snapshot::default();
+        budgets
+            .insert(json!({"apiVersion": "policy.kruise.io/v1alpha1", "kind": "PodUnavailableBudget",
+                "metadata": {"name": "web-pub", "namespace": "ns"},
+                "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}}))
+            .unwrap();
+        let budgets = &budgets;
+        assert_eq!(budget_of_key(budgets, "ns/web-pub").and_then(|b| b.metadata.name.clone()), Some("web-pub".into()));
+        assert!(budget_of_key(budgets, "other/web-pub").is_none());
         let pod = |labels: Value, annotations: Value| -> Pod {
             serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns", "labels": labels,
                 "annotations": annotations}, "spec": {"containers": []}}))
             .unwrap()
         };
         let named = pod(json!({}), json!({RELATED_PUB: "other-pub"}));
-        assert_eq!(budget_of_change(&budgets, Change::Applied(&named)), Some("ns/other-pub".into()));
-        assert_eq!(budget_of_change(&budgets, Change::Deleted(&named.metadata)), Some("ns/other-pub".into()));
+        assert_eq!(budget_of_change(budgets, Change::Applied(&named)), Some("ns/other-pub".into()));
+        assert_eq!(budget_of_change(budgets, Change::Deleted(&named.metadata)), Some("ns/other-pub".into()));
         let selected = pod(json!({"app": "web"}), json!({}));
-        assert_eq!(budget_of_change(&budgets, Change::Applied(&selected)), Some("ns/web-pub".into()));
-        assert_eq!(budget_of_change(&budgets, Change::Deleted(&selected.metadata)), None);
+        assert_eq!(budget_of_change(budgets, Change::Applied(&selected)), Some("ns/web-pub".into()));
+        assert_eq!(budget_of_change(budgets, Change::Deleted(&selected.metadata)), None);
         let unrelated = pod(json!({"app": "db"}), json!({}));
-        assert_eq!(budget_of_change(&budgets, Change::Applied(&unrelated)), None);
+        assert_eq!(budget_of_change(budgets, Change::Applied(&unrelated)), None);
+    }
+
+    /// The view's budget changes queue the budget, only within the controller's namespace; the
+    /// handler lets go once the queue closed.
+    #[tokio::test]
+    async fn view_changes_queue_budgets_in_scope() {
+        let metrics = crate::metrics::Metrics::new();
+        let queue = WorkQueue::new("t", metrics);
+        let meta = |ns: &str| ObjectMeta { name: Some("b".into()), namespace: Some(ns.into()), ..Default::default() };
+        let trigger = view_trigger(queue.clone(), Some("ns".into()));
+        assert!(trigger(ViewKind::PodUnavailableBudget, &meta("ns")));
+        assert!(trigger(ViewKind::PodUnavailableBudget, &meta("other")));
+        assert!(trigger(ViewKind::SidecarSet, &meta("ns")));
+        assert_eq!(queue.next().await.as_deref(), Some("ns/b"));
+        queue.done("ns/b");
+        let more = tokio::time::timeout(std::time::Duration::from_millis(50), queue.next()).await;
+        assert!(more.is_err(), "only the budget in scope is queued: {more:?}");
+        queue.close();
+        assert!(!trigger(ViewKind::PodUnavailableBudget, &meta("ns")));
     }
 
     #[test]

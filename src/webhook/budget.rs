@@ -11,6 +11,9 @@
 //! its message, as kruise does. Unlike kruise, a pod the fresh copy already records passes
 //! without a second unit (kruise checks the record on the cached copy only, so the delete that
 //! carries out an eviction could be refused while the cache lags behind the eviction's record).
+//!
+//! A refusal is counted (`kruise_pod_unavailable_budget_refusals_total`) and, through the store,
+//! recorded as kruise's Warning Event `PubPreventPodDeletion` on the pod, off the answer's path.
 
 use std::collections::HashMap;
 use std::sync::{Arc, Mutex};
@@ -55,6 +58,8 @@ pub trait BudgetStore: Send + Sync {
         &'a self,
         budget: &'a PodUnavailableBudget,
     ) -> StoreFuture<'a, Result<PodUnavailableBudget, WriteError>>;
+    /// Told of a refused pod operation (kruise's `PubPreventPodDeletion` Event); must not block.
+    fn refused(&self, _check: &BudgetCheck) {}
 }
 
 /// A budget's `(namespace, name)`.
@@ -66,6 +71,7 @@ pub struct Budgets {
     locks: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
     written: Mutex<HashMap<Key, Arc<PodUnavailableBudget>>>,
     retry_delay: Duration,
+    metrics: Option<crate::metrics::Metrics>,
 }
 
 impl Budgets {
@@ -76,7 +82,31 @@ impl Budgets {
 
     /// A writer pausing `retry_delay` after a conflict (tests).
     pub fn with_retry_delay(store: Arc<dyn BudgetStore>, retry_delay: Duration) -> Self {
-        Self { store, locks: Mutex::new(HashMap::new()), written: Mutex::new(HashMap::new()), retry_delay }
+        Self {
+            store,
+            locks: Mutex::new(HashMap::new()),
+            written: Mutex::new(HashMap::new()),
+            retry_delay,
+            metrics: None,
+        }
+    }
+
+    /// Counts refusals in `metrics`.
+    #[must_use]
+    pub fn with_metrics(mut self, metrics: crate::metrics::Metrics) -> Self {
+        self.metrics = Some(metrics);
+        self
+    }
+
+    /// A refusal of `check`: counted, told to the store, answered.
+    fn refuse(&self, check: &BudgetCheck, message: String) -> Verdict {
+        if let Some(metrics) = &self.metrics {
+            let kind = crate::core::budget::controller_of(&check.pod).map_or("unknown", |o| o.kind.as_str());
+            let labels = crate::metrics::BudgetRefusalLabels { kind: kind.into(), operation: check.op.as_str().into() };
+            metrics.budget_refusals.get_or_create(&labels).inc();
+        }
+        self.store.refused(check);
+        refusal(check.op, message)
     }
 
     fn lock_of(&self, key: &Key) -> Arc<tokio::sync::Mutex<()>> {
@@ -120,7 +150,7 @@ impl Budgets {
             }
             let status = match consume(check.pod_name(), &current, check.op, now) {
                 Ok(s) => s,
-                Err(message) => return refusal(check.op, message),
+                Err(message) => return self.refuse(check, message),
             };
             if check.dry_run {
                 return Verdict::allow();
@@ -165,6 +195,32 @@ impl ApiStore {
 }
 
 impl BudgetStore for ApiStore {
+    fn refused(&self, check: &BudgetCheck) {
+        let reporter = kube::runtime::events::Reporter { controller: "kruise-manager".into(), instance: None };
+        let recorder = kube::runtime::events::Recorder::new(self.client.clone(), reporter);
+        let reference = k8s_openapi::api::core::v1::ObjectReference {
+            api_version: Some("v1".into()),
+            kind: Some("Pod".into()),
+            namespace: Some(check.namespace.clone()),
+            name: check.pod.metadata.name.clone(),
+            uid: check.pod.metadata.uid.clone(),
+            ..Default::default()
+        };
+        let event = kube::runtime::events::Event {
+            type_: kube::runtime::events::EventType::Warning,
+            reason: "PubPreventPodDeletion".into(),
+            note: Some("openkruise pub prevents pod deletion".into()),
+            action: "PubPreventPodDeletion".into(),
+            secondary: None,
+        };
+        // Off the answer's path: the review does not wait on the Event.
+        tokio::spawn(async move {
+            if let Err(e) = recorder.publish(&event, &reference).await {
+                tracing::debug!("cannot record Event PubPreventPodDeletion: {e}");
+            }
+        });
+    }
+
     fn get<'a>(
         &'a self,
         namespace: &'a str,
