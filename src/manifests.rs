@@ -63,6 +63,11 @@ pub enum ManifestError {
 /// Where the opt-in CloneSet CRD serving v1beta1 too lives (a kustomize Component patch).
 pub const CLONESET_V1BETA1_COMPONENT: &str = "deploy/components/cloneset-v1beta1/apps.kruise.io_clonesets.yaml";
 
+/// Where the opt-in PodUnavailableBudget CRD serving v1beta1 too lives (a kustomize Component
+/// patch).
+pub const PUB_V1BETA1_COMPONENT: &str =
+    "deploy/components/podunavailablebudget-v1beta1/policy.kruise.io_podunavailablebudgets.yaml";
+
 /// Every generated file: path relative to the repository root, and content.
 pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
     // CloneSet as the newest released kruise (v1.9) serves it: v1alpha1 alone. kruise HEAD adds
@@ -137,6 +142,7 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
         strip_defaults(&mut crd["spec"]["versions"]);
         core_type_defaults(&mut crd["spec"]["versions"]);
         strip_nullable(&mut crd["spec"]["versions"]);
+        integral_bounds(&mut crd["spec"]["versions"]);
         if let Some(versions) = crd["spec"]["versions"].as_array_mut() {
             versions.iter_mut().for_each(|v| controller_gen_root(&mut v["schema"]["openAPIV3Schema"]));
         }
@@ -152,6 +158,16 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
     let both = served(CloneSet::crd(), cloneset::v1beta1::CloneSet::crd(), "v1alpha1")?;
     let both = finish(CLONESET_V1BETA1_COMPONENT, &both)?;
     files.push((PathBuf::from(CLONESET_V1BETA1_COMPONENT), yaml(CLONESET_V1BETA1_COMPONENT, &both)?));
+    // PodUnavailableBudget v1beta1 (kruise HEAD, after v1.9) is opt-in for the same reason; stored
+    // as v1beta1, as HEAD stores it, so its `ignoredPodSelector` (which v1alpha1 cannot spell)
+    // is kept.
+    let budgets = served(
+        podunavailablebudget::PodUnavailableBudget::crd(),
+        podunavailablebudget::v1beta1::PodUnavailableBudget::crd(),
+        "v1beta1",
+    )?;
+    let budgets = finish(PUB_V1BETA1_COMPONENT, &budgets)?;
+    files.push((PathBuf::from(PUB_V1BETA1_COMPONENT), yaml(PUB_V1BETA1_COMPONENT, &budgets)?));
     let (mutating, validating) = (mutating(), validating());
     files.push((PathBuf::from("webhook-config/mutating-webhook-configuration.yaml"), yaml("mutating", &mutating)?));
     files.push((
@@ -162,7 +178,10 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
     let render = |what: &str, e: serde_json::Error| ManifestError::Render(what.into(), e.to_string());
     let mutating = serde_json::to_value(&mutating).map_err(|e| render("mutating", e))?;
     let validating = serde_json::to_value(&validating).map_err(|e| render("validating", e))?;
-    let opt_in = [("apps.kruise.io_clonesets.yaml", ".Values.crds.cloneSetV1beta1", both)];
+    let opt_in = [
+        ("apps.kruise.io_clonesets.yaml", ".Values.crds.cloneSetV1beta1", both),
+        ("policy.kruise.io_podunavailablebudgets.yaml", ".Values.crds.podUnavailableBudgetV1beta1", budgets),
+    ];
     files.extend(chart::render(&chart_crds, &opt_in, mutating, validating)?);
     Ok(files)
 }
@@ -296,6 +315,25 @@ fn controller_gen_root(root: &mut serde_json::Value) {
             field("Kind is a string value representing the REST resource this object represents.", "string"),
         );
         props.insert("metadata".into(), serde_json::json!({"type": "object"}));
+    }
+}
+
+/// `minimum`/`maximum` bounds that are whole numbers written as integers, as controller-gen
+/// writes them (k8s-openapi holds them as `f64`, which serializes as `1.0`).
+fn integral_bounds(value: &mut serde_json::Value) {
+    match value {
+        serde_json::Value::Object(map) => {
+            for (key, v) in map.iter_mut() {
+                let whole = v.as_f64().filter(|f| f.fract() == 0.0 && f.abs() < 9.0e15);
+                match whole {
+                    #[allow(clippy::cast_possible_truncation)]
+                    Some(f) if key == "minimum" || key == "maximum" => *v = serde_json::Value::from(f as i64),
+                    _ => integral_bounds(v),
+                }
+            }
+        }
+        serde_json::Value::Array(items) => items.iter_mut().for_each(integral_bounds),
+        _ => {}
     }
 }
 

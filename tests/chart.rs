@@ -207,6 +207,35 @@ fn the_cloneset_v1beta1_opt_in_renders_alike_in_the_chart_and_kustomize() {
     assert_eq!(stored[0]["name"], "v1alpha1");
 }
 
+/// `crds.podUnavailableBudgetV1beta1` and the kustomize Component
+/// `deploy/components/podunavailablebudget-v1beta1` give the same CRD: both versions, v1beta1
+/// stored (as kruise HEAD), converted by /convert.
+#[test]
+fn the_pub_v1beta1_opt_in_renders_alike_in_the_chart_and_kustomize() {
+    let helm = helm_or_skip!("the_pub_v1beta1_opt_in_renders_alike_in_the_chart_and_kustomize");
+    let overlay = root().join("target/tmp/pub-v1beta1-overlay");
+    std::fs::create_dir_all(&overlay).unwrap();
+    std::fs::write(
+        overlay.join("kustomization.yaml"),
+        "resources:\n- ../../../deploy\ncomponents:\n- ../../../deploy/components/podunavailablebudget-v1beta1\n",
+    )
+    .unwrap();
+    chart_matches_kustomize(
+        helm,
+        &["--set", "crds.podUnavailableBudgetV1beta1=true"],
+        "target/tmp/pub-v1beta1-overlay",
+    );
+    let objects = kustomize("target/tmp/pub-v1beta1-overlay");
+    let (_, crd) = objects.iter().find(|(k, _)| k.ends_with("/podunavailablebudgets.policy.kruise.io")).unwrap();
+    assert_eq!(crd["spec"]["conversion"]["strategy"], "Webhook");
+    let versions = crd["spec"]["versions"].as_array().unwrap();
+    let mut names: Vec<&str> = versions.iter().map(|v| v["name"].as_str().unwrap()).collect();
+    names.sort_unstable();
+    assert_eq!(names, ["v1alpha1", "v1beta1"]);
+    let stored: Vec<&Value> = versions.iter().filter(|v| v["storage"] == true).collect();
+    assert_eq!(stored[0]["name"], "v1beta1");
+}
+
 #[test]
 fn openkruise_values_render_what_they_ask_for() {
     let helm = helm_or_skip!("openkruise_values_render_what_they_ask_for");

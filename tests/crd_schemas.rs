@@ -331,6 +331,26 @@ fn the_cloneset_v1beta1_opt_in_is_kruise_heads() {
     assert!(compared > 150, "compared {compared} nodes");
 }
 
+/// The opt-in PodUnavailableBudget CRD (`deploy/components/podunavailablebudget-v1beta1`) serves
+/// v1alpha1 (as kruise v1.9) and kruise HEAD's v1beta1, stored as HEAD stores it.
+#[test]
+fn the_pub_v1beta1_opt_in_is_kruise_heads() {
+    let (_, text) = kruise::manifests::render()
+        .unwrap()
+        .into_iter()
+        .find(|(p, _)| p == Path::new(kruise::manifests::PUB_V1BETA1_COMPONENT))
+        .unwrap();
+    assert_eq!(versions(&crd(&text)).keys().collect::<Vec<_>>(), BOTH);
+    let head = fixture("kruise-head", "policy.kruise.io_podunavailablebudgets.yaml").unwrap();
+    assert_eq!(storage(&crd(&text)), storage(&head));
+    assert_eq!(storage(&head), "v1beta1");
+    assert_eq!(crd(&text)["spec"]["conversion"]["strategy"], "Webhook");
+    let mut problems = Vec::new();
+    let compared = compare_versions("policy.kruise.io_podunavailablebudgets.yaml", &text, &mut problems);
+    assert!(problems.is_empty(), "{} differences:\n{}", problems.len(), problems.join("\n"));
+    assert!(compared > 40, "compared {compared} nodes");
+}
+
 /// Kind names, short names, categories, scope, subresources and printer columns (name, type,
 /// JSON path, priority, format) of every served version, as the kruise release it is compared with.
 #[test]
@@ -594,7 +614,11 @@ fn the_role_may_patch_every_converting_crd() {
     let mut converting: Vec<String> = kruise::manifests::render()
         .unwrap()
         .into_iter()
-        .filter(|(p, _)| p.starts_with("deploy/crds") || p == Path::new(kruise::manifests::CLONESET_V1BETA1_COMPONENT))
+        .filter(|(p, _)| {
+            p.starts_with("deploy/crds")
+                || p == Path::new(kruise::manifests::CLONESET_V1BETA1_COMPONENT)
+                || p == Path::new(kruise::manifests::PUB_V1BETA1_COMPONENT)
+        })
         .map(|(_, text)| crd(&text))
         .filter(|c| c["spec"]["conversion"]["strategy"] == "Webhook")
         .map(|c| c["metadata"]["name"].as_str().unwrap().to_string())

@@ -380,6 +380,49 @@ async fn budget_objects_are_validated() {
         "{r}"
     );
 
+    // kruise HEAD's v1beta1 (the opt-in CRD): validated on its v1alpha1 conversion, plus its own
+    // fields; the v1alpha1 budget `other` in the view conflicts with it just the same.
+    let send_beta = |object: Value| {
+        rig.send("/validate-policy-kruise-io-podunavailablebudget", json!({
+            "uid": "u", "kind": {"group": "policy.kruise.io", "version": "v1beta1", "kind": "PodUnavailableBudget"},
+            "resource": {"group": "policy.kruise.io", "version": "v1beta1", "resource": "podunavailablebudgets"},
+            "name": object["metadata"]["name"], "namespace": "ns", "operation": "CREATE", "userInfo": {"username": "alice"},
+            "object": object}))
+    };
+    let beta = |annotations: Value, spec: Value| {
+        json!({"apiVersion": "policy.kruise.io/v1beta1", "kind": "PodUnavailableBudget",
+        "metadata": {"name": "beta-pub", "namespace": "ns", "annotations": annotations}, "spec": spec})
+    };
+    let target = json!({"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"});
+    let good = beta(
+        json!({}),
+        json!({"targetRef": target, "maxUnavailable": 1, "protectOperations": ["DELETE", "EVICT"],
+               "protectTotalReplicas": 4, "ignoredPodSelector": {"matchLabels": {"kruise.io/force-deletable": "true"}}}),
+    );
+    let (code, r) = send_beta(good).await;
+    assert_eq!(code, 200, "{r}");
+    let (code, r) = send_beta(beta(
+        json!({"pub.kruise.io/protect-total-replicas": "5"}),
+        json!({"targetRef": target, "maxUnavailable": 1, "protectTotalReplicas": 4, "ignoredPodSelector": {}}),
+    ))
+    .await;
+    assert_eq!(code, 422);
+    assert_eq!(
+        r["status"]["message"],
+        "[metadata.annotations[pub.kruise.io/protect-total-replicas]: Invalid value: \"5\": must match spec.protectTotalReplicas when both are set, spec.ignoredPodSelector: Invalid value: {}: empty ignoredPodSelector is not valid for PodUnavailableBudget]"
+    );
+    let (code, r) =
+        send_beta(beta(json!({}), json!({"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1}))).await;
+    assert_eq!(code, 422);
+    assert!(
+        r["status"]["message"].as_str().unwrap().contains("in conflict with other PodUnavailableBudget other"),
+        "{r}"
+    );
+    let (code, r) =
+        send_beta(beta(json!({}), json!({"targetRef": target, "maxUnavailable": 1, "protectOperations": ["KILL"]})))
+            .await;
+    assert_eq!(code, 400, "an operation the type does not know does not decode: {r}");
+
     let off = Rig::new(
         "PodUnavailableBudgetDeleteGate=false,PodUnavailableBudgetUpdateGate=false",
         &[],

@@ -2,7 +2,10 @@
 //! podunavailablebudget_types.go`, short name `pub`): how many selected pods may be unavailable
 //! at once, enforced on pod deletion, eviction and update. Types only: validated by
 //! `webhook::validate_pub` (spec §2.6), enforced by `webhook::validate_pod`, its status written
-//! by `controller::podunavailablebudget`; the decisions are in `core::budget`.
+//! by `controller::podunavailablebudget`; the decisions are in `core::budget`. kruise HEAD's
+//! [`v1beta1`] is served by the opt-in CRD; every decision is made on this model.
+
+pub mod v1beta1;
 
 use std::collections::BTreeMap;
 
@@ -67,6 +70,10 @@ pub struct PodUnavailableBudgetSpec {
     /// Pods that must stay available.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub min_available: Option<IntOrString>,
+    /// v1beta1's `spec.ignoredPodSelector`, which v1alpha1 cannot spell: held in memory only,
+    /// when the view read the budget at v1beta1 (`cluster::snapshot`); never serialized.
+    #[serde(skip)]
+    pub ignored_pod_selector: Option<LabelSelector>,
 }
 
 /// `spec.targetRef`: a workload by apiVersion, kind and name.

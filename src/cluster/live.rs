@@ -29,7 +29,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::snapshot::{Snapshot, ViewKind};
 use super::{ClusterView, ListFuture, ListSource, PodSource, PodsFuture, ViewHandler};
-use crate::apis::podunavailablebudget::PodUnavailableBudget;
+use crate::apis::podunavailablebudget::{self, PodUnavailableBudget};
 use crate::apis::{SidecarSet, sidecarset};
 use crate::metrics::{KindLabels, Metrics};
 
@@ -124,7 +124,12 @@ impl LiveView {
             let Some(ListFailed { error, listed }) = failed.filter(|_| !token.is_cancelled()) else { return };
             streak = if listed { 1 } else { streak + 1 };
             let next = versions[(attempt + 1) % versions.len()];
-            if loud(streak, versions.len()) {
+            // An optional version that is not served (PodUnavailableBudget v1beta1 without the
+            // opt-in CRD) is the usual case, not a warning.
+            let unserved = api_version == PUB_V1BETA1 && matches!(&error, kube::Error::Api(s) if s.code == 404);
+            if unserved && streak == 1 {
+                tracing::info!(kind = kind.name(), api_version, next, "version not served; listing the other");
+            } else if loud(streak, versions.len()) && !unserved {
                 tracing::warn!(
                     kind = kind.name(),
                     api_version,
@@ -162,6 +167,10 @@ impl LiveView {
             ),
             ViewKind::ControllerRevision => (
                 Api::namespaced_with(client, ns, &ApiResource::erase::<ControllerRevision>(&())),
+                watcher::Config::default(),
+            ),
+            ViewKind::PodUnavailableBudget if api_version == PUB_V1BETA1 => (
+                Api::all_with(client, &ApiResource::erase::<podunavailablebudget::v1beta1::PodUnavailableBudget>(&())),
                 watcher::Config::default(),
             ),
             ViewKind::PodUnavailableBudget => {
@@ -260,6 +269,8 @@ impl LiveView {
 /// The SidecarSet versions the view lists, in the order it tries them.
 const SIDECARSET_V1BETA1: &str = "apps.kruise.io/v1beta1";
 const SIDECARSET_V1ALPHA1: &str = "apps.kruise.io/v1alpha1";
+/// PodUnavailableBudget's optional version.
+const PUB_V1BETA1: &str = crate::core::conversion::POLICY_V1BETA1;
 
 /// How long after a failed list the other version is listed.
 const VERSION_RETRY: Duration = Duration::from_secs(1);
@@ -285,7 +296,9 @@ fn api_versions(kind: ViewKind) -> &'static [&'static str] {
     match kind {
         ViewKind::SidecarSet => &[SIDECARSET_V1BETA1, SIDECARSET_V1ALPHA1],
         ViewKind::ControllerRevision => &["apps/v1"],
-        ViewKind::PodUnavailableBudget => &["policy.kruise.io/v1alpha1"],
+        // v1beta1 (kruise HEAD's, served by the opt-in CRD as its storage version: a list there
+        // keeps `ignoredPodSelector`) first; v1alpha1 where it is not served.
+        ViewKind::PodUnavailableBudget => &[PUB_V1BETA1, crate::core::conversion::POLICY_V1ALPHA1],
         ViewKind::Namespace | ViewKind::ConfigMap | ViewKind::Pod => &["v1"],
     }
 }

@@ -43,7 +43,9 @@ impl ViewKind {
             ("apps.kruise.io/v1alpha1" | "apps.kruise.io/v1beta1", "SidecarSet") => ViewKind::SidecarSet,
             ("v1", "ConfigMap") => ViewKind::ConfigMap,
             ("apps/v1", "ControllerRevision") => ViewKind::ControllerRevision,
-            ("policy.kruise.io/v1alpha1", "PodUnavailableBudget") => ViewKind::PodUnavailableBudget,
+            ("policy.kruise.io/v1alpha1" | "policy.kruise.io/v1beta1", "PodUnavailableBudget") => {
+                ViewKind::PodUnavailableBudget
+            }
             _ => return None,
         })
     }
@@ -132,7 +134,25 @@ impl Snapshot {
                 list.push(Arc::new(cr));
             }
             ViewKind::PodUnavailableBudget => {
-                let b: PodUnavailableBudget = from_value(&object)?;
+                // Held on the v1alpha1 model too; a v1beta1 object (the opt-in CRD's storage
+                // version) is converted here, keeping the `ignoredPodSelector` v1alpha1 lacks.
+                let b: PodUnavailableBudget = if object.get("apiVersion").and_then(Value::as_str)
+                    == Some(crate::core::conversion::POLICY_V1BETA1)
+                {
+                    let mut object = object;
+                    let ignored = object.pointer("/spec/ignoredPodSelector").cloned();
+                    if let Value::Object(map) = &mut object {
+                        crate::core::conversion::podunavailablebudget::to_v1alpha1(map);
+                        map.insert("apiVersion".into(), Value::from(crate::core::conversion::POLICY_V1ALPHA1));
+                    }
+                    let mut b: PodUnavailableBudget = from_value(&object)?;
+                    if let Some(ignored) = ignored.filter(|v| !v.is_null()) {
+                        b.spec.ignored_pod_selector = Some(from_value(&ignored)?);
+                    }
+                    b
+                } else {
+                    from_value(&object)?
+                };
                 let (ns, name) = key(&b.metadata);
                 self.budgets.entry(ns).or_default().insert(name, Arc::new(b));
             }

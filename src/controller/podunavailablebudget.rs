@@ -36,7 +36,7 @@ use crate::cluster::ClusterView;
 use crate::cluster::snapshot::ViewKind;
 use crate::core::budget::status::plan_status;
 use crate::core::budget::targets::{Targets, Workload, for_selector, for_target, pods_to_annotate};
-use crate::core::budget::{RELATED_PUB, pub_for_pod};
+use crate::core::budget::{RELATED_PUB, RELATED_PUB_STABLE, pub_for_pod};
 use crate::core::features::Gate;
 use crate::core::rollout::plan::{Event, EventType};
 use crate::metrics::Metrics;
@@ -122,7 +122,9 @@ fn budget_of_key(view: &dyn ClusterView, key: &str) -> Option<Arc<PodUnavailable
 fn budget_of_change(view: &dyn ClusterView, change: Change<'_, Pod>) -> Option<String> {
     let meta = change.meta();
     let ns = meta.namespace.clone().unwrap_or_default();
-    let named = meta.annotations.as_ref().and_then(|a| a.get(RELATED_PUB)).filter(|n| !n.is_empty());
+    let named = [RELATED_PUB_STABLE, RELATED_PUB]
+        .iter()
+        .find_map(|key| meta.annotations.as_ref().and_then(|a| a.get(*key)).filter(|n| !n.is_empty()));
     if let Some(name) = named {
         return Some(format!("{ns}/{name}"));
     }

@@ -322,7 +322,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: None,
         rules: &[Rule {
             groups: &["policy.kruise.io"],
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["podunavailablebudgets"],
             operations: CREATE_UPDATE,
         }],

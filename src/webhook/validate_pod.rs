@@ -29,7 +29,7 @@ use super::{Context, decode_object};
 use crate::apis::podunavailablebudget::PodUnavailableBudget;
 use crate::core::budget::admit::{Gates, Precheck, consume, precheck};
 use crate::core::budget::pod::{can_resize_in_place, is_unavailable_changed};
-use crate::core::budget::{Operation, RELATED_PUB, pub_for_pod, related_pub};
+use crate::core::budget::{Operation, RELATED_PUB, RELATED_PUB_STABLE, pub_for_pod, related_pub};
 use crate::core::features::Gate;
 
 /// A budget unit to take for one pod operation.
@@ -168,10 +168,9 @@ pub fn check(ctx: &Context, review: &Review) -> PodCheck {
 
 /// The budget a pod object's raw JSON names ("" when none), read without decoding the pod.
 fn related_in(raw: Option<&Value>) -> &str {
-    raw.and_then(|o| o.pointer("/metadata/annotations"))
-        .and_then(|a| a.get(RELATED_PUB))
-        .and_then(Value::as_str)
-        .unwrap_or("")
+    let annotations = raw.and_then(|o| o.pointer("/metadata/annotations"));
+    let named = |key: &str| annotations.and_then(|a| a.get(key)).and_then(Value::as_str).filter(|n| !n.is_empty());
+    named(RELATED_PUB_STABLE).or_else(|| named(RELATED_PUB)).unwrap_or("")
 }
 
 /// `dryrun.IsDryRun(options.DryRun)`: `dryRun` of Update/DeleteOptions holds `All`.

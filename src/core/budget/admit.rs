@@ -46,6 +46,12 @@ pub fn precheck(pod: &Pod, budget: Option<&PodUnavailableBudget>, op: Operation,
         return Precheck::Allowed("the pod is not ready or not consistent: it is already unavailable");
     }
     let Some(budget) = budget else { return Precheck::Allowed("no budget covers the pod") };
+    // kruise HEAD's `isPodMatchedIgnoredPubSelector` (v1beta1 `spec.ignoredPodSelector`).
+    let ignored = budget.spec.ignored_pod_selector.as_ref().filter(|s| !crate::compat::selector::is_empty(s));
+    let labels = pod.metadata.labels.clone().unwrap_or_default();
+    if ignored.is_some_and(|s| crate::compat::selector::matches(s, &labels).unwrap_or(false)) {
+        return Precheck::Allowed("the pod matches the budget's ignoredPodSelector");
+    }
     let status = budget.status.as_ref();
     if status.is_none_or(|s| s.desired_available == 0) {
         return Precheck::Allowed("the budget wants no pod available");
@@ -326,6 +332,22 @@ mod tests {
         assert!(err.ends_with(
             "DisruptedPods and UnavailablePods map too big - too many unavailable not confirmed by PUB controller"
         ));
+    }
+
+    /// kruise HEAD's row "valid delete pod, pod matches ignored selector, ignore"
+    /// (`TestPodUnavailableBudgetValidatePod`), on a budget with no unit left: the ignored pod
+    /// passes, another pod of the budget does not; an empty selector ignores nothing.
+    #[test]
+    fn ignored_pod_selector_bypasses_the_budget() {
+        let selector = |labels: Value| serde_json::from_value(json!({"matchLabels": labels})).expect("selector");
+        let mut b = budget(|v| with_allowed(0)(v));
+        b.spec.ignored_pod_selector = Some(selector(json!({"kruise.io/force-deletable": "true"})));
+        let ignored = pod(|v| v["metadata"]["labels"]["kruise.io/force-deletable"] = json!("true"));
+        assert!(matches!(precheck(&ignored, Some(&b), Operation::Delete, Gates::default()), Precheck::Allowed(_)));
+        let other = pod(|_| {});
+        assert_eq!(precheck(&other, Some(&b), Operation::Delete, Gates::default()), Precheck::Consume);
+        b.spec.ignored_pod_selector = Some(selector(json!({})));
+        assert_eq!(precheck(&ignored, Some(&b), Operation::Delete, Gates::default()), Precheck::Consume);
     }
 
     /// The timestamp recorded is the time of the decision; other records are kept.

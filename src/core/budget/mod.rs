@@ -36,6 +36,9 @@ pub const PROTECT_TOTAL_REPLICAS: &str = "pub.kruise.io/protect-total-replicas";
 pub const NO_PROTECT: &str = "pub.kruise.io/no-protect";
 /// Pod annotation naming the budget that covers it, set by the pod mutating webhook at CREATE.
 pub const RELATED_PUB: &str = "kruise.io/related-pub";
+/// kruise HEAD's spelling of [`RELATED_PUB`] (`GetPodRelatedPubName` reads it first; HEAD writes
+/// both). Read here, so pods a newer kruise annotated keep their budget; we write v1.9's.
+pub const RELATED_PUB_STABLE: &str = "pub.kruise.io/related-pub";
 /// Pod label prefix: a pod carrying such a label is unavailable whatever its conditions say.
 pub const UNAVAILABLE_LABEL_PREFIX: &str = "unavailable-pod.kruise.io/";
 /// At most this many pods in `disruptedPods` + `unavailablePods` (`MaxUnavailablePodSize`).
@@ -99,7 +102,9 @@ pub fn has_unavailable_label(labels: Option<&BTreeMap<String, String>>) -> bool 
 
 /// The name of the budget a pod records in [`RELATED_PUB`] ("" when none).
 pub fn related_pub(pod: &Pod) -> &str {
-    pod.metadata.annotations.as_ref().and_then(|a| a.get(RELATED_PUB)).map_or("", String::as_str)
+    let annotations = pod.metadata.annotations.as_ref();
+    let named = |key: &str| annotations.and_then(|a| a.get(key)).map(String::as_str).filter(|n| !n.is_empty());
+    named(RELATED_PUB_STABLE).or_else(|| named(RELATED_PUB)).unwrap_or("")
 }
 
 /// The workload a pod's controller reference stands for, as kruise's controller finder resolves
@@ -187,6 +192,18 @@ mod tests {
     use super::testkit::{budget, pod};
     use super::*;
     use serde_json::json;
+
+    /// kruise HEAD's `GetPodRelatedPubName` rows ("matched pub", "matched pub by deprecated
+    /// annotation"): the stable annotation first, v1.9's otherwise; empty values name nothing.
+    #[test]
+    fn related_pub_reads_both_spellings() {
+        let with = |annotations: serde_json::Value| pod(|v| v["metadata"]["annotations"] = annotations);
+        assert_eq!(related_pub(&with(json!({RELATED_PUB: "old"}))), "old");
+        assert_eq!(related_pub(&with(json!({RELATED_PUB_STABLE: "new"}))), "new");
+        assert_eq!(related_pub(&with(json!({RELATED_PUB_STABLE: "new", RELATED_PUB: "old"}))), "new");
+        assert_eq!(related_pub(&with(json!({RELATED_PUB_STABLE: "", RELATED_PUB: "old"}))), "old");
+        assert_eq!(related_pub(&with(json!({}))), "");
+    }
 
     #[test]
     fn protected_operations() {

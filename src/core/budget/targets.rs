@@ -15,7 +15,7 @@
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
 
-use super::{PROTECT_TOTAL_REPLICAS, RELATED_PUB, controller_of};
+use super::{PROTECT_TOTAL_REPLICAS, controller_of};
 use crate::apis::podunavailablebudget::PodUnavailableBudget;
 use crate::compat::selector::Selector;
 use crate::core::pods;
@@ -114,12 +114,7 @@ pub fn for_selector<'a>(
 
 /// The covered pods that name no budget yet.
 pub fn pods_to_annotate<'a>(targets: &Targets<'a>) -> Vec<&'a Pod> {
-    targets
-        .pods
-        .iter()
-        .copied()
-        .filter(|p| pods::annotations(p).get(RELATED_PUB).is_none_or(|v| v.is_empty()))
-        .collect()
+    targets.pods.iter().copied().filter(|p| super::related_pub(p).is_empty()).collect()
 }
 
 #[cfg(test)]

@@ -10,6 +10,7 @@
 pub mod cloneset;
 pub mod daemonset;
 pub mod imagepulljob;
+pub mod podunavailablebudget;
 pub mod review;
 pub mod sidecarset;
 pub mod statefulset;
@@ -22,6 +23,10 @@ pub use statefulset::{statefulset_to_v1alpha1, statefulset_to_v1beta1};
 pub const V1ALPHA1: &str = "apps.kruise.io/v1alpha1";
 /// `apps.kruise.io/v1beta1`.
 pub const V1BETA1: &str = "apps.kruise.io/v1beta1";
+/// `policy.kruise.io/v1alpha1`.
+pub const POLICY_V1ALPHA1: &str = "policy.kruise.io/v1alpha1";
+/// `policy.kruise.io/v1beta1`.
+pub const POLICY_V1BETA1: &str = "policy.kruise.io/v1beta1";
 
 /// Why an object cannot be converted.
 #[derive(Debug, Clone, PartialEq, thiserror::Error)]
@@ -34,7 +39,7 @@ pub enum ConversionError {
     },
     /// A kind this webhook does not convert.
     #[error(
-        "object {index}: kind {kind:?} of {api_version:?} has no conversion (served: CloneSet, StatefulSet, SidecarSet, ImagePullJob, DaemonSet of apps.kruise.io)"
+        "object {index}: kind {kind:?} of {api_version:?} has no conversion (served: CloneSet, StatefulSet, SidecarSet, ImagePullJob, DaemonSet of apps.kruise.io; PodUnavailableBudget of policy.kruise.io)"
     )]
     UnknownKind {
         /// Position in the review.
@@ -44,8 +49,8 @@ pub enum ConversionError {
         /// `apiVersion` of the object.
         api_version: String,
     },
-    /// A version that is neither v1alpha1 nor v1beta1 of apps.kruise.io.
-    #[error("object {index}: cannot convert {kind} from {from:?} to {to:?} (versions: {V1ALPHA1}, {V1BETA1})")]
+    /// A version that is neither v1alpha1 nor v1beta1 of the kind's group.
+    #[error("object {index}: cannot convert {kind} from {from:?} to {to:?} (versions: v1alpha1, v1beta1 of its group)")]
     UnknownVersion {
         /// Position in the review.
         index: usize,
@@ -66,6 +71,9 @@ pub fn convert(index: usize, object: &Value, desired: &str) -> Result<Value, Con
     let (kind, from) = (text("kind"), text("apiVersion"));
     let step: fn(&mut Map<String, Value>) = match (kind.as_str(), from.as_str(), desired) {
         (_, f, d) if f == d && (d == V1ALPHA1 || d == V1BETA1) && known(&kind) => |_| {},
+        ("PodUnavailableBudget", f, d) if f == d && (d == POLICY_V1ALPHA1 || d == POLICY_V1BETA1) => |_| {},
+        ("PodUnavailableBudget", POLICY_V1ALPHA1, POLICY_V1BETA1) => podunavailablebudget::to_v1beta1,
+        ("PodUnavailableBudget", POLICY_V1BETA1, POLICY_V1ALPHA1) => podunavailablebudget::to_v1alpha1,
         ("CloneSet", V1ALPHA1, V1BETA1) => cloneset::to_v1beta1,
         ("CloneSet", V1BETA1, V1ALPHA1) => cloneset::to_v1alpha1,
         ("SidecarSet", V1ALPHA1, V1BETA1) => sidecarset::to_v1beta1,
@@ -87,7 +95,7 @@ pub fn convert(index: usize, object: &Value, desired: &str) -> Result<Value, Con
 }
 
 fn known(kind: &str) -> bool {
-    matches!(kind, "CloneSet" | "SidecarSet" | "ImagePullJob" | "StatefulSet" | "DaemonSet")
+    matches!(kind, "CloneSet" | "SidecarSet" | "ImagePullJob" | "StatefulSet" | "DaemonSet" | "PodUnavailableBudget")
 }
 
 /// The object at `key` of `map`, created empty when absent (or not an object). `None` cannot

@@ -7,13 +7,16 @@
 //! and another budget of the namespace on the same workload or an overlapping selector
 //! (`validatePubConflict` with `util.IsSelectorLooseOverlap`). Field paths and details are
 //! kruise's; values are shown as JSON (the wording gist of spec §2.0), the code is spec §11.1's.
+//!
+//! A v1beta1 object (kruise HEAD) is validated on its v1alpha1 conversion with the above, plus
+//! [`validate_v1beta1_fields`]: HEAD's checks of what v1alpha1 cannot spell.
 
 use std::collections::BTreeMap;
 
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
 use super::json;
-use crate::apis::podunavailablebudget::{PodUnavailableBudget, TargetReference};
+use crate::apis::podunavailablebudget::{PodUnavailableBudget, TargetReference, v1beta1};
 use crate::compat::field::FieldError;
 use crate::compat::intstr::{is_not_more_than_100_percent, validate_positive_int_or_percent};
 use crate::compat::selector::{Selector, validate_label_selector};
@@ -35,6 +38,39 @@ pub fn validate(
         errs.push(FieldError::required("spec.selector, targetRef", "selector and targetRef cannot be modified"));
     }
     errs.extend(validate_conflicts(pub_, others));
+    errs
+}
+
+/// kruise HEAD's `validatingPodUnavailableBudgetFnV1beta1` checks of the v1beta1-only fields:
+/// the `pub.kruise.io/protect-total-replicas` annotation an int32 equal to
+/// `spec.protectTotalReplicas` when both are set, `protectOperations` each a known operation,
+/// `ignoredPodSelector` a valid, non-empty selector.
+pub fn validate_v1beta1_fields(pub_: &v1beta1::PodUnavailableBudget) -> Vec<FieldError> {
+    let mut errs = Vec::new();
+    let annotation_path = format!("metadata.annotations[{PROTECT_TOTAL_REPLICAS}]");
+    if let Some(value) = pub_.metadata.annotations.as_ref().and_then(|a| a.get(PROTECT_TOTAL_REPLICAS)) {
+        match crate::compat::intstr::go_atoi(value).ok().and_then(|n| i32::try_from(n).ok()) {
+            None => errs.push(FieldError::invalid(&annotation_path, value.as_str(), "must be a valid int32")),
+            Some(n) if pub_.spec.protect_total_replicas.is_some_and(|t| t != n) => errs.push(FieldError::invalid(
+                &annotation_path,
+                value.as_str(),
+                "must match spec.protectTotalReplicas when both are set",
+            )),
+            Some(_) => {}
+        }
+    }
+    if let Some(ignored) = &pub_.spec.ignored_pod_selector {
+        errs.extend(validate_label_selector(ignored, "spec.ignoredPodSelector"));
+        let terms = ignored.match_labels.as_ref().map_or(0, BTreeMap::len)
+            + ignored.match_expressions.as_ref().map_or(0, Vec::len);
+        if terms == 0 {
+            errs.push(FieldError::invalid(
+                "spec.ignoredPodSelector",
+                json(ignored),
+                "empty ignoredPodSelector is not valid for PodUnavailableBudget",
+            ));
+        }
+    }
     errs
 }
 
