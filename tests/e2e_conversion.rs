@@ -8,7 +8,9 @@
 //! same edits whichever version they are sent in; an Advanced DaemonSet (stored as v1beta1, as
 //! kruise v1.9) written as v1alpha1 with the progressive-create-pod annotation and the deprecated
 //! `Surging` type reads as v1beta1 with `partitionedScaling` and `Standard`, and one written as
-//! v1beta1 reads as v1alpha1 with the annotation.
+//! v1beta1 reads as v1alpha1 with the annotation; with the opt-in PodUnavailableBudget CRD, a
+//! v1alpha1 budget's protection annotations read as v1beta1 fields, a v1beta1 budget keeps its
+//! `ignoredPodSelector` (stored as v1beta1), and our webhook validates v1beta1 budgets.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
@@ -242,6 +244,51 @@ async fn v1beta1_api_through_the_conversion_webhook() {
     assert_eq!(convert(0, &alpha, V1BETA1).unwrap()["spec"], beta["spec"]);
     assert!(beta["metadata"]["annotations"].get("daemonset.kruise.io/progressive-create-pod").is_none(), "{beta}");
     assert_eq!(meaning(&convert(0, &beta, V1ALPHA1).unwrap()), meaning(&alpha));
+
+    // PodUnavailableBudget v1beta1 (kruise HEAD) through the opt-in CRD, stored as v1beta1.
+    c.apply_path(root().join(kruise::manifests::PUB_V1BETA1_COMPONENT)).await.unwrap();
+    e2e_common::trust_conversion(&ca).await;
+    let alpha_pub = format!(
+        "apiVersion: policy.kruise.io/v1alpha1\nkind: PodUnavailableBudget\nmetadata:\n  name: alpha-pub\n  namespace: {ns}\n  annotations:\n    kruise.io/pub-protect-operations: DELETE,EVICT\n    pub.kruise.io/protect-total-replicas: \"5\"\nspec:\n  selector:\n    matchLabels:\n      app: alpha\n  maxUnavailable: 1\n"
+    );
+    let applied =
+        e2e_common::eventually("the v1beta1 PUB CRD to serve", std::time::Duration::from_secs(30), || async {
+            let (ok, out, err) = apply(&kubectl, "pub-alpha.yaml", &alpha_pub, &[]).await;
+            ok.then_some(()).or_else(|| {
+                eprintln!("pub-alpha: {out}{err}");
+                None
+            })
+        });
+    applied.await;
+    let beta = get(&kubectl, &ns, "podunavailablebudgets.v1beta1.policy.kruise.io", "alpha-pub").await;
+    assert_eq!(beta["spec"]["protectOperations"], json!(["DELETE", "EVICT"]), "{beta}");
+    assert_eq!(beta["spec"]["protectTotalReplicas"], 5);
+    let beta_pub = format!(
+        "apiVersion: policy.kruise.io/v1beta1\nkind: PodUnavailableBudget\nmetadata:\n  name: beta-pub\n  namespace: {ns}\nspec:\n  selector:\n    matchLabels:\n      app: beta\n  minAvailable: 2\n  protectOperations: [EVICT]\n  ignoredPodSelector:\n    matchLabels:\n      kruise.io/force-deletable: \"true\"\n"
+    );
+    let (ok, out, err) = apply(&kubectl, "pub-beta.yaml", &beta_pub, &[]).await;
+    assert!(ok, "{out}{err}");
+    let beta = get(&kubectl, &ns, "podunavailablebudgets.v1beta1.policy.kruise.io", "beta-pub").await;
+    assert_eq!(beta["spec"]["ignoredPodSelector"], json!({"matchLabels": {"kruise.io/force-deletable": "true"}}));
+    let alpha = get(&kubectl, &ns, "podunavailablebudgets.v1alpha1.policy.kruise.io", "beta-pub").await;
+    assert_eq!(alpha["metadata"]["annotations"]["kruise.io/pub-protect-operations"], "EVICT", "{alpha}");
+    assert!(alpha["spec"].get("ignoredPodSelector").is_none(), "{alpha}");
+    // Our validating webhook sees v1beta1 objects: an empty ignoredPodSelector is refused.
+    let (ok, _, err) = apply(
+        &kubectl,
+        "pub-bad.yaml",
+        &beta_pub
+            .replace("beta-pub", "bad-pub")
+            .replace(
+                "  ignoredPodSelector:\n    matchLabels:\n      kruise.io/force-deletable: \"true\"\n",
+                "  ignoredPodSelector: {}\n",
+            )
+            .replace("app: beta", "app: bad"),
+        &[],
+    )
+    .await;
+    assert!(!ok, "an empty ignoredPodSelector must be refused");
+    assert!(err.contains("empty ignoredPodSelector is not valid for PodUnavailableBudget"), "{err}");
     drop(kruise);
 }
 

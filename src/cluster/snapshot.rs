@@ -376,6 +376,25 @@ mod tests {
     use super::*;
     use serde_json::json;
 
+    /// A v1beta1 PodUnavailableBudget (the opt-in CRD's storage version) is held on the v1alpha1
+    /// model: its fields as the annotations, and `ignoredPodSelector` in memory.
+    #[test]
+    fn v1beta1_budgets_keep_what_v1alpha1_cannot_spell() {
+        let mut s = Snapshot::default();
+        let inserted = s.insert(json!({"apiVersion": "policy.kruise.io/v1beta1", "kind": "PodUnavailableBudget",
+            "metadata": {"name": "b", "namespace": "ns"},
+            "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1, "protectOperations": ["EVICT"],
+                     "protectTotalReplicas": 3, "ignoredPodSelector": {"matchLabels": {"skip": "yes"}}}}));
+        assert_eq!(inserted, Ok(true));
+        let held = s.pod_unavailable_budgets("ns");
+        let b = held.first().expect("held");
+        let annotations = b.metadata.annotations.clone().unwrap_or_default();
+        assert_eq!(annotations.get("kruise.io/pub-protect-operations").map(String::as_str), Some("EVICT"));
+        assert_eq!(annotations.get("pub.kruise.io/protect-total-replicas").map(String::as_str), Some("3"));
+        let ignored = b.spec.ignored_pod_selector.as_ref().and_then(|s| s.match_labels.clone()).unwrap_or_default();
+        assert_eq!(ignored.get("skip").map(String::as_str), Some("yes"));
+    }
+
     /// A v1beta1 SidecarSet (as the live view reads it, at the storage version) is held on the
     /// v1alpha1 model: its namespace selector on the name label scopes it to that namespace.
     #[test]
