@@ -29,15 +29,11 @@ use crate::apis::cloneset::CloneSet;
 use crate::apis::podunavailablebudget::PodUnavailableBudget;
 use crate::cluster::{ClusterView, EmptyView};
 use crate::compat::selector::Selector;
-use crate::core::budget::Operation;
-use crate::core::features::Gate;
 use crate::core::rollout::cloneset::owner;
-use crate::core::rollout::cloneset::plan::Plan;
 use crate::core::rollout::cloneset::plan::{Input, RevisionSource, plan};
 use crate::core::rollout::plan::status_write;
 use crate::metrics::Metrics;
 use crate::webhook::budget::{ApiStore, Budgets};
-use crate::webhook::validate_pod::BudgetCheck;
 
 /// The controller's name in metrics and Events.
 pub const CONTROLLER: &str = "cloneset";
@@ -137,11 +133,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     let nodes: Vec<Node> =
         if spreads { ctx.informers.nodes.index().all().iter().map(|n| (**n).clone()).collect() } else { Vec::new() };
     // Only read when gate PodUnavailableBudgetUpdateGate is on; the view keeps them per namespace.
-    let listed = if ctx.settings.gates.enabled(Gate::PodUnavailableBudgetUpdateGate) {
-        ctx.view.pod_unavailable_budgets(&ns)
-    } else {
-        Vec::new()
-    };
+    let listed = super::budget_takes::for_round(ctx.view.as_ref(), &ctx.settings.gates, &ns);
     let budgets: Vec<&PodUnavailableBudget> = listed.iter().map(AsRef::as_ref).collect();
     let now = Timestamp::now();
     let pods: &[&Pod] = &owned.pods;
@@ -159,7 +151,13 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         seed: std::collections::hash_map::RandomState::new().hash_one(now.as_nanosecond()),
         revision_source: RevisionSource::Compute,
     });
-    take_budgets(ctx, &ns, &mut planned, pods, &listed, now).await;
+    let held = super::budget_takes::Held {
+        actions: &mut planned.actions,
+        status_write: &mut planned.status_write,
+        waiting: &mut planned.waiting,
+        requeue_after: &mut planned.requeue_after,
+    };
+    super::budget_takes::take(&ctx.budgets, &ns, &planned.budget_takes, pods, &listed, now, held).await;
     for e in &planned.errors {
         tracing::warn!("{e}");
     }
@@ -178,46 +176,4 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     tracing::debug!(actions = planned.actions.len(), waiting = ?planned.waiting, "round applied");
     ctx.actor.publish(&cs.object_ref(&()), &planned.events).await;
     Ok(Some(super::next_round(planned.requeue_after, ctx.settings.resync)))
-}
-
-/// Takes the PodUnavailableBudget units the plan names, in order, before any write (kruise's
-/// `PodUnavailableBudgetValidatePod` in the update loop, gate PodUnavailableBudgetUpdateGate): the
-/// unit records the pod in the budget, so the pod webhook lets the pod's writes through. At the
-/// first refusal (the cached budget was stale) the actions of that pod and of the pods after it
-/// are not sent, nor the status (it counted them), and the CloneSet is looked at again in a
-/// second, as kruise does.
-async fn take_budgets(
-    ctx: &Context,
-    ns: &str,
-    planned: &mut Plan,
-    pods: &[&Pod],
-    listed: &[Arc<PodUnavailableBudget>],
-    now: Timestamp,
-) {
-    for (i, take) in planned.budget_takes.iter().enumerate() {
-        let pod = pods.iter().find(|p| p.metadata.name.as_deref() == Some(take.pod.as_str()));
-        let budget = listed.iter().find(|b| b.metadata.name.as_deref() == Some(take.budget.as_str()));
-        let (Some(pod), Some(budget)) = (pod, budget) else { continue };
-        let check = BudgetCheck {
-            namespace: ns.to_string(),
-            pod: (*pod).clone(),
-            op: Operation::Update,
-            dry_run: false,
-            budget: Arc::clone(budget),
-        };
-        let verdict = ctx.budgets.take(&check, now).await;
-        if verdict.allowed {
-            continue;
-        }
-        let held: std::collections::HashSet<&str> = planned.budget_takes[i..].iter().map(|t| t.pod.as_str()).collect();
-        planned.actions.retain(|a| a.pod.as_deref().is_none_or(|p| !held.contains(p)));
-        planned.status_write = None;
-        planned.waiting.push(format!("{} waits for its PodUnavailableBudget: {}", take.pod, verdict.message));
-        planned.requeue_after = crate::core::rollout::plan::min_positive(
-            planned.requeue_after,
-            k8s_openapi::jiff::SignedDuration::from_secs(1),
-        );
-        tracing::debug!(pod = %take.pod, budget = %take.budget, message = %verdict.message, "budget refused an update");
-        return;
-    }
 }

@@ -12,6 +12,7 @@
 
 pub mod act;
 pub mod apply;
+pub mod budget_takes;
 pub mod cloneset;
 pub mod failopen;
 pub mod index;
@@ -180,7 +181,14 @@ impl Leader {
             Arc::clone(&self.view),
             token,
         ));
-        tasks.extend(statefulset::start(&informers, &self.client, &self.settings, &self.metrics, token));
+        tasks.extend(statefulset::start(
+            &informers,
+            &self.client,
+            &self.settings,
+            &self.metrics,
+            Arc::clone(&self.view),
+            token,
+        ));
         tasks.extend(sidecarset::start(
             &informers,
             Arc::clone(&self.view),
@@ -223,8 +231,8 @@ pub async fn run_workloads(
     let token = CancellationToken::new();
     let informers = informers::Informers::for_gates(&settings.gates);
     let view: Arc<dyn crate::cluster::ClusterView> = Arc::new(crate::cluster::EmptyView);
-    let mut tasks = cloneset::start(&informers, &client, &settings, &metrics, view, &token);
-    tasks.extend(statefulset::start(&informers, &client, &settings, &metrics, &token));
+    let mut tasks = cloneset::start(&informers, &client, &settings, &metrics, Arc::clone(&view), &token);
+    tasks.extend(statefulset::start(&informers, &client, &settings, &metrics, view, &token));
     tasks.extend(informers.start(&client, settings.namespace.as_deref(), &metrics, &token));
     shutdown.await;
     token.cancel();

@@ -24,7 +24,9 @@ use super::informers::{Change, Informer, Informers, scoped};
 use super::queue::{WorkQueue, owners};
 use super::runner::Runner;
 use super::{ReconcileError, Settings};
+use crate::apis::podunavailablebudget::PodUnavailableBudget;
 use crate::apis::statefulset::v1beta1::StatefulSet;
+use crate::cluster::ClusterView;
 use crate::compat::selector::Selector;
 use crate::core::rollout::ownership::controller_of;
 use crate::core::rollout::plan::status_write;
@@ -32,6 +34,7 @@ use crate::core::rollout::statefulset::conditions;
 use crate::core::rollout::statefulset::plan::{Input, plan};
 use crate::core::rollout::statefulset::resize::OWNED_BY_ASTS;
 use crate::metrics::Metrics;
+use crate::webhook::budget::{ApiStore, Budgets};
 
 /// The controller's name in metrics and Events.
 pub const CONTROLLER: &str = "statefulset";
@@ -42,6 +45,10 @@ struct Context {
     informers: Informers,
     actor: Actor,
     runner: Arc<Runner>,
+    /// The admission view: the PodUnavailableBudgets a round asks before updating pods.
+    view: Arc<dyn ClusterView>,
+    /// Takes the budget units a plan names (the webhook's `checkAndDecrement`, on the API).
+    budgets: Budgets,
 }
 
 /// Registers the Advanced StatefulSet controller on `informers` and starts its StatefulSet watch
@@ -51,6 +58,7 @@ pub fn start(
     client: &Client,
     settings: &Settings,
     metrics: &Metrics,
+    view: Arc<dyn ClusterView>,
     token: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
     let ns = settings.namespace.as_deref();
@@ -67,6 +75,8 @@ pub fn start(
         informers: informers.clone(),
         actor,
         runner: Arc::clone(&runner),
+        view,
+        budgets: Budgets::new(Arc::new(ApiStore::new(client.clone()))),
     });
     tracing::info!(controller = CONTROLLER, namespace = ns.unwrap_or("(all)"), "starting");
     let watch = sets.start(scoped(client, ns), metrics.clone(), token.clone());
@@ -168,15 +178,26 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     if let Some(wait) = ctx.actor.gate(key, &uid, rv, &pods, &pvcs) {
         return Ok(Some(wait));
     }
-    let planned = plan(&Input {
+    let listed = super::budget_takes::for_round(ctx.view.as_ref(), &ctx.settings.gates, &ns);
+    let budgets: Vec<&PodUnavailableBudget> = listed.iter().map(AsRef::as_ref).collect();
+    let now = Timestamp::now();
+    let mut planned = plan(&Input {
         set: &set,
         pods: &pods,
         pvcs: &pvcs,
         revisions: &revisions,
         storage_classes: &storage_classes,
+        budgets: &budgets,
         gates: &ctx.settings.gates,
-        now: Timestamp::now(),
+        now,
     });
+    let held = super::budget_takes::Held {
+        actions: &mut planned.actions,
+        status_write: &mut planned.status_write,
+        waiting: &mut planned.waiting,
+        requeue_after: &mut planned.requeue_after,
+    };
+    super::budget_takes::take(&ctx.budgets, &ns, &planned.budget_takes, &pods, &listed, now, held).await;
     for e in &planned.errors {
         tracing::warn!("{e}");
     }

@@ -184,6 +184,8 @@ fn plan_statefulsets(o: &mut Objects, gates: &FeatureGates, now: Timestamp) -> V
             let pods: Vec<&Pod> = o.pods.iter().filter(|p| in_ns(&p.metadata, ns)).collect();
             let pvcs: Vec<&PersistentVolumeClaim> = o.pvcs.iter().filter(|p| in_ns(&p.metadata, ns)).collect();
             let revisions: Vec<&ControllerRevision> = o.revisions.iter().filter(|r| in_ns(&r.metadata, ns)).collect();
+            let budgets: Vec<&crate::apis::podunavailablebudget::PodUnavailableBudget> =
+                o.budgets.iter().filter(|b| in_ns(&b.metadata, ns)).collect();
             let selector = Selector::from_validated(set.spec.selector.as_ref()).ok();
             let uid = set.metadata.uid.as_deref();
             let no_labels = Default::default();
@@ -201,6 +203,7 @@ fn plan_statefulsets(o: &mut Objects, gates: &FeatureGates, now: Timestamp) -> V
                 pvcs: &pvcs,
                 revisions: &revisions,
                 storage_classes: &classes,
+                budgets: &budgets,
                 gates,
                 now,
             });

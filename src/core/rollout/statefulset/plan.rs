@@ -19,7 +19,9 @@
 //!    each pod the budget lets through is updated in place when `podUpdatePolicy` allows and the
 //!    classifier agrees ([`crate::core::inplace::classify::classify_revision_update`]), else
 //!    deleted — the next round creates it at the update revision (`InPlaceOnly` makes that an
-//!    error);
+//!    error); with gate PodUnavailableBudgetUpdateGate each such pod is first put to its
+//!    PodUnavailableBudget ([`UpdateAllowance`], as for the CloneSet; the units to take are in
+//!    [`Plan::budget_takes`]) and the first refusal ends the updates of the round;
 //! 6. the status ([`super::status`], `volumeClaims` included) and its write when kruise's
 //!    `inconsistentStatus` says so;
 //!    revisions beyond `revisionHistoryLimit` that no pod uses are deleted.
@@ -49,8 +51,10 @@ use super::resize::{self, PodClaims};
 use super::revision::{self as asts_revision, RevisionChange};
 use super::scale::{self, ScaleStep, StopReason};
 use super::{adoption, pvc, status};
+use crate::apis::podunavailablebudget::PodUnavailableBudget;
 use crate::apis::statefulset::v1beta1::{StatefulSet, StatefulSetStatus};
 use crate::apis::statefulset::{IN_PLACE_IF_POSSIBLE, IN_PLACE_ONLY};
+use crate::core::budget::rollout::{BudgetTake, UpdateAllowance};
 use crate::core::features::{FeatureGates, Gate};
 use crate::core::history;
 use crate::core::inplace::apply::Options;
@@ -73,6 +77,9 @@ pub struct Input<'a> {
     pub revisions: &'a [&'a ControllerRevision],
     /// StorageClasses (read when claims are resized: [`resize::enabled`]).
     pub storage_classes: &'a [&'a StorageClass],
+    /// PodUnavailableBudgets of the set's namespace (read with gate
+    /// PodUnavailableBudgetUpdateGate only).
+    pub budgets: &'a [&'a PodUnavailableBudget],
     pub gates: &'a FeatureGates,
     pub now: Timestamp,
 }
@@ -94,6 +101,9 @@ pub struct Plan {
     /// Its write, when kruise would write it, after the actions.
     pub status_write: Option<Write>,
     pub requeue_after: Option<SignedDuration>,
+    /// Budget units the controller takes before the pods' writes, in order (gate
+    /// PodUnavailableBudgetUpdateGate).
+    pub budget_takes: Vec<BudgetTake>,
 }
 
 /// `getPodRevision(pod) == revision` (the set's pods carry the full revision name).
@@ -142,6 +152,10 @@ struct Round<'a> {
     /// What this round's writes change in the counted status (kruise adjusts its counts as it
     /// creates and deletes): replicas, currentReplicas, updatedReplicas.
     adjust: (i32, i32, i32),
+    /// The namespace's budgets, spent as this round updates pods (gate
+    /// PodUnavailableBudgetUpdateGate; `None` when off).
+    budgets: Option<UpdateAllowance<'a>>,
+    budget_takes: Vec<BudgetTake>,
 }
 
 impl Round<'_> {
@@ -252,6 +266,11 @@ pub fn plan(input: &Input<'_>) -> Plan {
         status: old_status,
         status_write: None,
         requeue_after: None,
+        budget_takes: Vec::new(),
+    };
+    let budget_gates = crate::core::budget::admit::Gates {
+        in_place_pod_vertical_scaling: gates.enabled(Gate::InPlacePodVerticalScaling),
+        in_place_workload_vertical_scaling: gates.enabled(Gate::InPlaceWorkloadVerticalScaling),
     };
     let mut r = Round {
         set,
@@ -262,6 +281,10 @@ pub fn plan(input: &Input<'_>) -> Plan {
         step: Step::default(),
         deleted: BTreeSet::new(),
         adjust: (0, 0, 0),
+        budgets: gates
+            .enabled(Gate::PodUnavailableBudgetUpdateGate)
+            .then(|| UpdateAllowance::new(input.budgets, budget_gates)),
+        budget_takes: Vec::new(),
     };
 
     // 1. Claim pods and revisions.
@@ -594,6 +617,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
         r.step.actions.push(Action::new(ActionKind::DeleteRevision, None, &rname, reason, vec![write]));
     }
 
+    out.budget_takes = r.budget_takes;
     let step = r.step;
     out.actions = step.actions;
     out.events = step.events;
@@ -840,6 +864,19 @@ fn rolling_update(
         // A pod this round creates (no uid yet) counts in the budget but is not written to.
         let Some(p) = pod_at(o).filter(|p| !r.deleted.contains(&o) && p.metadata.uid.is_some()) else { continue };
         let pname = pods::name(p).to_string();
+        // With gate PodUnavailableBudgetUpdateGate the pod's budget is asked first, as kruise's
+        // CloneSet update step does (its ASTS relies on the pod webhook, which an in-place update
+        // passes unchecked once its readiness gate made the pod unready): the first refusal ends
+        // the updates of this round and looks again in a second.
+        match r.budgets.as_mut().map(|b| b.admit(p)) {
+            Some(Err(why)) => {
+                r.step.waiting.push(format!("{pname} waits for its PodUnavailableBudget: {why}"));
+                r.step.requeue_after(SignedDuration::from_secs(1));
+                return taken_current;
+            }
+            Some(Ok(Some(take))) => r.budget_takes.push(take),
+            Some(Ok(None)) | None => {}
+        }
         let mut refused = None;
         if !identity::storage_matches(set, p) {
             // A volumeClaimTemplate was added: only a new pod mounts its claim.

@@ -50,6 +50,8 @@ pub struct World {
     pub gates: FeatureGates,
     /// The cluster's StorageClasses.
     pub storage_classes: Vec<StorageClass>,
+    /// The namespace's PodUnavailableBudgets.
+    pub budgets: Vec<crate::apis::podunavailablebudget::PodUnavailableBudget>,
 }
 
 impl std::ops::Deref for World {
@@ -68,7 +70,13 @@ impl std::ops::DerefMut for World {
 impl World {
     /// An empty world around a set.
     pub fn new(set: StatefulSet) -> World {
-        World { set, cluster: FakeCluster::default(), gates: FeatureGates::default(), storage_classes: Vec::new() }
+        World {
+            set,
+            cluster: FakeCluster::default(),
+            gates: FeatureGates::default(),
+            storage_classes: Vec::new(),
+            budgets: Vec::new(),
+        }
     }
 
     /// One planning round.
@@ -77,12 +85,14 @@ impl World {
         let pvcs: Vec<&PersistentVolumeClaim> = self.pvcs.iter().collect();
         let revisions: Vec<&ControllerRevision> = self.revisions.iter().collect();
         let storage_classes: Vec<&StorageClass> = self.storage_classes.iter().collect();
+        let budgets: Vec<&crate::apis::podunavailablebudget::PodUnavailableBudget> = self.budgets.iter().collect();
         plan(&Input {
             set: &self.set,
             pods: &pods,
             pvcs: &pvcs,
             revisions: &revisions,
             storage_classes: &storage_classes,
+            budgets: &budgets,
             gates: &self.gates,
             now: self.now,
         })

@@ -622,3 +622,90 @@ fn the_status_reports_the_volume_claims() {
     let p = w.plan();
     assert_eq!(p.status.volume_claims, entry(3, 2));
 }
+
+/// The budget `web-pub` as its controller would count the world's pods now: `desired` available
+/// wanted, `unavailableAllowed` = available (ready and state consistent) − desired, the pods it
+/// recorded kept (the webhook's and the controller's units).
+fn count_budget(w: &mut World, desired: i32, recorded: &BTreeMap<String, String>) {
+    let available = w
+        .pods
+        .iter()
+        .filter(|p| crate::core::budget::pod::is_ready(p) && crate::core::budget::pod::is_state_consistent(p, false))
+        .count() as i32;
+    let b: crate::apis::podunavailablebudget::PodUnavailableBudget = serde_json::from_value(json!({
+        "apiVersion": "policy.kruise.io/v1alpha1", "kind": "PodUnavailableBudget",
+        "metadata": {"namespace": "default", "name": "web-pub"},
+        "spec": {"selector": {"matchLabels": {"app": "web"}}, "maxUnavailable": 1},
+        "status": {"observedGeneration": 1, "desiredAvailable": desired, "currentAvailable": available,
+                   "unavailableAllowed": (available - desired - recorded.len() as i32).max(0),
+                   "totalReplicas": w.pods.len(), "unavailablePods": recorded}}))
+    .unwrap();
+    w.budgets = vec![b];
+}
+
+/// Gate PodUnavailableBudgetUpdateGate on an Advanced StatefulSet (as on the CloneSet, kruise
+/// `cloneset_update.go` step 6): a Parallel in-place rollout with `maxUnavailable: 3` under a
+/// budget that keeps 2 of 3 available updates one pod at a time — each update names the unit it
+/// takes first, the next pod waits with the budget's refusal and a look again in a second — and
+/// still reaches every pod; with the gate off the budget is not asked and all three go at once.
+#[test]
+fn a_budget_of_one_paces_an_in_place_rollout() {
+    let strategy = json!({"podManagementPolicy": "Parallel", "updateStrategy": {"type": "RollingUpdate",
+        "rollingUpdate": {"partition": 0, "maxUnavailable": 3, "podUpdatePolicy": "InPlaceIfPossible"}}});
+    for gate in [false, true] {
+        let mut set = stateful_set(3, "nginx:1", strategy.clone());
+        set.spec.template.metadata.get_or_insert_default().annotations =
+            Some([(crate::core::budget::RELATED_PUB.to_string(), "web-pub".to_string())].into());
+        let mut w = with_gate(World::new(set));
+        w.gates = w.gates.clone().with(crate::core::features::Gate::PodUnavailableBudgetUpdateGate, gate);
+        w.settle(20);
+        assert_eq!(w.unready(), 0);
+        set_image(&mut w, "nginx:2");
+        let mut recorded: BTreeMap<String, String> = BTreeMap::new();
+        let (mut worst, mut updated) = (0, Vec::new());
+        for round in 0.. {
+            assert!(round < 60, "gate {gate}: the rollout does not end");
+            // A recorded pod is released once it is available again (the budget's controller).
+            recorded.retain(|name, _| {
+                w.pods.iter().any(|p| {
+                    pods::name(p) == name
+                        && !(pods::is_ready(p)
+                            && refresh::update_completed(p, in_place_options(&w.set, &w.gates)).is_ok())
+                })
+            });
+            count_budget(&mut w, 2, &recorded);
+            let p = w.plan();
+            assert!(p.errors.is_empty(), "{:?}", p.errors);
+            let now = pods_of(&p, ActionKind::UpdateInPlace);
+            if gate {
+                assert!(now.len() <= 1, "round {round}: {now:?} updated at once under a budget of one");
+                let takes: Vec<&str> = p.budget_takes.iter().map(|t| t.pod.as_str()).collect();
+                assert_eq!(takes, now.iter().map(String::as_str).collect::<Vec<_>>(), "each update takes its unit");
+                let refused = p
+                    .waiting
+                    .iter()
+                    .any(|m| m.contains("\"web-pub\" is forbidden: pub unavailable allowed is negative"));
+                if refused {
+                    assert_eq!(p.requeue_after, Some(SignedDuration::from_secs(1)));
+                }
+                for t in &p.budget_takes {
+                    recorded.insert(t.pod.clone(), "2026-01-01T00:00:00Z".into());
+                }
+            } else {
+                assert!(p.budget_takes.is_empty(), "the gate is off: no unit is taken");
+            }
+            updated.extend(now);
+            w.apply(&p).unwrap();
+            worst = worst.max(unavailable(&w));
+            w.kubelet();
+            w.advance(1);
+            if p.actions.is_empty() && p.status_write.is_none() && p.waiting.is_empty() {
+                break;
+            }
+        }
+        updated.sort();
+        assert_eq!(updated, ["web-0", "web-1", "web-2"], "gate {gate}: every pod updated once");
+        assert!(w.pods.iter().all(|p| image(p) == "nginx:2"), "gate {gate}");
+        assert_eq!(worst, if gate { 1 } else { 3 }, "gate {gate}: most pods unavailable at once");
+    }
+}
