@@ -9,8 +9,9 @@
 //! at once against a budget of three take exactly three units; a budget on a CloneSet by
 //! `targetRef` counts its replicas and pods and is paid back when the CloneSet replaces a pod;
 //! `kubectl drain` of a second node is refused, retried and times out; with gate
-//! PodUnavailableBudgetUpdateGate (on for the whole test) an in-place rollout of a CloneSet
-//! allowed three unavailable moves one pod at a time under a budget of one. Its own test
+//! PodUnavailableBudgetUpdateGate (on for the whole test) an in-place rollout of a CloneSet, then
+//! of a Parallel Advanced StatefulSet, each allowed three unavailable, moves one pod at a time under
+//! a budget of one. Events: each refusal leaves `PubPreventPodDeletion` on the pod. Its own test
 //! binary: it registers webhooks with its own CA.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
@@ -343,7 +344,8 @@ async fn a_budget_of_one_guards_evictions_and_deletes() {
     assert!(err.contains("podunavailablebudget.policy.kruise.io \"drain-pub\" is forbidden"), "{err}");
     assert!(pods.get_opt("drain-1").await.unwrap().is_some_and(|p| p.metadata.deletion_timestamp.is_none()));
 
-    in_place_rollout_under_a_budget_of_one(&kubectl, &path, &budget, &pods, &budgets, ns.name()).await;
+    in_place_rollout_under_a_budget_of_one(&kubectl, &path, &budget, &pods, &budgets, ns.name(), "CloneSet").await;
+    in_place_rollout_under_a_budget_of_one(&kubectl, &path, &budget, &pods, &budgets, ns.name(), "StatefulSet").await;
     drop(kruise);
 }
 
@@ -366,52 +368,70 @@ async fn in_place_rollout_under_a_budget_of_one(
     pods: &Api<Pod>,
     budgets: &Api<PodUnavailableBudget>,
     ns: &str,
+    kind: &str,
 ) {
     use futures::StreamExt;
     use kube::runtime::{WatchStreamExt, watcher};
     use std::collections::BTreeMap;
     use std::sync::{Arc, Mutex};
 
+    // The workload (`up`, or `upsts` for the Advanced StatefulSet) and its budget.
+    let (name, api_version) =
+        if kind == "CloneSet" { ("up", "apps.kruise.io/v1alpha1") } else { ("upsts", "apps.kruise.io/v1beta1") };
+    let (budget_name, selector) = (format!("{name}-pub"), format!("app={name}"));
     let mut up_pub = budget.clone();
-    up_pub["metadata"]["name"] = json!("up-pub");
+    up_pub["metadata"]["name"] = json!(budget_name);
     up_pub["metadata"]["annotations"] = json!({});
-    up_pub["spec"] = json!({"targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "up"},
+    up_pub["spec"] = json!({"targetRef": {"apiVersion": api_version, "kind": kind, "name": name},
                             "maxUnavailable": 1});
     std::fs::write(path, serde_json::to_vec(&up_pub).unwrap()).unwrap();
     let (ok, _, err) = kubectl.run(&["apply", "-f", path.to_str().unwrap()]).await;
     assert!(ok, "{err}");
     tokio::time::sleep(Duration::from_secs(2)).await;
     let cloneset = |image: &str| {
-        json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
-            "metadata": {"name": "up", "namespace": ns},
-            "spec": {"replicas": 3, "selector": {"matchLabels": {"app": "up"}},
-                     "updateStrategy": {"type": "InPlaceIfPossible", "maxUnavailable": 3},
-                     "template": {"metadata": {"labels": {"app": "up"}},
-                                  "spec": {"containers": [{"name": "main", "image": image}],
-                                           "terminationGracePeriodSeconds": 1}}}})
+        let mut template = json!({"metadata": {"labels": {"app": name}},
+                              "spec": {"containers": [{"name": "main", "image": image}],
+                                       "terminationGracePeriodSeconds": 1}});
+        if kind != "CloneSet" {
+            // The Advanced StatefulSet's webhook asks for the gate itself (kruise's validation).
+            template["spec"]["readinessGates"] = json!([{"conditionType": "InPlaceUpdateReady"}]);
+        }
+        if kind == "CloneSet" {
+            json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": ns},
+                "spec": {"replicas": 3, "selector": {"matchLabels": {"app": name}},
+                         "updateStrategy": {"type": "InPlaceIfPossible", "maxUnavailable": 3}, "template": template}})
+        } else {
+            json!({"apiVersion": api_version, "kind": kind, "metadata": {"name": name, "namespace": ns},
+                "spec": {"replicas": 3, "selector": {"matchLabels": {"app": name}}, "serviceName": name,
+                         "podManagementPolicy": "Parallel",
+                         "updateStrategy": {"type": "RollingUpdate", "rollingUpdate":
+                             {"maxUnavailable": 3, "podUpdatePolicy": "InPlaceIfPossible"}},
+                         "template": template}})
+        }
     };
     std::fs::write(path, serde_json::to_vec(&cloneset("nginx:1.25")).unwrap()).unwrap();
     let (ok, _, err) = kubectl.run(&["apply", "-f", path.to_str().unwrap()]).await;
     assert!(ok, "{err}");
-    eventually_ok("up-pub counts three", Duration::from_secs(90), || async {
-        let s = budgets.get("up-pub").await.map_err(|e| e.to_string())?.status.unwrap_or_default();
+    eventually_ok(&format!("{budget_name} counts three"), Duration::from_secs(90), || async {
+        let s = budgets.get(&budget_name).await.map_err(|e| e.to_string())?.status.unwrap_or_default();
         let got = (s.desired_available, s.current_available, s.unavailable_allowed, s.total_replicas);
         if got == (2, 3, 1, 3) { Ok(()) } else { Err(format!("{got:?}")) }
     })
     .await;
-    let listed = pods.list(&kube::api::ListParams::default().labels("app=up")).await.unwrap().items;
+    let listed = pods.list(&kube::api::ListParams::default().labels(&selector)).await.unwrap().items;
     let related: Vec<Option<String>> = listed
         .iter()
         .map(|p| p.metadata.annotations.as_ref().and_then(|a| a.get("kruise.io/related-pub")).cloned())
         .collect();
-    assert_eq!(related, vec![Some("up-pub".to_string()); 3], "every pod names up-pub");
+    assert_eq!(related, vec![Some(budget_name.clone()); 3], "every pod names {budget_name}");
 
     // The watcher: the latest of each pod, and the most unavailable at once it saw.
     let seen: Arc<Mutex<(BTreeMap<String, Pod>, usize)>> = Arc::default();
     let api = pods.clone();
     let seen2 = Arc::clone(&seen);
+    let labels = selector.clone();
     let watch = tokio::spawn(async move {
-        let config = watcher::Config::default().labels("app=up");
+        let config = watcher::Config::default().labels(&labels);
         let mut events = std::pin::pin!(watcher(api, config).default_backoff());
         while let Some(ev) = events.next().await {
             let mut s = seen2.lock().unwrap();
@@ -439,7 +459,7 @@ async fn in_place_rollout_under_a_budget_of_one(
     std::fs::write(path, serde_json::to_vec(&cloneset("nginx:1.26")).unwrap()).unwrap();
     let (ok, _, err) = kubectl.run(&["apply", "-f", path.to_str().unwrap()]).await;
     assert!(ok, "{err}");
-    eventually_ok("the rollout completes", Duration::from_secs(180), || async {
+    eventually_ok(&format!("the {kind} rollout completes"), Duration::from_secs(180), || async {
         let s = seen.lock().unwrap();
         let done = s.0.values().filter(|p| image_of(p) == "nginx:1.26" && !unavailable(p)).count();
         assert!(s.1 <= 1, "the watcher saw {} pods unavailable at once", s.1);
@@ -451,7 +471,7 @@ async fn in_place_rollout_under_a_budget_of_one(
         (s.1, s.0.values().filter_map(|p| p.metadata.uid.clone()).collect::<Vec<_>>())
     };
     watch.abort();
-    assert_eq!(max_seen, 1, "one pod at a time was unavailable (and one was)");
+    assert_eq!(max_seen, 1, "{kind}: one pod at a time was unavailable (and one was)");
     let before: Vec<String> = listed.iter().filter_map(|p| p.metadata.uid.clone()).collect();
     assert!(uids.iter().all(|u| before.contains(u)), "updated in place, not recreated");
 }
