@@ -40,9 +40,7 @@ pub struct CriClient {
 
 impl std::fmt::Debug for CriClient {
     fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.debug_struct("CriClient")
-            .field("endpoint", &self.endpoint)
-            .finish_non_exhaustive()
+        f.debug_struct("CriClient").field("endpoint", &self.endpoint).finish_non_exhaustive()
     }
 }
 
@@ -54,9 +52,7 @@ pub fn socket_path(endpoint: &str) -> Result<PathBuf, String> {
     } else if let Some(rest) = endpoint.strip_prefix("unix:") {
         rest
     } else if endpoint.contains("://") {
-        return Err(format!(
-            "unsupported CRI endpoint {endpoint:?}: only unix sockets are supported"
-        ));
+        return Err(format!("unsupported CRI endpoint {endpoint:?}: only unix sockets are supported"));
     } else {
         endpoint
     };
@@ -86,10 +82,8 @@ impl CriClient {
     /// Connects to `endpoint` ("unix:///run/containerd/containerd.sock" or a bare path) within
     /// `timeout`. Connecting says nothing about CRI v1 support: call [`CriClient::version`].
     pub async fn connect(endpoint: &str, timeout: Duration) -> Result<CriClient, CriError> {
-        let path = socket_path(endpoint).map_err(|message| CriError::Connect {
-            endpoint: endpoint.to_string(),
-            message,
-        })?;
+        let path =
+            socket_path(endpoint).map_err(|message| CriError::Connect { endpoint: endpoint.to_string(), message })?;
         let connector = tower::service_fn(move |_: Uri| {
             let path = path.clone();
             async move {
@@ -102,18 +96,14 @@ impl CriClient {
         let channel = match tokio::time::timeout(timeout, channel).await {
             Err(_) => return Err(CriError::Timeout { after: timeout }),
             Ok(Err(e)) => {
-                return Err(CriError::Connect {
-                    endpoint: endpoint.to_string(),
-                    message: error_chain(&e),
-                });
+                return Err(CriError::Connect { endpoint: endpoint.to_string(), message: error_chain(&e) });
             }
             Ok(Ok(channel)) => channel,
         };
         Ok(CriClient {
             endpoint: endpoint.to_string(),
             timeout,
-            runtime: RuntimeServiceClient::new(channel.clone())
-                .max_decoding_message_size(MAX_MESSAGE_BYTES),
+            runtime: RuntimeServiceClient::new(channel.clone()).max_decoding_message_size(MAX_MESSAGE_BYTES),
             images: ImageServiceClient::new(channel).max_decoding_message_size(MAX_MESSAGE_BYTES),
         })
     }
@@ -128,9 +118,7 @@ impl CriClient {
     pub async fn version(&self) -> Result<RuntimeVersion, CriError> {
         let mut runtime = self.runtime.clone();
         // kubelet sends its own CRI API version; runtimes ignore it.
-        let request = v1::VersionRequest {
-            version: "v1".to_string(),
-        };
+        let request = v1::VersionRequest { version: "v1".to_string() };
         let response = self.bounded(runtime.version(request)).await?;
         Ok(RuntimeVersion {
             runtime_name: response.runtime_name,
@@ -148,25 +136,15 @@ impl CriClient {
         sandbox: Option<v1::PodSandboxConfig>,
     ) -> Result<String, CriError> {
         let mut images = self.images.clone();
-        let request = v1::PullImageRequest {
-            image: Some(image_spec(image)),
-            auth,
-            sandbox_config: sandbox,
-        };
-        let response = images
-            .pull_image(request)
-            .await
-            .map_err(|s| CriError::from_status(&self.endpoint, s))?;
+        let request = v1::PullImageRequest { image: Some(image_spec(image)), auth, sandbox_config: sandbox };
+        let response = images.pull_image(request).await.map_err(|s| CriError::from_status(&self.endpoint, s))?;
         Ok(response.into_inner().image_ref)
     }
 
     /// CRI `ImageStatus`: `None` when the runtime does not have the image.
     pub async fn image_status(&self, image: &str) -> Result<Option<v1::Image>, CriError> {
         let mut images = self.images.clone();
-        let request = v1::ImageStatusRequest {
-            image: Some(image_spec(image)),
-            verbose: false,
-        };
+        let request = v1::ImageStatusRequest { image: Some(image_spec(image)), verbose: false };
         Ok(self.bounded(images.image_status(request)).await?.image)
     }
 
@@ -182,9 +160,7 @@ impl CriClient {
         call: impl Future<Output = Result<tonic::Response<T>, tonic::Status>>,
     ) -> Result<T, CriError> {
         match tokio::time::timeout(self.timeout, call).await {
-            Err(_) => Err(CriError::Timeout {
-                after: self.timeout,
-            }),
+            Err(_) => Err(CriError::Timeout { after: self.timeout }),
             Ok(Err(status)) => Err(CriError::from_status(&self.endpoint, status)),
             Ok(Ok(response)) => Ok(response.into_inner()),
         }
@@ -192,10 +168,7 @@ impl CriClient {
 }
 
 fn image_spec(image: &str) -> v1::ImageSpec {
-    v1::ImageSpec {
-        image: image.to_string(),
-        ..Default::default()
-    }
+    v1::ImageSpec { image: image.to_string(), ..Default::default() }
 }
 
 #[cfg(test)]
@@ -205,10 +178,7 @@ mod tests {
     #[test]
     fn socket_paths() {
         let ok = [
-            (
-                "unix:///run/containerd/containerd.sock",
-                "/run/containerd/containerd.sock",
-            ),
+            ("unix:///run/containerd/containerd.sock", "/run/containerd/containerd.sock"),
             ("unix:/run/crio/crio.sock", "/run/crio/crio.sock"),
             ("/var/run/cri-dockerd.sock", "/var/run/cri-dockerd.sock"),
             ("rel/x.sock", "rel/x.sock"),
@@ -226,9 +196,7 @@ mod tests {
         let dir = tempfile::tempdir().unwrap();
         let path = dir.path().join("none.sock");
         let endpoint = format!("unix://{}", path.display());
-        let err = CriClient::connect(&endpoint, Duration::from_secs(2))
-            .await
-            .unwrap_err();
+        let err = CriClient::connect(&endpoint, Duration::from_secs(2)).await.unwrap_err();
         match err {
             CriError::Connect { endpoint: e, message } => {
                 assert_eq!(e, endpoint);

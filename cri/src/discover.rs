@@ -51,11 +51,7 @@ pub struct Discovery {
 impl Discovery {
     /// One line for logs and `/readyz`: `endpoint: outcome; endpoint: outcome`.
     pub fn summary(&self) -> String {
-        self.tried
-            .iter()
-            .map(|p| format!("{}: {}", p.endpoint, p.outcome))
-            .collect::<Vec<_>>()
-            .join("; ")
+        self.tried.iter().map(|p| format!("{}: {}", p.endpoint, p.outcome)).collect::<Vec<_>>().join("; ")
     }
 }
 
@@ -69,20 +65,13 @@ struct KubeletConfiguration {
 /// The `containerRuntimeEndpoint` of a KubeletConfiguration file (YAML or JSON); `Ok(None)` when
 /// the file does not set it (kubelet's default then applies, which probing finds).
 pub fn kubelet_runtime_endpoint(config: &str) -> Result<Option<String>, String> {
-    let parsed: KubeletConfiguration = serde_yaml_ng::from_str(config)
-        .map_err(|e| format!("not a KubeletConfiguration: {e}"))?;
-    Ok(parsed
-        .container_runtime_endpoint
-        .map(|e| e.trim().to_string())
-        .filter(|e| !e.is_empty()))
+    let parsed: KubeletConfiguration =
+        serde_yaml_ng::from_str(config).map_err(|e| format!("not a KubeletConfiguration: {e}"))?;
+    Ok(parsed.container_runtime_endpoint.map(|e| e.trim().to_string()).filter(|e| !e.is_empty()))
 }
 
 /// Runtime discovery with [`DEFAULT_PROBE_TIMEOUT`] per probe; see the module comment.
-pub async fn discover(
-    explicit: Option<&str>,
-    kubelet_config: Option<&Path>,
-    candidates: &[&str],
-) -> Discovery {
+pub async fn discover(explicit: Option<&str>, kubelet_config: Option<&Path>, candidates: &[&str]) -> Discovery {
     discover_with_timeout(explicit, kubelet_config, candidates, DEFAULT_PROBE_TIMEOUT).await
 }
 
@@ -112,9 +101,7 @@ pub async fn discover_with_timeout(
                 }),
                 Ok(None) => tried.push(Probe {
                     endpoint: file.display().to_string(),
-                    outcome: format!(
-                        "{label} sets no containerRuntimeEndpoint; probing well-known sockets"
-                    ),
+                    outcome: format!("{label} sets no containerRuntimeEndpoint; probing well-known sockets"),
                 }),
                 Ok(Some(endpoint)) => {
                     let chosen = probe(&endpoint, &label, timeout, &mut tried).await;
@@ -125,16 +112,10 @@ pub async fn discover_with_timeout(
     }
     for endpoint in candidates {
         if let Some(chosen) = probe(endpoint, "well-known", timeout, &mut tried).await {
-            return Discovery {
-                chosen: Some(chosen),
-                tried,
-            };
+            return Discovery { chosen: Some(chosen), tried };
         }
     }
-    Discovery {
-        chosen: None,
-        tried,
-    }
+    Discovery { chosen: None, tried }
 }
 
 /// Connects and asks `Version`; records the outcome under `source` (where the endpoint came
@@ -169,10 +150,7 @@ async fn probe(
             Some((client, version))
         }
         Err(e) => {
-            tried.push(Probe {
-                endpoint: endpoint.to_string(),
-                outcome: format!("{e} [{source}]"),
-            });
+            tried.push(Probe { endpoint: endpoint.to_string(), outcome: format!("{e} [{source}]") });
             None
         }
     }

@@ -65,18 +65,13 @@ impl CriError {
     /// this method of it); Unavailable means the connection, not the runtime, failed.
     pub fn from_status(endpoint: &str, status: tonic::Status) -> CriError {
         match status.code() {
-            tonic::Code::Unimplemented => CriError::Unimplemented {
-                endpoint: endpoint.to_string(),
-                message: status.message().to_string(),
-            },
-            tonic::Code::Unavailable => CriError::Connect {
-                endpoint: endpoint.to_string(),
-                message: status.message().to_string(),
-            },
-            code => CriError::Status {
-                code,
-                message: status.message().to_string(),
-            },
+            tonic::Code::Unimplemented => {
+                CriError::Unimplemented { endpoint: endpoint.to_string(), message: status.message().to_string() }
+            }
+            tonic::Code::Unavailable => {
+                CriError::Connect { endpoint: endpoint.to_string(), message: status.message().to_string() }
+            }
+            code => CriError::Status { code, message: status.message().to_string() },
         }
     }
 
@@ -84,10 +79,8 @@ impl CriError {
     pub fn is_auth_failure(&self) -> bool {
         match self {
             CriError::Status { code, message } => {
-                matches!(
-                    code,
-                    tonic::Code::Unauthenticated | tonic::Code::PermissionDenied
-                ) || contains_any(message, AUTH_MARKERS)
+                matches!(code, tonic::Code::Unauthenticated | tonic::Code::PermissionDenied)
+                    || contains_any(message, AUTH_MARKERS)
             }
             _ => false,
         }
@@ -126,10 +119,7 @@ mod tests {
             CriError::Unimplemented { endpoint, message }
                 if endpoint == "unix:///run/x.sock" && message == "unknown service runtime.v1.RuntimeService"
         ));
-        assert!(matches!(
-            status(Code::Unavailable, "connection refused"),
-            CriError::Connect { .. }
-        ));
+        assert!(matches!(status(Code::Unavailable, "connection refused"), CriError::Connect { .. }));
         assert!(matches!(
             status(Code::Unknown, "boom"),
             CriError::Status { code: Code::Unknown, message } if message == "boom"
@@ -214,12 +204,7 @@ mod tests {
             false,
             false,
         ),
-        (
-            Code::Unknown,
-            "failed to extract layer: no space left on device",
-            false,
-            false,
-        ),
+        (Code::Unknown, "failed to extract layer: no space left on device", false, false),
         (Code::DeadlineExceeded, "context deadline exceeded", false, false),
     ];
 
@@ -235,17 +220,9 @@ mod tests {
     #[test]
     fn transport_errors_are_neither() {
         let errors = [
-            CriError::Connect {
-                endpoint: "e".into(),
-                message: "401 Unauthorized".into(),
-            },
-            CriError::Unimplemented {
-                endpoint: "e".into(),
-                message: "not found".into(),
-            },
-            CriError::Timeout {
-                after: Duration::from_secs(1),
-            },
+            CriError::Connect { endpoint: "e".into(), message: "401 Unauthorized".into() },
+            CriError::Unimplemented { endpoint: "e".into(), message: "not found".into() },
+            CriError::Timeout { after: Duration::from_secs(1) },
         ];
         for e in errors {
             assert!(!e.is_auth_failure(), "{e}");

@@ -26,13 +26,7 @@ pub use discover::{
 pub use error::CriError;
 
 /// CRI v1 (`runtime.v1`), generated from `proto/api.proto` of k8s.io/cri-api (see proto/README.md).
-#[allow(
-    clippy::all,
-    clippy::pedantic,
-    missing_docs,
-    rustdoc::all,
-    unreachable_pub
-)]
+#[allow(clippy::all, clippy::pedantic, missing_docs, rustdoc::all, unreachable_pub)]
 pub mod v1 {
     tonic::include_proto!("runtime.v1");
 }
