@@ -296,8 +296,9 @@ impl FakeRuntime {
             Behaviour::RequireAuth { username, password, delay } => {
                 if !credentials_match(request.auth.as_ref(), &username, &password) {
                     return Err(Status::unknown(format!(
-                        "{unpack}: {resolve}: pulling from host {} failed with status code [manifests]: 401 Unauthorized",
-                        registry_host(&reference)
+                        "{unpack}: {resolve}: pulling from host {} failed with status code [manifests {}]: 401 Unauthorized",
+                        registry_host(&reference),
+                        reference.rsplit([':', '@']).next().unwrap_or_default()
                     )));
                 }
                 delay
