@@ -212,6 +212,19 @@ impl FakeRuntime {
         self.lock().max_pulling
     }
 
+    /// Pulls running now (with [`FakeRuntime::max_concurrent_pulls`], what a test samples to
+    /// check a bound on concurrent pulls across nodes).
+    pub fn pulls_in_flight(&self) -> usize {
+        self.lock().pulling
+    }
+
+    /// Restarts [`FakeRuntime::max_concurrent_pulls`] from the pulls running now (a shared
+    /// runtime between tests).
+    pub fn reset_max_concurrent_pulls(&self) {
+        let mut state = self.lock();
+        state.max_pulling = state.pulling;
+    }
+
     /// Every PullImage received, in order, as requested (failed ones included).
     pub fn pulls(&self) -> Vec<String> {
         self.lock().pulls.clone()

@@ -93,10 +93,25 @@ async fn concurrent_pulls_are_counted_and_delays_honoured() {
     }
     assert!(start.elapsed() >= Duration::from_millis(300));
     assert_eq!(rt.max_concurrent_pulls(), 3);
+    assert_eq!(rt.pulls_in_flight(), 0);
 
     // One at a time afterwards does not raise the maximum, and nothing stays counted in flight.
     client.pull_image("img0", None, None).await.unwrap();
     assert_eq!(rt.max_concurrent_pulls(), 3);
+    rt.reset_max_concurrent_pulls();
+    assert_eq!(rt.max_concurrent_pulls(), 0);
+
+    // While a pull runs, it is counted in flight.
+    let c = client.clone();
+    let slow = tokio::spawn(async move { c.pull_image("img1", None, None).await });
+    let deadline = Instant::now() + Duration::from_secs(5);
+    while rt.pulls_in_flight() == 0 {
+        assert!(Instant::now() < deadline, "the pull never started");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+    assert_eq!(rt.max_concurrent_pulls(), 1);
+    slow.await.unwrap().unwrap();
+    assert_eq!(rt.pulls_in_flight(), 0);
 }
 
 #[tokio::test]
