@@ -79,7 +79,9 @@ impl TestCluster {
                     let ready = plane.ready().clone();
                     let setup = async {
                         let client = client_from_kubeconfig(&ready.kubeconfig).await?;
-                        let kubelet = Kubelet::start(client.clone(), node_count).await?;
+                        // The nodes' CRI sockets live in the control plane's directory, removed with it.
+                        let cri_dir = ready.dir.join("cri");
+                        let kubelet = Kubelet::start_with_cri_dir(client.clone(), node_count, Some(&cri_dir)).await?;
                         nodes::wait_schedulable(&client, kubelet.node_infos(), Duration::from_secs(60)).await?;
                         Ok::<_, Error>((client, kubelet))
                     };
@@ -145,6 +147,19 @@ impl TestCluster {
     /// The simulated kubelet.
     pub fn kubelet(&self) -> &Kubelet {
         &self.kubelet
+    }
+
+    /// The CRI endpoint (unix socket path) of simulated node `node`: a runtime sharing its images
+    /// with the node's status and pods (`kruise daemon --cri-endpoint` of that node). A name that is
+    /// not a simulated node gives a path nothing listens on.
+    pub fn cri_socket(&self, node: &str) -> PathBuf {
+        self.kubelet.cri_socket(node).unwrap_or_else(|| self.kubelet.cri_dir().join(format!("{node}.sock")))
+    }
+
+    /// The container runtime of simulated node `node` (to script pulls, inspect images and
+    /// concurrency); `None` for other names.
+    pub fn cri(&self, node: &str) -> Option<kruise_cri::fake::FakeRuntime> {
+        self.kubelet.cri(node)
     }
 
     /// An admin client on the current runtime.

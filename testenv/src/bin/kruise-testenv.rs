@@ -116,6 +116,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
             cluster.logs().display(),
             kubeconfig.display()
         );
+        eprintln!("CRI endpoints of the simulated nodes: {}/<node>.sock", cluster.kubelet().cri_dir().display());
         if cli.kruise.is_some() {
             eprintln!(
                 "kruise: {} replicas as deployed (their ServiceAccount token lasts an hour); try\n  \

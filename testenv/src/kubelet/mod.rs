@@ -2,18 +2,22 @@
 //! needs). It registers N Nodes and keeps their Leases and Ready condition fresh
 //! ([`nodes`]), runs the pods the scheduler binds to them ([`pods`], with the container runtime
 //! of [`runtime`]), and provisions PersistentVolumes for claims of its StorageClass
-//! ([`volumes`]).
+//! ([`volumes`]). Each node has a container runtime with a CRI socket ([`cri`]) whose images are
+//! the node's `status.images` and the imageIDs its pods report.
 //!
 //! Settings apply cluster-wide ([`Kubelet::set_defaults`]) or to one namespace
 //! ([`Kubelet::configure_namespace`]), so tests running in parallel do not disturb each other; the
 //! pod annotation [`READY_DELAY_ANNOTATION`] overrides the ready delay of one pod.
 
+pub mod cri;
 pub mod nodes;
 pub mod pods;
 pub mod runtime;
 pub mod volumes;
 
+use kruise_cri::fake::FakeRuntime;
 use std::collections::HashMap;
+use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
@@ -83,11 +87,22 @@ pub(crate) struct Shared {
 pub struct Kubelet {
     shared: Arc<Shared>,
     nodes: Arc<Vec<nodes::NodeInfo>>,
+    cri: Arc<cri::NodeRuntimes>,
 }
 
 impl Kubelet {
-    /// Registers `node_count` nodes and starts the kubelet's tasks on the current runtime.
+    /// Registers `node_count` nodes and starts the kubelet's tasks on the current runtime; the
+    /// nodes' CRI sockets go to a temp dir of their own.
     pub async fn start(client: kube::Client, node_count: usize) -> Result<Self, crate::Error> {
+        Self::start_with_cri_dir(client, node_count, None).await
+    }
+
+    /// [`Self::start`] with the nodes' CRI sockets in `cri_dir` (`<node>.sock`).
+    pub async fn start_with_cri_dir(
+        client: kube::Client,
+        node_count: usize,
+        cri_dir: Option<&Path>,
+    ) -> Result<Self, crate::Error> {
         let shared = Arc::new(Shared {
             defaults: Mutex::new(KubeletSettings::default()),
             namespaces: Mutex::new(HashMap::new()),
@@ -95,10 +110,11 @@ impl Kubelet {
             counters: Counters::default(),
         });
         let nodes = Arc::new(nodes::register(&client, node_count).await?);
+        let cri = Arc::new(cri::NodeRuntimes::start(client.clone(), &nodes, cri_dir).await?);
         tokio::spawn(nodes::heartbeat(client.clone(), nodes.clone()));
         volumes::ensure_storage_class(&client).await?;
         tokio::spawn(volumes::provision(client.clone(), shared.clone()));
-        let kubelet = Self { shared, nodes };
+        let kubelet = Self { shared, nodes, cri };
         tokio::spawn(pods::run(client, kubelet.clone()));
         Ok(kubelet)
     }
@@ -110,6 +126,25 @@ impl Kubelet {
 
     pub(crate) fn node_infos(&self) -> &[nodes::NodeInfo] {
         &self.nodes
+    }
+
+    /// The CRI endpoint (a unix socket path) of node `node`.
+    pub fn cri_socket(&self, node: &str) -> Option<PathBuf> {
+        self.cri.get(node).map(|n| n.socket.clone())
+    }
+
+    /// The container runtime of node `node`, to script pulls and inspect its images.
+    pub fn cri(&self, node: &str) -> Option<FakeRuntime> {
+        self.cri.get(node).map(|n| n.runtime.clone())
+    }
+
+    /// The directory of the nodes' CRI sockets.
+    pub fn cri_dir(&self) -> &Path {
+        self.cri.dir()
+    }
+
+    pub(crate) fn runtimes(&self) -> cri::Runtimes {
+        cri::Runtimes(Arc::new(self.cri.all().to_vec()))
     }
 
     /// The settings of namespaces without their own.

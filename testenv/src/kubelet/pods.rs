@@ -39,6 +39,8 @@ struct Driver {
     our_nodes: HashMap<String, (String, usize)>,
     pods: HashMap<Key, Pod>,
     runtimes: HashMap<String, PodRuntime>,
+    /// The nodes' container runtimes: a started container pulls its image there.
+    node_runtimes: super::cri::Runtimes,
     written: HashMap<String, PodStatus>,
     terminating_since: HashMap<String, Timestamp>,
     ips: HashMap<usize, HashSet<u32>>,
@@ -56,12 +58,14 @@ struct Driver {
 impl Driver {
     fn new(client: kube::Client, kubelet: Kubelet) -> Self {
         let our_nodes = kubelet.node_infos().iter().map(|n| (n.name.clone(), (n.ip.clone(), n.index))).collect();
+        let node_runtimes = kubelet.runtimes();
         Self {
             client,
             kubelet,
             our_nodes,
             pods: HashMap::new(),
             runtimes: HashMap::new(),
+            node_runtimes,
             written: HashMap::new(),
             terminating_since: HashMap::new(),
             ips: HashMap::new(),
@@ -316,7 +320,9 @@ impl Driver {
         let restarts_before: i32 = previous.containers.values().map(|c| c.restart_count).sum();
         let no_config_maps = ConfigMapKeys::new();
         let config_maps = self.config_maps.get(&k.0).unwrap_or(&no_config_maps);
-        let next = runtime::advance(&pod, previous, &rs, config_maps, now, &mut RandomIds);
+        let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default();
+        let mut ids = NodeIds { runtime: self.node_runtimes.of(node) };
+        let next = runtime::advance(&pod, previous, &rs, config_maps, now, &mut ids);
         let restarts_after: i32 = next.containers.values().map(|c| c.restart_count).sum();
         for _ in restarts_before..restarts_after {
             bump(&self.kubelet.counters().restarts);
@@ -369,6 +375,24 @@ impl Driver {
 
     fn later(&mut self, k: &Key, wait: Duration) {
         self.timers.push(Reverse((Instant::now() + wait, k.clone())));
+    }
+}
+
+/// Ids for the pods of one node: random container ids, and imageIDs from the node's runtime,
+/// which pulls the image (as the kubelet's `EnsureImageExists` does) so it shows in the node's
+/// images too.
+struct NodeIds {
+    runtime: Option<kruise_cri::fake::FakeRuntime>,
+}
+
+impl runtime::Ids for NodeIds {
+    fn container_id(&mut self) -> String {
+        RandomIds.container_id()
+    }
+
+    fn image_id(&mut self, normalized: &str) -> String {
+        let pulled = self.runtime.as_ref().map(|r| r.ensure_image(normalized));
+        pulled.and_then(|i| i.repo_digests.into_iter().next()).unwrap_or_else(|| runtime::image_id(normalized))
     }
 }
 

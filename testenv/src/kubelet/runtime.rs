@@ -152,6 +152,12 @@ pub struct RuntimeSettings {
 pub trait Ids {
     /// A new `containerd://<hex>` id.
     fn container_id(&mut self) -> String;
+
+    /// The imageID of a container started from `normalized`: the node's runtime pulls the image
+    /// and names it (the pod loop); by default the digest reference [`image_id`] derives.
+    fn image_id(&mut self, normalized: &str) -> String {
+        image_id(normalized)
+    }
 }
 
 /// Random container ids.
@@ -223,7 +229,7 @@ fn advance_container(
         if let Some(message) = env_error.clone() {
             return RunState::ConfigError { message };
         }
-        let (container_id, image_id) = (ids.container_id(), image_id(&image));
+        let (container_id, image_id) = (ids.container_id(), ids.image_id(&image));
         if completes {
             RunState::Completed { container_id, image_id, started_at: now }
         } else {

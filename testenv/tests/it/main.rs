@@ -7,5 +7,6 @@
 
 mod api;
 mod common;
+mod cri;
 mod faults;
 mod kubelet;
