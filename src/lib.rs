@@ -15,6 +15,7 @@ pub mod compat;
 pub mod config;
 pub mod controller;
 pub mod core;
+pub mod daemon;
 pub mod kubectl;
 pub mod leader;
 pub mod log;
@@ -33,6 +34,13 @@ pub use log::init_tracing;
 pub async fn run(cli: Cli) -> i32 {
     match cli.command {
         Command::Serve(args) => match serve(*args).await {
+            Ok(()) => 0,
+            Err(e) => {
+                tracing::error!("{e}");
+                1
+            }
+        },
+        Command::Daemon(args) => match daemon::run(*args).await {
             Ok(()) => 0,
             Err(e) => {
                 tracing::error!("{e}");

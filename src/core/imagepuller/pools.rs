@@ -172,24 +172,12 @@ impl Pools {
         true
     }
 
-    /// A worker finished (after its last [`Pools::update`]): it no longer runs. `false` when it
-    /// had already been stopped.
-    pub fn finished(&mut self, image: &str, tag: &str, version: i64) -> bool {
-        match self.pools.get_mut(image) {
-            Some(pool) if pool.running.get(tag) == Some(&version) => {
-                pool.running.remove(tag);
-                true
-            }
-            _ => false,
-        }
-    }
-
     /// Whether a worker of `image:tag` at `version` runs.
     pub fn is_running(&self, image: &str, tag: &str, version: i64) -> bool {
         self.pools.get(image).and_then(|p| p.running.get(tag)) == Some(&version)
     }
 
-    /// Workers running.
+    /// Workers not retired (running, or finished and not yet complete in the object).
     pub fn running(&self) -> usize {
         self.pools.values().map(|p| p.running.len()).sum()
     }
@@ -448,8 +436,14 @@ mod tests {
         assert!(!pools.update("app", old), "version 1's worker was stopped");
         assert!(!pools.update("gone", ImageTagStatus { tag: "1".into(), version: 2, ..Default::default() }));
         assert!(pools.is_running("app", "1", 2));
-        assert!(pools.finished("app", "1", 2));
-        assert!(!pools.finished("app", "1", 2));
+        assert_eq!(pools.running(), 1);
+        // A finished worker stays until the object says its tag is complete (kruise keeps it in
+        // `pullWorkers`): a sync before the status write lands does not pull again.
+        pools.update("app", done("1", 2, Phase::Succeeded));
+        let c = pools.sync(&spec(&[("app", &[("1", 2)])]), None);
+        assert!(c.is_empty(), "{c:?}");
+        let c = pools.sync(&spec(&[("app", &[("1", 2)])]), Some(&observed(&[("app", vec![done("1", 2, Phase::Succeeded)])])));
+        assert_eq!(stops(&c), [("app:1@2".to_string(), StopReason::Completed)]);
         assert_eq!(pools.running(), 0);
     }
 
