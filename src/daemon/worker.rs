@@ -148,16 +148,16 @@ pub async fn run<R: ImageRuntime>(shared: Arc<Shared<R>>, job: Job, stop: Cancel
             status.image_id = id.map(|id| format!("{}@{id}", job.image)).unwrap_or_default();
             tracing::info!(image = %image_ref, seconds = elapsed.as_secs_f64(), "pulled");
             let note = format!("Image {image_ref}, ecalpsedTime {elapsed:?}");
-            event(&shared, &job.node_image, EventType::Normal, "PullImageSucceed", note).await;
+            event(&shared, &job.node_image, EventType::Normal, "PullImageSucceed", &image_ref, note).await;
         }
         Err(message) => {
             status.phase = Phase::Failed.as_str().into();
             status.message = message.clone();
             let note = format!("Image {image_ref} {message}");
             for owner in &job.tag.owner_references {
-                event(&shared, owner, EventType::Warning, "PullImageFailed", note.clone()).await;
+                event(&shared, owner, EventType::Warning, "PullImageFailed", &image_ref, note.clone()).await;
             }
-            event(&shared, &job.node_image, EventType::Warning, "PullImageFailed", note).await;
+            event(&shared, &job.node_image, EventType::Warning, "PullImageFailed", &image_ref, note).await;
         }
     }
     if !stop.is_cancelled() {
@@ -169,9 +169,19 @@ fn report<R>(shared: &Shared<R>, job: &Job, status: &ImageTagStatus) {
     let _ = shared.reports.send(Report { image: job.image.clone(), status: status.clone() });
 }
 
-async fn event<R>(shared: &Shared<R>, regarding: &ObjectReference, type_: EventType, reason: &str, note: String) {
+/// Records an Event. The action names the image: kube's recorder folds Events of the same
+/// object, reason and action into one series, which must not swallow another tag's failure.
+async fn event<R>(
+    shared: &Shared<R>,
+    regarding: &ObjectReference,
+    type_: EventType,
+    reason: &str,
+    image_ref: &str,
+    note: String,
+) {
     let Some(recorder) = &shared.recorder else { return };
-    let ev = Event { type_, reason: reason.into(), note: Some(note), action: "PullImage".into(), secondary: None };
+    let action: String = format!("Pull {image_ref}").chars().take(128).collect();
+    let ev = Event { type_, reason: reason.into(), note: Some(note), action, secondary: None };
     if let Err(e) = recorder.publish(&ev, regarding).await {
         tracing::debug!(error = %e, "cannot record Event {reason}");
     }
