@@ -1,0 +1,458 @@
+//! [`FakeRuntime`]: an in-process CRI v1 runtime on a unix socket for tests (issue 29 item 6):
+//! `kruise daemon` talks to it exactly as to containerd, and tests script each image's pull
+//! (succeed after a delay, fail with a message, require credentials, not exist). It serves the
+//! ImageService (PullImage, ImageStatus, ListImages, RemoveImage, ImageFsInfo) and the
+//! RuntimeService's Version; every other RuntimeService method answers Unimplemented, as the
+//! generated default stubs do. Failure messages are containerd 1.6's wording, so the
+//! classification in `error` is exercised the same way as against containerd.
+//!
+//! Images are keyed by their normalised reference (`nginx` → `docker.io/library/nginx:latest`);
+//! an image's id is `sha256:` + the hex SHA-256 of that reference ([`image_id`]).
+
+use std::collections::{BTreeMap, HashMap};
+use std::path::Path;
+use std::sync::{Arc, Mutex, MutexGuard};
+use std::time::Duration;
+
+use base64::Engine as _;
+use sha2::{Digest, Sha256};
+use tokio::net::UnixListener;
+use tokio_stream::wrappers::UnixListenerStream;
+use tonic::{Request, Response, Status};
+
+use crate::v1;
+use crate::v1::image_service_server::{ImageService, ImageServiceServer};
+use crate::v1::runtime_service_server::{RuntimeService, RuntimeServiceServer};
+
+/// How a pull of one image goes.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Behaviour {
+    /// Succeeds after `delay`.
+    Succeed { delay: Duration },
+    /// Fails at once with `message` (gRPC code Unknown, as containerd answers).
+    Fail { message: String },
+    /// Succeeds after `delay` with these credentials (username/password, or the `auth` field as
+    /// base64 `user:pass`); otherwise fails at once with containerd's 401 message.
+    RequireAuth { username: String, password: String, delay: Duration },
+    /// Fails at once with containerd's "not found" message.
+    NotFound,
+}
+
+impl Default for Behaviour {
+    fn default() -> Self {
+        Behaviour::Succeed { delay: Duration::ZERO }
+    }
+}
+
+type Hook = Arc<dyn Fn(&v1::Image) + Send + Sync>;
+
+#[derive(Default)]
+struct State {
+    runtime_name: String,
+    serves_v1: bool,
+    scripts: HashMap<String, Behaviour>,
+    /// By normalised reference.
+    images: BTreeMap<String, v1::Image>,
+    pulling: usize,
+    max_pulling: usize,
+    pulls: Vec<String>,
+    hooks: Vec<Hook>,
+}
+
+/// An in-process CRI image+runtime service on a unix socket, scriptable per image. Clones share
+/// state, so a test keeps one to script and inspect while the server runs.
+#[derive(Clone)]
+pub struct FakeRuntime {
+    state: Arc<Mutex<State>>,
+}
+
+impl std::fmt::Debug for FakeRuntime {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        let state = self.lock();
+        f.debug_struct("FakeRuntime")
+            .field("runtime_name", &state.runtime_name)
+            .field("images", &state.images.keys().collect::<Vec<_>>())
+            .finish_non_exhaustive()
+    }
+}
+
+/// Normalises an image reference the way containerd names images: a registry host (default
+/// `docker.io`), `library/` for single-name Docker Hub images, and `:latest` when there is neither
+/// tag nor digest.
+pub fn normalize(image: &str) -> String {
+    let image = image.trim();
+    let (name, digest) = match image.split_once('@') {
+        Some((n, d)) => (n, Some(d)),
+        None => (image, None),
+    };
+    let (first, rest) = match name.split_once('/') {
+        Some((f, r)) => (f, Some(r)),
+        None => (name, None),
+    };
+    let is_host = |s: &str| s.contains('.') || s.contains(':') || s == "localhost";
+    let full = match rest {
+        Some(rest) if is_host(first) => format!("{first}/{rest}"),
+        Some(_) => format!("docker.io/{name}"),
+        None => format!("docker.io/library/{name}"),
+    };
+    let last = full.rsplit('/').next().unwrap_or_default();
+    match digest {
+        Some(d) => format!("{full}@{d}"),
+        None if last.contains(':') => full,
+        None => format!("{full}:latest"),
+    }
+}
+
+/// The id the fake gives an image: `sha256:` + hex SHA-256 of its normalised reference.
+pub fn image_id(image: &str) -> String {
+    let digest = Sha256::digest(normalize(image).as_bytes());
+    let hex: String = digest.iter().map(|b| format!("{b:02x}")).collect();
+    format!("sha256:{hex}")
+}
+
+/// The fake size of an image: between 1 and ~66 MB, fixed per reference, so node.status.images
+/// sizes differ between images.
+fn image_size(id: &str) -> u64 {
+    let head =
+        id.strip_prefix("sha256:").and_then(|h| h.get(..4)).and_then(|h| u64::from_str_radix(h, 16).ok()).unwrap_or(0);
+    1_000_000 + head * 1_000
+}
+
+fn make_image(reference: &str) -> v1::Image {
+    let id = image_id(reference);
+    let repo = match reference.split_once('@') {
+        Some((repo, _)) => repo.to_string(),
+        None => match reference.rsplit_once(':') {
+            Some((repo, tag)) if !tag.contains('/') => repo.to_string(),
+            _ => reference.to_string(),
+        },
+    };
+    let (repo_tags, repo_digests) = if reference.contains('@') {
+        (vec![], vec![reference.to_string()])
+    } else {
+        (vec![reference.to_string()], vec![format!("{repo}@{id}")])
+    };
+    v1::Image {
+        size: image_size(&id),
+        id,
+        repo_tags,
+        repo_digests,
+        spec: Some(v1::ImageSpec { image: reference.to_string(), ..Default::default() }),
+        ..Default::default()
+    }
+}
+
+/// Decrements the in-flight pull count however the pull ends (including a client hanging up,
+/// which drops the handler future).
+struct PullSlot(Arc<Mutex<State>>);
+
+impl Drop for PullSlot {
+    fn drop(&mut self) {
+        let mut state = self.0.lock().unwrap_or_else(|p| p.into_inner());
+        state.pulling = state.pulling.saturating_sub(1);
+    }
+}
+
+fn credentials_match(auth: Option<&v1::AuthConfig>, username: &str, password: &str) -> bool {
+    let Some(auth) = auth else { return false };
+    if !auth.username.is_empty() || !auth.password.is_empty() {
+        return auth.username == username && auth.password == password;
+    }
+    base64::engine::general_purpose::STANDARD
+        .decode(auth.auth.as_bytes())
+        .ok()
+        .and_then(|b| String::from_utf8(b).ok())
+        .is_some_and(|pair| pair == format!("{username}:{password}"))
+}
+
+fn registry_host(reference: &str) -> &str {
+    reference.split('/').next().unwrap_or(reference)
+}
+
+impl FakeRuntime {
+    /// A runtime whose `Version` answers `runtime_name` `name`, serving CRI v1.
+    pub fn new(name: &str) -> Self {
+        FakeRuntime {
+            state: Arc::new(Mutex::new(State {
+                runtime_name: name.to_string(),
+                serves_v1: true,
+                ..Default::default()
+            })),
+        }
+    }
+
+    fn lock(&self) -> MutexGuard<'_, State> {
+        // A test thread that panicked holding the lock leaves the state usable for the others.
+        self.state.lock().unwrap_or_else(|p| p.into_inner())
+    }
+
+    /// How pulls of `image` go from now on (default: succeed at once).
+    pub fn script(&self, image: &str, b: Behaviour) {
+        self.lock().scripts.insert(normalize(image), b);
+    }
+
+    /// Makes the runtime answer every call Unimplemented (`unknown service runtime.v1...`), as a
+    /// runtime without CRI v1 does; `true` again restores it.
+    pub fn set_serves_v1(&self, serves: bool) {
+        self.lock().serves_v1 = serves;
+    }
+
+    /// What the runtime has (pulled or [`FakeRuntime::ensure_image`]d), by reference.
+    pub fn images(&self) -> Vec<v1::Image> {
+        self.lock().images.values().cloned().collect()
+    }
+
+    /// The image `image` names, if the runtime has it.
+    pub fn image(&self, image: &str) -> Option<v1::Image> {
+        self.lock().images.get(&normalize(image)).cloned()
+    }
+
+    /// The most pulls seen at once.
+    pub fn max_concurrent_pulls(&self) -> usize {
+        self.lock().max_pulling
+    }
+
+    /// Every PullImage received, in order, as requested (failed ones included).
+    pub fn pulls(&self) -> Vec<String> {
+        self.lock().pulls.clone()
+    }
+
+    /// Called after each successful pull with the image, and when [`FakeRuntime::ensure_image`]
+    /// adds one (testenv hooks node.status.images here).
+    pub fn on_pull(&self, f: impl Fn(&v1::Image) + Send + Sync + 'static) {
+        self.lock().hooks.push(Arc::new(f));
+    }
+
+    /// Adds `image` without a pull script or delay (a kubelet pulling a pod's image, or an image
+    /// preloaded on the node) and returns it; the pull hooks run when it is new.
+    pub fn ensure_image(&self, image: &str) -> v1::Image {
+        self.record(&normalize(image), false)
+    }
+
+    /// Stores the image; runs the hooks when it is new or `pulled` (a re-pull is still a pull).
+    fn record(&self, reference: &str, pulled: bool) -> v1::Image {
+        let (image, new, hooks) = {
+            let mut state = self.lock();
+            let new = !state.images.contains_key(reference);
+            let image = state.images.entry(reference.to_string()).or_insert_with(|| make_image(reference)).clone();
+            (image, new, state.hooks.clone())
+        };
+        // Hooks run outside the lock: they may call back into the runtime.
+        if new || pulled {
+            for hook in &hooks {
+                hook(&image);
+            }
+        }
+        image
+    }
+
+    /// Binds `socket` (replacing a stale file) and serves until the handle is aborted.
+    pub async fn serve(&self, socket: &Path) -> std::io::Result<tokio::task::JoinHandle<()>> {
+        match tokio::fs::remove_file(socket).await {
+            Err(e) if e.kind() != std::io::ErrorKind::NotFound => return Err(e),
+            _ => {}
+        }
+        let listener = UnixListener::bind(socket)?;
+        let router = tonic::transport::Server::builder()
+            .add_service(RuntimeServiceServer::new(self.clone()))
+            .add_service(ImageServiceServer::new(self.clone()));
+        Ok(tokio::spawn(async move {
+            if let Err(e) = router.serve_with_incoming(UnixListenerStream::new(listener)).await {
+                tracing::warn!(error = %e, "fake CRI runtime stopped");
+            }
+        }))
+    }
+
+    fn check_v1(&self, service: &str) -> Result<(), Status> {
+        if self.lock().serves_v1 {
+            Ok(())
+        } else {
+            Err(Status::unimplemented(format!("unknown service runtime.v1.{service}")))
+        }
+    }
+
+    async fn pull(&self, request: v1::PullImageRequest) -> Result<String, Status> {
+        let requested = request.image.map(|s| s.image).unwrap_or_default();
+        if requested.trim().is_empty() {
+            return Err(Status::invalid_argument("ImageSpec.Image is empty"));
+        }
+        let reference = normalize(&requested);
+        let behaviour = {
+            let mut state = self.lock();
+            state.pulls.push(requested.clone());
+            state.pulling += 1;
+            state.max_pulling = state.max_pulling.max(state.pulling);
+            state.scripts.get(&reference).cloned().unwrap_or_default()
+        };
+        let _slot = PullSlot(self.state.clone());
+        let unpack = format!("failed to pull and unpack image \"{reference}\"");
+        let resolve = format!("failed to resolve reference \"{reference}\"");
+        let delay = match behaviour {
+            Behaviour::Succeed { delay } => delay,
+            Behaviour::Fail { message } => return Err(Status::unknown(message)),
+            Behaviour::NotFound => {
+                return Err(Status::unknown(format!("{unpack}: {resolve}: {reference}: not found")));
+            }
+            Behaviour::RequireAuth { username, password, delay } => {
+                if !credentials_match(request.auth.as_ref(), &username, &password) {
+                    return Err(Status::unknown(format!(
+                        "{unpack}: {resolve}: pulling from host {} failed with status code [manifests {}]: 401 Unauthorized",
+                        registry_host(&reference),
+                        reference.rsplit([':', '@']).next().unwrap_or_default()
+                    )));
+                }
+                delay
+            }
+        };
+        if !delay.is_zero() {
+            tokio::time::sleep(delay).await;
+        }
+        Ok(self.record(&reference, true).id)
+    }
+
+    fn find(&self, image: &str) -> Option<v1::Image> {
+        let state = self.lock();
+        if image.starts_with("sha256:") {
+            return state.images.values().find(|i| i.id == image).cloned();
+        }
+        state.images.get(&normalize(image)).cloned()
+    }
+}
+
+#[tonic::async_trait]
+impl RuntimeService for FakeRuntime {
+    async fn version(&self, _request: Request<v1::VersionRequest>) -> Result<Response<v1::VersionResponse>, Status> {
+        self.check_v1("RuntimeService")?;
+        let name = self.lock().runtime_name.clone();
+        Ok(Response::new(v1::VersionResponse {
+            version: "0.1.0".to_string(),
+            runtime_name: name,
+            runtime_version: "0.0.0-fake".to_string(),
+            runtime_api_version: "v1".to_string(),
+        }))
+    }
+}
+
+#[tonic::async_trait]
+impl ImageService for FakeRuntime {
+    async fn list_images(
+        &self,
+        request: Request<v1::ListImagesRequest>,
+    ) -> Result<Response<v1::ListImagesResponse>, Status> {
+        self.check_v1("ImageService")?;
+        let filter = request.into_inner().filter.and_then(|f| f.image).map(|s| s.image).filter(|s| !s.is_empty());
+        let images = match filter {
+            Some(image) => self.find(&image).into_iter().collect(),
+            None => self.images(),
+        };
+        Ok(Response::new(v1::ListImagesResponse { images }))
+    }
+
+    async fn image_status(
+        &self,
+        request: Request<v1::ImageStatusRequest>,
+    ) -> Result<Response<v1::ImageStatusResponse>, Status> {
+        self.check_v1("ImageService")?;
+        let image = request.into_inner().image.map(|s| s.image).unwrap_or_default();
+        // CRI: an image the runtime does not have is an answer with no image, not an error.
+        Ok(Response::new(v1::ImageStatusResponse { image: self.find(&image), info: Default::default() }))
+    }
+
+    async fn pull_image(
+        &self,
+        request: Request<v1::PullImageRequest>,
+    ) -> Result<Response<v1::PullImageResponse>, Status> {
+        self.check_v1("ImageService")?;
+        let image_ref = self.pull(request.into_inner()).await?;
+        Ok(Response::new(v1::PullImageResponse { image_ref }))
+    }
+
+    async fn remove_image(
+        &self,
+        request: Request<v1::RemoveImageRequest>,
+    ) -> Result<Response<v1::RemoveImageResponse>, Status> {
+        self.check_v1("ImageService")?;
+        let image = request.into_inner().image.map(|s| s.image).unwrap_or_default();
+        // CRI: removing an absent image succeeds.
+        if let Some(found) = self.find(&image) {
+            self.lock().images.retain(|_, i| i.id != found.id);
+        }
+        Ok(Response::new(v1::RemoveImageResponse {}))
+    }
+
+    async fn image_fs_info(
+        &self,
+        _request: Request<v1::ImageFsInfoRequest>,
+    ) -> Result<Response<v1::ImageFsInfoResponse>, Status> {
+        self.check_v1("ImageService")?;
+        let images = self.images();
+        let used: u64 = images.iter().map(|i| i.size).sum();
+        let timestamp = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map(|d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX))
+            .unwrap_or(0);
+        Ok(Response::new(v1::ImageFsInfoResponse {
+            image_filesystems: vec![v1::FilesystemUsage {
+                timestamp,
+                fs_id: Some(v1::FilesystemIdentifier { mountpoint: "/var/lib/fake-cri/images".to_string() }),
+                used_bytes: Some(v1::UInt64Value { value: used }),
+                inodes_used: Some(v1::UInt64Value { value: images.len() as u64 }),
+            }],
+            container_filesystems: vec![],
+        }))
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn normalize_table() {
+        let cases = [
+            ("nginx", "docker.io/library/nginx:latest"),
+            ("nginx:1.25", "docker.io/library/nginx:1.25"),
+            ("library/nginx", "docker.io/library/nginx:latest"),
+            ("bitnami/redis:7", "docker.io/bitnami/redis:7"),
+            ("docker.io/library/busybox:1", "docker.io/library/busybox:1"),
+            ("127.0.0.1:5000/tiny", "127.0.0.1:5000/tiny:latest"),
+            ("127.0.0.1:5000/a/tiny:v2", "127.0.0.1:5000/a/tiny:v2"),
+            ("localhost/x", "localhost/x:latest"),
+            ("ghcr.io/o/p@sha256:abc", "ghcr.io/o/p@sha256:abc"),
+            (" quay.io/o/p:1 ", "quay.io/o/p:1"),
+        ];
+        for (input, want) in cases {
+            assert_eq!(normalize(input), want, "{input}");
+        }
+    }
+
+    #[test]
+    fn images_made_from_references() {
+        let tagged = make_image("127.0.0.1:5000/a/tiny:v2");
+        assert_eq!(tagged.id, image_id("127.0.0.1:5000/a/tiny:v2"));
+        assert_eq!(tagged.id.len(), "sha256:".len() + 64);
+        assert_eq!(tagged.repo_tags, ["127.0.0.1:5000/a/tiny:v2"]);
+        assert_eq!(tagged.repo_digests, [format!("127.0.0.1:5000/a/tiny@{}", tagged.id)]);
+        assert!(tagged.size >= 1_000_000);
+        let pinned = make_image("ghcr.io/o/p@sha256:abc");
+        assert!(pinned.repo_tags.is_empty());
+        assert_eq!(pinned.repo_digests, ["ghcr.io/o/p@sha256:abc"]);
+        assert_eq!(image_id("nginx"), image_id("docker.io/library/nginx:latest"));
+        assert_ne!(image_id("nginx:1"), image_id("nginx:2"));
+    }
+
+    #[test]
+    fn credentials() {
+        let up = |u: &str, p: &str| v1::AuthConfig { username: u.into(), password: p.into(), ..Default::default() };
+        let b64 = |s: &str| v1::AuthConfig {
+            auth: base64::engine::general_purpose::STANDARD.encode(s),
+            ..Default::default()
+        };
+        assert!(credentials_match(Some(&up("u", "p")), "u", "p"));
+        assert!(!credentials_match(Some(&up("u", "x")), "u", "p"));
+        assert!(credentials_match(Some(&b64("u:p")), "u", "p"));
+        assert!(!credentials_match(Some(&b64("u:x")), "u", "p"));
+        assert!(!credentials_match(None, "u", "p"));
+        assert!(!credentials_match(Some(&v1::AuthConfig::default()), "u", "p"));
+    }
+}
