@@ -283,7 +283,9 @@ fn other_namespace_ports_external_certs_gates_and_unmanaged_crds() {
     for o in &objects {
         let cluster_scoped = ["Namespace", "ClusterRole", "ClusterRoleBinding"].contains(&o["kind"].as_str().unwrap())
             || o["kind"].as_str().unwrap().ends_with("WebhookConfiguration");
-        if !cluster_scoped {
+        // kruise daemon's pull-secret Role lives where kruise's manager copies the secrets.
+        let daemon_config = o["metadata"]["namespace"] == "kruise-daemon-config";
+        if !cluster_scoped && !daemon_config {
             assert_eq!(o["metadata"]["namespace"], "kruise", "{}", key(o));
         }
     }
@@ -305,6 +307,10 @@ fn other_namespace_ports_external_certs_gates_and_unmanaged_crds() {
     assert_eq!(find(&objects, "Service", "kruise-webhook-service")["spec"]["ports"][0]["targetPort"], 9443);
     let binding = find(&objects, "ClusterRoleBinding", "kruise-manager");
     assert_eq!(binding["subjects"][0]["namespace"], "kruise");
+    for (kind, name) in [("ClusterRoleBinding", "kruise-daemon"), ("RoleBinding", "kruise-daemon-secrets")] {
+        assert_eq!(find(&objects, kind, name)["subjects"][0]["namespace"], "kruise", "{kind} {name}");
+    }
+    assert_eq!(find(&objects, "DaemonSet", "kruise-daemon")["metadata"]["namespace"], "kruise");
     for o in objects.iter().filter(|o| o["kind"].as_str().unwrap().ends_with("WebhookConfiguration")) {
         assert_eq!(o["metadata"]["annotations"]["cert-manager.io/inject-ca-from"], "kruise/kruise-webhook-certs");
     }

@@ -7,13 +7,14 @@
 //! - [`puller`]: the watch, the workers' lifecycle and the status writes;
 //! - [`worker`]: one tag's pull with its retries, credentials and Events;
 //! - [`runtime`]: the runtime as the puller sees it ([`runtime::ImageRuntime`]) and the node
-//!   without one; [`secrets`]: the pull secrets, read with a short cache;
+//!   without one; [`cri`]: that trait over the node's CRI socket, with runtime discovery; [`secrets`]: the pull secrets, read with a short cache;
 //! - [`admin`]: `/healthz`, `/readyz` (names the runtime, or every endpoint tried), `/metrics`.
 //!
 //! A node where no runtime answers keeps its daemon running with pulls disabled (each tag
 //! Failed, naming every endpoint tried) rather than crash-looping (kruise #1319, #1825, #851).
 
 pub mod admin;
+pub mod cri;
 pub mod puller;
 pub mod runtime;
 pub mod secrets;
@@ -79,9 +80,11 @@ pub async fn run(args: DaemonArgs) -> Result<(), DaemonError> {
         status_write_interval: args.status_write_interval,
         events: true,
     };
-    let runtime = runtime::NoRuntime { tried: "the CRI client is not linked into this build".into() };
-    health.set_runtime(runtime::ImageRuntime::describe(&runtime));
-    puller::run(client, Arc::new(runtime), settings, health, metrics, stop.clone()).await;
+    let at = cri::Where { explicit: args.runtime_endpoint.clone(), kubelet_config: Some(args.kubelet_config.clone()) };
+    let runtime = Arc::new(cri::CriRuntime::discover(&at).await);
+    let rediscover = tokio::spawn(Arc::clone(&runtime).rediscover_until_found(at, Arc::clone(&health), stop.clone()));
+    puller::run(client, runtime, settings, health, metrics, stop.clone()).await;
+    rediscover.abort();
     stop.cancel();
     let _ = admin.await;
     signals.abort();
