@@ -374,12 +374,13 @@ async fn install_upgrade_uninstall_on_the_control_plane() {
     let rendered = helm_ok(helm, home.path(), &[&["template", "kruise", "deploy/chart"][..], &base].concat());
     let (ok, out) = kubectl(&["create", "--dry-run=server", "-f", "-"], Some(&rendered));
     // Namespaced objects cannot be dry-run before their namespace exists: those are checked again below.
-    let missing_namespace = out.lines().filter(|l| l.contains("namespaces \"kruise-system\" not found")).count();
+    // (kruise daemon's pull-secret Role and RoleBinding live in kruise-daemon-config.)
+    let not_yet = |l: &str| {
+        l.contains("namespaces \"kruise-system\" not found") || l.contains("namespaces \"kruise-daemon-config\" not found")
+    };
+    let missing_namespace = out.lines().filter(|l| not_yet(l)).count();
     assert!(ok || missing_namespace > 0, "{out}");
-    assert!(
-        out.lines().all(|l| !l.starts_with("Error") || l.contains("namespaces \"kruise-system\" not found")),
-        "{out}"
-    );
+    assert!(out.lines().all(|l| !l.starts_with("Error") || not_yet(l)), "{out}");
 
     helm_ok(helm, home.path(), &[&["install", "kruise", "deploy/chart"][..], &base].concat());
     let (ok, out) = kubectl(
@@ -395,6 +396,8 @@ async fn install_upgrade_uninstall_on_the_control_plane() {
         ("role", "kruise-manager"),
         ("rolebinding", "kruise-manager"),
         ("poddisruptionbudget", "kruise-manager"),
+        ("daemonset", "kruise-daemon"),
+        ("serviceaccount", "kruise-daemon"),
     ] {
         let (ok, out) = kubectl(&["-n", NAMESPACE, "get", kind, name], None);
         assert!(ok, "{kind} {name} after install: {out}");
@@ -479,13 +482,15 @@ async fn install_upgrade_uninstall_on_the_control_plane() {
 
     // Installing again adopts the kept CRDs (same release), and the CloneSet is still there. (The
     // uninstalled namespace must be gone first: a terminating one takes no new objects.)
-    eventually_ok("namespace kruise-system deleted", Duration::from_secs(60), || async {
-        match kubectl(&["get", "namespace", NAMESPACE, "-o", "name"], None) {
-            (false, out) if out.contains("NotFound") => Ok(()),
-            (_, out) => Err(out),
-        }
-    })
-    .await;
+    for namespace in [NAMESPACE, "kruise-daemon-config"] {
+        eventually_ok(&format!("namespace {namespace} deleted"), Duration::from_secs(60), || async move {
+            match kubectl(&["get", "namespace", namespace, "-o", "name"], None) {
+                (false, out) if out.contains("NotFound") => Ok(()),
+                (_, out) => Err(out),
+            }
+        })
+        .await;
+    }
     helm_ok(helm, home.path(), &[&["install", "kruise", "deploy/chart"][..], &base].concat());
     let (ok, out) =
         kubectl(&["get", "clonesets.v1alpha1.apps.kruise.io", "survivor", "-n", workloads.name(), "-o", "name"], None);
