@@ -447,7 +447,8 @@ mod tests {
         // kruise-daemon's own flag names work too.
         let d = daemon(&["--node-name=n", "--max-workers-for-pull-image=2", "--addr=127.0.0.1:9"]).unwrap();
         assert_eq!((d.max_concurrent_pulls, d.admin_addr.port()), (2, 9));
-        let d = daemon(&["--node-name=n", "--max-concurrent-pulls", "-1", "--runtime-endpoint", "/run/k3s.sock"]).unwrap();
+        let d =
+            daemon(&["--node-name=n", "--max-concurrent-pulls", "-1", "--runtime-endpoint", "/run/k3s.sock"]).unwrap();
         assert_eq!((d.max_concurrent_pulls, d.runtime_endpoint.as_deref()), (-1, Some("/run/k3s.sock")));
     }
 

@@ -376,7 +376,8 @@ async fn install_upgrade_uninstall_on_the_control_plane() {
     // Namespaced objects cannot be dry-run before their namespace exists: those are checked again below.
     // (kruise daemon's pull-secret Role and RoleBinding live in kruise-daemon-config.)
     let not_yet = |l: &str| {
-        l.contains("namespaces \"kruise-system\" not found") || l.contains("namespaces \"kruise-daemon-config\" not found")
+        l.contains("namespaces \"kruise-system\" not found")
+            || l.contains("namespaces \"kruise-daemon-config\" not found")
     };
     let missing_namespace = out.lines().filter(|l| not_yet(l)).count();
     assert!(ok || missing_namespace > 0, "{out}");

@@ -20,7 +20,11 @@ use tokio_util::sync::CancellationToken;
 
 const NODE: &str = "node-a";
 
-fn start<R: ImageRuntime>(api: &FakeApi, runtime: R, max: Option<usize>) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+fn start<R: ImageRuntime>(
+    api: &FakeApi,
+    runtime: R,
+    max: Option<usize>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>) {
     let stop = CancellationToken::new();
     let settings = Settings {
         node: NODE.into(),
@@ -28,7 +32,14 @@ fn start<R: ImageRuntime>(api: &FakeApi, runtime: R, max: Option<usize>) -> (Can
         status_write_interval: Duration::from_secs(1),
         events: true,
     };
-    let task = tokio::spawn(puller::run(api.client(), Arc::new(runtime), settings, Health::new(), Metrics::new(), stop.clone()));
+    let task = tokio::spawn(puller::run(
+        api.client(),
+        Arc::new(runtime),
+        settings,
+        Health::new(),
+        Metrics::new(),
+        stop.clone(),
+    ));
     (stop, task)
 }
 
@@ -37,12 +48,16 @@ fn node_image(images: Value) -> Value {
 }
 
 fn tag_status<'a>(status: &'a Value, image: &str, tag: &str) -> &'a Value {
-    status["imageStatuses"][image]["tags"].as_array().and_then(|t| t.iter().find(|s| s["tag"] == tag)).unwrap_or(&Value::Null)
+    status["imageStatuses"][image]["tags"]
+        .as_array()
+        .and_then(|t| t.iter().find(|s| s["tag"] == tag))
+        .unwrap_or(&Value::Null)
 }
 
 fn finished(status: &Value) -> bool {
     status["desired"].as_i64().is_some_and(|d| d > 0)
-        && status["succeeded"].as_i64().unwrap_or(0) + status["failed"].as_i64().unwrap_or(0) == status["desired"].as_i64().unwrap()
+        && status["succeeded"].as_i64().unwrap_or(0) + status["failed"].as_i64().unwrap_or(0)
+            == status["desired"].as_i64().unwrap()
 }
 
 fn docker_config(registry: &str, user: &str, password: &str) -> Value {
@@ -82,7 +97,10 @@ async fn three_tags_end_succeeded_not_found_and_auth_failed() {
     let (stop, task) = start(&api, runtime.clone(), None);
 
     let status = api.until("every tag finished", finished).await;
-    assert_eq!((status["desired"].as_i64(), status["succeeded"].as_i64(), status["failed"].as_i64()), (Some(3), Some(1), Some(2)));
+    assert_eq!(
+        (status["desired"].as_i64(), status["succeeded"].as_i64(), status["failed"].as_i64()),
+        (Some(3), Some(1), Some(2))
+    );
     assert_eq!((status["pulling"].as_i64(), status["waiting"].as_i64()), (Some(0), Some(0)));
 
     let ok = tag_status(&status, "registry.example.com/app", "1");
@@ -97,7 +115,9 @@ async fn three_tags_end_succeeded_not_found_and_auth_failed() {
     assert_eq!(missing["phase"], "Failed");
     let message = missing["message"].as_str().unwrap();
     assert!(
-        message.starts_with("Failed to pull image reference \"registry.example.com/app:missing\": rpc error: code = NotFound"),
+        message.starts_with(
+            "Failed to pull image reference \"registry.example.com/app:missing\": rpc error: code = NotFound"
+        ),
         "{message}"
     );
     assert!(missing["completionTime"].is_string());
@@ -167,7 +187,9 @@ async fn max_concurrent_pulls_bounds_pulls_across_images() {
 async fn version_changes_pull_again_and_restarts_do_not() {
     let api = FakeApi::new(NODE);
     let runtime = MemRuntime::default();
-    api.put_node_image(node_image(json!({"app.example.com/web": {"tags": [{"tag": "1", "version": 1}, {"tag": "2", "version": 1}]}})));
+    api.put_node_image(node_image(
+        json!({"app.example.com/web": {"tags": [{"tag": "1", "version": 1}, {"tag": "2", "version": 1}]}}),
+    ));
     let (stop, task) = start(&api, runtime.clone(), None);
     api.until("both pulled", |s| s["succeeded"] == 2).await;
     assert_eq!(runtime.pulls().len(), 2);
@@ -175,10 +197,11 @@ async fn version_changes_pull_again_and_restarts_do_not() {
     let mut ni = api.node_image();
     ni["spec"]["images"]["app.example.com/web"]["tags"] = json!([{"tag": "1", "version": 2}]);
     api.put_node_image(ni);
-    let status = api.until("tag 1 at version 2", |s| {
-        tag_status(s, "app.example.com/web", "1")["version"] == 2 && s["succeeded"] == 1
-    })
-    .await;
+    let status = api
+        .until("tag 1 at version 2", |s| {
+            tag_status(s, "app.example.com/web", "1")["version"] == 2 && s["succeeded"] == 1
+        })
+        .await;
     assert_eq!(status["desired"], 1);
     assert_eq!(status["imageStatuses"]["app.example.com/web"]["tags"].as_array().unwrap().len(), 1, "tag 2 is gone");
     assert_eq!(runtime.pulls().len(), 3, "tag 1 pulled again");

@@ -24,7 +24,10 @@ use tokio_util::sync::CancellationToken;
 const NODE: &str = "node-cri";
 
 fn tag_status<'a>(status: &'a Value, image: &str, tag: &str) -> &'a Value {
-    status["imageStatuses"][image]["tags"].as_array().and_then(|t| t.iter().find(|s| s["tag"] == tag)).unwrap_or(&Value::Null)
+    status["imageStatuses"][image]["tags"]
+        .as_array()
+        .and_then(|t| t.iter().find(|s| s["tag"] == tag))
+        .unwrap_or(&Value::Null)
 }
 
 async fn runtime_on_socket(fake: &FakeRuntime) -> (tempfile::TempDir, Arc<CriRuntime>) {
@@ -36,7 +39,12 @@ async fn runtime_on_socket(fake: &FakeRuntime) -> (tempfile::TempDir, Arc<CriRun
     (dir, runtime)
 }
 
-fn start(api: &FakeApi, runtime: Arc<CriRuntime>, max: Option<usize>, health: Arc<Health>) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+fn start(
+    api: &FakeApi,
+    runtime: Arc<CriRuntime>,
+    max: Option<usize>,
+    health: Arc<Health>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>) {
     let stop = CancellationToken::new();
     let settings = Settings {
         node: NODE.into(),
@@ -83,8 +91,9 @@ async fn three_tags_over_the_cri_socket() {
     assert_eq!(ok["imageID"], format!("127.0.0.1:5000/app@{}", image_id("127.0.0.1:5000/app:1")));
     let missing = tag_status(&status, "127.0.0.1:5000/app", "missing")["message"].as_str().unwrap().to_string();
     assert!(
-        missing.starts_with("Failed to pull image reference \"127.0.0.1:5000/app:missing\": rpc error: code = Unknown desc = ")
-            && missing.ends_with("not found"),
+        missing.starts_with(
+            "Failed to pull image reference \"127.0.0.1:5000/app:missing\": rpc error: code = Unknown desc = "
+        ) && missing.ends_with("not found"),
         "{missing}"
     );
     let auth = tag_status(&status, "127.0.0.1:5000/private", "1")["message"].as_str().unwrap().to_string();
@@ -120,7 +129,8 @@ async fn max_concurrent_pulls_over_the_cri_socket() {
 async fn nothing_answering_disables_pulls_and_names_every_endpoint() {
     let dir = tempfile::tempdir().unwrap();
     let missing = format!("unix://{}", dir.path().join("nothing.sock").display());
-    let runtime = Arc::new(CriRuntime::discover(&Where { explicit: Some(missing.clone()), kubelet_config: None }).await);
+    let runtime =
+        Arc::new(CriRuntime::discover(&Where { explicit: Some(missing.clone()), kubelet_config: None }).await);
     let health = Health::new();
     health.set_runtime(runtime.describe());
     health.set_synced(true);

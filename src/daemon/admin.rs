@@ -99,7 +99,11 @@ impl Metrics {
         registry.register("kruise_daemon_image_pulls", "Image pull attempts, by result", pulls.clone());
         registry.register("kruise_daemon_image_pull_seconds", "Time of an image pull attempt", pull_seconds.clone());
         registry.register("kruise_daemon_image_pulls_in_flight", "Image pulls running now", in_flight.clone());
-        registry.register("kruise_daemon_nodeimage_status_writes", "NodeImage status writes, by result", status_writes.clone());
+        registry.register(
+            "kruise_daemon_nodeimage_status_writes",
+            "NodeImage status writes, by result",
+            status_writes.clone(),
+        );
         Metrics { registry: Arc::new(registry), pulls, pull_seconds, in_flight, status_writes }
     }
 

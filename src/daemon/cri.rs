@@ -55,7 +55,8 @@ impl CriRuntime {
     }
 
     async fn probe(&self, at: &Where) -> bool {
-        let found = kruise_cri::discover(at.explicit.as_deref(), at.kubelet_config.as_deref(), WELL_KNOWN_ENDPOINTS).await;
+        let found =
+            kruise_cri::discover(at.explicit.as_deref(), at.kubelet_config.as_deref(), WELL_KNOWN_ENDPOINTS).await;
         for p in &found.tried {
             tracing::info!(endpoint = %p.endpoint, outcome = %p.outcome, "CRI endpoint probed");
         }
@@ -171,9 +172,14 @@ mod tests {
             tonic::Code::Unknown,
             "failed to pull and unpack image \"r.io/a:1\": failed to resolve reference: unexpected status from HEAD request: 401 Unauthorized",
         ));
-        assert!(matches!(&auth, PullFailure::Auth { message } if message.starts_with("rpc error: code = Unknown desc = failed to pull")));
+        assert!(
+            matches!(&auth, PullFailure::Auth { message } if message.starts_with("rpc error: code = Unknown desc = failed to pull"))
+        );
         let nf = failure(&status(tonic::Code::NotFound, "r.io/a:nope: not found"));
-        assert_eq!(nf, PullFailure::NotFound { message: "rpc error: code = NotFound desc = r.io/a:nope: not found".into() });
+        assert_eq!(
+            nf,
+            PullFailure::NotFound { message: "rpc error: code = NotFound desc = r.io/a:nope: not found".into() }
+        );
         assert_eq!(failure(&CriError::Timeout { after: Duration::from_secs(1) }), PullFailure::Timeout);
         let gone = failure(&CriError::Connect { endpoint: "unix:///x.sock".into(), message: "broken pipe".into() });
         assert!(matches!(gone, PullFailure::Runtime { message } if message.contains("unix:///x.sock")));

@@ -58,8 +58,9 @@ pub async fn run(args: DaemonArgs) -> Result<(), DaemonError> {
     }
     let limit = RateLimit { qps: args.rest_config_qps, burst: args.rest_config_burst };
     let client = crate::client::connect(args.kubeconfig.as_deref(), limit).await.map_err(DaemonError::Client)?;
-    let listener =
-        TcpListener::bind(args.admin_addr).await.map_err(|source| DaemonError::Bind { addr: args.admin_addr, source })?;
+    let listener = TcpListener::bind(args.admin_addr)
+        .await
+        .map_err(|source| DaemonError::Bind { addr: args.admin_addr, source })?;
     let stop = CancellationToken::new();
     let signals = signal_task(stop.clone()).map_err(DaemonError::Signal)?;
     let health = admin::Health::new();

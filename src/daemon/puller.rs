@@ -13,9 +13,9 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, PostParams};
+use kube::runtime::WatchStreamExt;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher::{self, Event};
-use kube::runtime::WatchStreamExt;
 use tokio::sync::{Semaphore, mpsc};
 use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
@@ -67,7 +67,8 @@ pub async fn run<R: ImageRuntime>(
     let mut events = watcher(api.clone(), config).default_backoff().boxed();
     let (tx, mut rx) = mpsc::unbounded_channel::<Report>();
     let recorder = settings.events.then(|| {
-        let reporter = Reporter { controller: "kruise-daemon-imagepuller".into(), instance: Some(settings.node.clone()) };
+        let reporter =
+            Reporter { controller: "kruise-daemon-imagepuller".into(), instance: Some(settings.node.clone()) };
         Recorder::new(client.clone(), reporter)
     });
     let shared = Arc::new(Shared {
@@ -253,6 +254,9 @@ impl<R: ImageRuntime> State<R> {
 }
 
 /// The watcher, as a function so the field selector stays next to its use.
-fn watcher(api: Api<NodeImage>, config: watcher::Config) -> impl futures::Stream<Item = watcher::Result<Event<NodeImage>>> {
+fn watcher(
+    api: Api<NodeImage>,
+    config: watcher::Config,
+) -> impl futures::Stream<Item = watcher::Result<Event<NodeImage>>> {
     kube::runtime::watcher(api, config)
 }

@@ -41,11 +41,10 @@ impl SecretCache {
         let mut out = Secrets::default();
         for r in refs {
             let key = (r.namespace.clone(), r.name.clone());
-            let cached = self
-                .cache
-                .lock()
-                .ok()
-                .and_then(|c| c.get(&key).filter(|(deadline, _)| *deadline > Instant::now()).map(|(_, s)| s.clone()));
+            let cached =
+                self.cache.lock().ok().and_then(|c| {
+                    c.get(&key).filter(|(deadline, _)| *deadline > Instant::now()).map(|(_, s)| s.clone())
+                });
             if let Some(s) = cached {
                 out.found.push(s);
                 continue;

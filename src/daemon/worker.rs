@@ -188,7 +188,11 @@ async fn event<R>(
 }
 
 /// One attempt: the image id when the runtime reports one.
-async fn pull_once<R: ImageRuntime>(shared: &Shared<R>, job: &Job, image_ref: &str) -> Result<Option<String>, PullFailure> {
+async fn pull_once<R: ImageRuntime>(
+    shared: &Shared<R>,
+    job: &Job,
+    image_ref: &str,
+) -> Result<Option<String>, PullFailure> {
     // kruise: the runtime's listing error is ignored here and the pull tried.
     if job.tag.image_pull_policy == "IfNotPresent"
         && let Ok(Some(id)) = shared.runtime.image_id(image_ref).await

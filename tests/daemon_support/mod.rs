@@ -162,10 +162,11 @@ impl FakeApi {
             };
         }
         if method == "POST" && path.ends_with("/events") {
-            self.state.lock().unwrap().events.push((
-                body["reason"].as_str().unwrap_or("").into(),
-                body["note"].as_str().unwrap_or("").into(),
-            ));
+            self.state
+                .lock()
+                .unwrap()
+                .events
+                .push((body["reason"].as_str().unwrap_or("").into(), body["note"].as_str().unwrap_or("").into()));
             return full(201, &body);
         }
         if method == "PATCH" && path.contains("/events/") {
@@ -175,11 +176,8 @@ impl FakeApi {
     }
 
     fn watch(&self, query: &str) -> hyper::Response<Body> {
-        let from: u64 = query
-            .split('&')
-            .find_map(|q| q.strip_prefix("resourceVersion="))
-            .and_then(|v| v.parse().ok())
-            .unwrap_or(0);
+        let from: u64 =
+            query.split('&').find_map(|q| q.strip_prefix("resourceVersion=")).and_then(|v| v.parse().ok()).unwrap_or(0);
         let (backlog, rx) = {
             let s = self.state.lock().unwrap();
             let backlog: Vec<(u64, Value)> = s.history.iter().filter(|(rv, _)| *rv > from).cloned().collect();
@@ -187,9 +185,9 @@ impl FakeApi {
         };
         let last = backlog.last().map(|(rv, _)| *rv).unwrap_or(from);
         let live = tokio_stream_from(rx).filter(move |(rv, _)| futures::future::ready(*rv > last));
-        let events = futures::stream::iter(backlog).chain(live).map(|(_, ev)| {
-            Ok::<_, Infallible>(Frame::data(Bytes::from(format!("{ev}\n"))))
-        });
+        let events = futures::stream::iter(backlog)
+            .chain(live)
+            .map(|(_, ev)| Ok::<_, Infallible>(Frame::data(Bytes::from(format!("{ev}\n")))));
         hyper::Response::builder()
             .status(200)
             .header("content-type", "application/json")
@@ -216,9 +214,7 @@ impl FakeApi {
     }
 }
 
-fn tokio_stream_from(
-    rx: broadcast::Receiver<(u64, Value)>,
-) -> impl futures::Stream<Item = (u64, Value)> + Send {
+fn tokio_stream_from(rx: broadcast::Receiver<(u64, Value)>) -> impl futures::Stream<Item = (u64, Value)> + Send {
     futures::stream::unfold(rx, |mut rx| async move {
         loop {
             match rx.recv().await {
@@ -270,7 +266,12 @@ impl MemRuntime {
 }
 
 impl ImageRuntime for MemRuntime {
-    async fn pull(&self, image: &str, auth: Option<&Credential>, _sandbox: Option<&SandboxConfig>) -> Result<String, PullFailure> {
+    async fn pull(
+        &self,
+        image: &str,
+        auth: Option<&Credential>,
+        _sandbox: Option<&SandboxConfig>,
+    ) -> Result<String, PullFailure> {
         let behaviour = {
             let mut s = self.state.lock().unwrap();
             s.now += 1;
@@ -284,7 +285,9 @@ impl ImageRuntime for MemRuntime {
                 Ok(())
             }
             Behaviour::NotFound => Err(PullFailure::NotFound {
-                message: format!("rpc error: code = NotFound desc = failed to resolve reference \"{image}\": not found"),
+                message: format!(
+                    "rpc error: code = NotFound desc = failed to resolve reference \"{image}\": not found"
+                ),
             }),
             Behaviour::RequireAuth { username, password } => match auth {
                 Some(a) if a.username == username && a.password == password => Ok(()),

@@ -96,7 +96,8 @@ impl Keyring {
             p if p.starts_with("/v2/") || p.starts_with("/v1/") => &p[3..],
             p => p,
         };
-        let key = if effective.is_empty() || effective == "/" { host.to_string() } else { format!("{host}{effective}") };
+        let key =
+            if effective.is_empty() || effective == "/" { host.to_string() } else { format!("{host}{effective}") };
         self.creds.entry(key).or_default().push(credential);
     }
 
@@ -129,7 +130,9 @@ impl Entry {
             .map_err(|e| format!("illegal base64 data in auth: {e}"))?;
         let text = String::from_utf8_lossy(&decoded);
         match text.split_once(':') {
-            Some((user, password)) => Ok(Credential { username: user.into(), password: password.trim_matches('\0').into() }),
+            Some((user, password)) => {
+                Ok(Credential { username: user.into(), password: password.trim_matches('\0').into() })
+            }
             None => Err("unable to parse auth field, must be formatted as base64(username:password)".into()),
         }
     }
@@ -263,9 +266,14 @@ mod tests {
             k.add(key, Credential { username: "u".into(), password: "p".into() });
             assert_eq!(!k.lookup(image).is_empty(), want, "{key} for {image}");
         }
-        for (image, hub) in
-            [("library/ubuntu", true), ("ubuntu", true), ("docker.io/x/y", true), ("localhost:5000/x", false), ("a.b/x", false), ("", false)]
-        {
+        for (image, hub) in [
+            ("library/ubuntu", true),
+            ("ubuntu", true),
+            ("docker.io/x/y", true),
+            ("localhost:5000/x", false),
+            ("a.b/x", false),
+            ("", false),
+        ] {
             assert_eq!(is_default_registry_match(image), hub, "{image}");
         }
     }
@@ -276,8 +284,12 @@ mod tests {
             r#"{"auths":{"registry.example.com":{"username":"host","password":"1"},
                 "registry.example.com/team":{"username":"team","password":"2"}}}"#,
         );
-        let users: Vec<String> =
-            Keyring::from_secrets(&[s]).unwrap().lookup("registry.example.com/team/app").into_iter().map(|c| c.username).collect();
+        let users: Vec<String> = Keyring::from_secrets(&[s])
+            .unwrap()
+            .lookup("registry.example.com/team/app")
+            .into_iter()
+            .map(|c| c.username)
+            .collect();
         assert_eq!(users, ["team", "host"]);
         // The legacy .dockercfg format (no "auths" wrapper).
         let cfg = secret("kubernetes.io/dockercfg", ".dockercfg", r#"{"registry.example.com":{"auth":"dTpw"}}"#);

@@ -48,7 +48,10 @@ mod tests {
             assert_eq!(registry_of(image), want, "{image}");
         }
         assert_eq!(repository_of("nginx", "v1").as_deref(), Some("docker.io/library/nginx"));
-        assert_eq!(repository_of("registry.private.com/app/echoserver", "v1").as_deref(), Some("registry.private.com/app/echoserver"));
+        assert_eq!(
+            repository_of("registry.private.com/app/echoserver", "v1").as_deref(),
+            Some("registry.private.com/app/echoserver")
+        );
         assert_eq!(repository_of("INVALID_IMAGE", "latest"), None);
     }
 }

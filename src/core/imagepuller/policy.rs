@@ -43,10 +43,8 @@ impl PullPolicy {
             .and_then(|p| p.timeout_seconds)
             .map(|s| Duration::from_secs(u64::try_from(s).unwrap_or(0)))
             .unwrap_or(DEFAULT_TIMEOUT);
-        let backoff_limit = p
-            .and_then(|p| p.backoff_limit)
-            .and_then(|b| u32::try_from(b).ok())
-            .unwrap_or(DEFAULT_BACKOFF_LIMIT);
+        let backoff_limit =
+            p.and_then(|p| p.backoff_limit).and_then(|b| u32::try_from(b).ok()).unwrap_or(DEFAULT_BACKOFF_LIMIT);
         let active_deadline =
             p.and_then(|p| p.active_deadline_seconds).map(|s| Duration::from_secs(u64::try_from(s).unwrap_or(0)));
         PullPolicy { timeout, backoff_limit, active_deadline }
@@ -115,7 +113,9 @@ pub fn failure_message(image_ref: &str, registry: &str, failure: &PullFailure) -
             format!("Failed to pull image reference {image_ref:?}: {message}")
         }
         PullFailure::Timeout => format!("pulling image {image_ref} is canceled"),
-        PullFailure::NoRuntime { tried } => format!("no container runtime on this node (pulls disabled); tried {tried}"),
+        PullFailure::NoRuntime { tried } => {
+            format!("no container runtime on this node (pulls disabled); tried {tried}")
+        }
     }
 }
 
@@ -142,11 +142,14 @@ mod tests {
         let none = PullPolicy::of(&ImageTagSpec::default());
         assert_eq!(none, PullPolicy { timeout: DEFAULT_TIMEOUT, backoff_limit: 3, active_deadline: None });
         assert_eq!(policy(None, Some(-1), None).backoff_limit, 3, "negative backoffLimit is the default");
-        assert_eq!(policy(Some(30), Some(0), Some(60)), PullPolicy {
-            timeout: Duration::from_secs(30),
-            backoff_limit: 0,
-            active_deadline: Some(Duration::from_secs(60))
-        });
+        assert_eq!(
+            policy(Some(30), Some(0), Some(60)),
+            PullPolicy {
+                timeout: Duration::from_secs(30),
+                backoff_limit: 0,
+                active_deadline: Some(Duration::from_secs(60))
+            }
+        );
     }
 
     #[test]
@@ -183,7 +186,10 @@ mod tests {
             "authentication failed for registry.example.com: pull access denied: unauthorized"
         );
         let nf = PullFailure::NotFound { message: "manifest unknown".into() };
-        assert_eq!(failure_message("nginx:nope", "docker.io", &nf), "Failed to pull image reference \"nginx:nope\": manifest unknown");
+        assert_eq!(
+            failure_message("nginx:nope", "docker.io", &nf),
+            "Failed to pull image reference \"nginx:nope\": manifest unknown"
+        );
         assert_eq!(failure_message("nginx:1", "docker.io", &PullFailure::Timeout), "pulling image nginx:1 is canceled");
         let none = PullFailure::NoRuntime { tried: "unix:///run/containerd/containerd.sock (no such file)".into() };
         assert!(failure_message("nginx:1", "docker.io", &none).contains("unix:///run/containerd/containerd.sock"));

@@ -113,9 +113,10 @@ impl Pools {
             let observed_tags = observed.and_then(|s| s.image_statuses.get(image)).map(|s| s.tags.as_slice());
             let mut active: BTreeMap<&str, &ImageTagSpec> = BTreeMap::new();
             for tag_spec in &image_spec.tags {
-                let done = observed_tags.unwrap_or_default().iter().find(|s| {
-                    s.tag == tag_spec.tag && s.version == tag_spec.version && s.completion_time.is_some()
-                });
+                let done = observed_tags
+                    .unwrap_or_default()
+                    .iter()
+                    .find(|s| s.tag == tag_spec.tag && s.version == tag_spec.version && s.completion_time.is_some());
                 match done {
                     Some(status) => {
                         pool.statuses.insert(status.tag.clone(), status.clone());
@@ -243,7 +244,10 @@ mod tests {
             images: images
                 .iter()
                 .map(|(i, tags)| {
-                    (i.to_string(), ImageSpec { tags: tags.iter().map(|(t, v)| tag(t, *v)).collect(), ..Default::default() })
+                    (
+                        i.to_string(),
+                        ImageSpec { tags: tags.iter().map(|(t, v)| tag(t, *v)).collect(), ..Default::default() },
+                    )
                 })
                 .collect(),
         }
@@ -261,7 +265,10 @@ mod tests {
 
     fn observed(images: &[(&str, Vec<ImageTagStatus>)]) -> NodeImageStatus {
         NodeImageStatus {
-            image_statuses: images.iter().map(|(i, tags)| (i.to_string(), ImageStatus { tags: tags.clone() })).collect(),
+            image_statuses: images
+                .iter()
+                .map(|(i, tags)| (i.to_string(), ImageStatus { tags: tags.clone() }))
+                .collect(),
             ..Default::default()
         }
     }
@@ -280,7 +287,9 @@ mod tests {
         changes
             .iter()
             .filter_map(|c| match c {
-                WorkerChange::Stop { image, tag, version, reason } => Some((format!("{image}:{tag}@{version}"), *reason)),
+                WorkerChange::Stop { image, tag, version, reason } => {
+                    Some((format!("{image}:{tag}@{version}"), *reason))
+                }
                 _ => None,
             })
             .collect()
@@ -373,7 +382,12 @@ mod tests {
                 name: "pulling in the object (no completionTime): pulled again after a restart",
                 before: &[],
                 spec: &[("1", 1)],
-                observed: vec![ImageTagStatus { tag: "1".into(), phase: "Pulling".into(), version: 1, ..Default::default() }],
+                observed: vec![ImageTagStatus {
+                    tag: "1".into(),
+                    phase: "Pulling".into(),
+                    version: 1,
+                    ..Default::default()
+                }],
                 starts: &["app:1@1"],
                 stops: &[],
             },
@@ -398,7 +412,8 @@ mod tests {
         let s = spec(&[("nginx", &[("latest", 1)]), ("busybox", &[("latest", 1)]), ("redis", &[("latest", 1)])]);
         let mut pools = Pools::default();
         pools.sync(&s, None);
-        let pulling = |t: &str| ImageTagStatus { tag: t.into(), phase: "Pulling".into(), version: 1, ..Default::default() };
+        let pulling =
+            |t: &str| ImageTagStatus { tag: t.into(), phase: "Pulling".into(), version: 1, ..Default::default() };
         assert!(pools.update("nginx", pulling("latest")));
         assert!(pools.update("busybox", pulling("latest")));
         let st = pools.status(&s, None);
@@ -442,7 +457,8 @@ mod tests {
         pools.update("app", done("1", 2, Phase::Succeeded));
         let c = pools.sync(&spec(&[("app", &[("1", 2)])]), None);
         assert!(c.is_empty(), "{c:?}");
-        let c = pools.sync(&spec(&[("app", &[("1", 2)])]), Some(&observed(&[("app", vec![done("1", 2, Phase::Succeeded)])])));
+        let c = pools
+            .sync(&spec(&[("app", &[("1", 2)])]), Some(&observed(&[("app", vec![done("1", 2, Phase::Succeeded)])])));
         assert_eq!(stops(&c), [("app:1@2".to_string(), StopReason::Completed)]);
         assert_eq!(pools.running(), 0);
     }

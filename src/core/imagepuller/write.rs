@@ -49,7 +49,14 @@ mod tests {
             pulling: 1,
             image_statuses: [(
                 "nginx".to_string(),
-                ImageStatus { tags: vec![ImageTagStatus { tag: "1".into(), phase: "Pulling".into(), progress, ..Default::default() }] },
+                ImageStatus {
+                    tags: vec![ImageTagStatus {
+                        tag: "1".into(),
+                        phase: "Pulling".into(),
+                        progress,
+                        ..Default::default()
+                    }],
+                },
             )]
             .into(),
             ..Default::default()
@@ -64,7 +71,13 @@ mod tests {
             ("first write", status(0), None, None, WriteDecision::Now),
             ("the object says it already", status(0), Some(status(0)), Some(ms(10)), WriteDecision::Skip),
             ("changed, last write long ago", status(50), Some(status(0)), Some(s(5)), WriteDecision::Now),
-            ("changed, last write 300ms ago", status(50), Some(status(0)), Some(ms(300)), WriteDecision::After(ms(700))),
+            (
+                "changed, last write 300ms ago",
+                status(50),
+                Some(status(0)),
+                Some(ms(300)),
+                WriteDecision::After(ms(700)),
+            ),
             ("no status yet on the object", NodeImageStatus::default(), None, None, WriteDecision::Now),
         ];
         for (name, new, observed, since, want) in rows {
