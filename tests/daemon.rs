@@ -252,3 +252,29 @@ async fn a_tag_the_manager_failed_is_adopted() {
     stop.cancel();
     task.await.unwrap();
 }
+
+/// A pull slower than its tag's `timeoutSeconds` fails as kruise says ("is canceled"); with
+/// `activeDeadlineSeconds` the attempt is cut to the deadline and the tag fails with kruise's
+/// deadline message instead of retrying.
+#[tokio::test]
+async fn timeouts_and_the_active_deadline() {
+    let api = FakeApi::new(NODE);
+    let runtime = MemRuntime::default();
+    runtime.script("slow.example.com/a:1", Behaviour::Succeed { delay: Duration::from_secs(30) });
+    runtime.script("slow.example.com/b:1", Behaviour::Succeed { delay: Duration::from_secs(30) });
+    api.put_node_image(node_image(json!({
+        "slow.example.com/a": {"tags": [{"tag": "1", "version": 1, "pullPolicy": {"timeoutSeconds": 1, "backoffLimit": 0}}]},
+        "slow.example.com/b": {"tags": [{"tag": "1", "version": 1, "pullPolicy": {"timeoutSeconds": 60, "activeDeadlineSeconds": 1}}]},
+    })));
+    let (stop, task) = start(&api, runtime.clone(), None);
+    let status = api.until("both failed", |s| s["failed"] == 2).await;
+    assert_eq!(tag_status(&status, "slow.example.com/a", "1")["message"], "pulling image slow.example.com/a:1 is canceled");
+    assert_eq!(
+        tag_status(&status, "slow.example.com/b", "1")["message"],
+        "pulling exceeds the activeDeadlineSeconds"
+    );
+    let b_pulls = runtime.pulls().iter().filter(|(i, _)| i.starts_with("slow.example.com/b")).count();
+    assert_eq!(b_pulls, 1, "one attempt, cut at the deadline; no retry past it");
+    stop.cancel();
+    task.await.unwrap();
+}
