@@ -268,11 +268,11 @@ async fn timeouts_and_the_active_deadline() {
     })));
     let (stop, task) = start(&api, runtime.clone(), None);
     let status = api.until("both failed", |s| s["failed"] == 2).await;
-    assert_eq!(tag_status(&status, "slow.example.com/a", "1")["message"], "pulling image slow.example.com/a:1 is canceled");
     assert_eq!(
-        tag_status(&status, "slow.example.com/b", "1")["message"],
-        "pulling exceeds the activeDeadlineSeconds"
+        tag_status(&status, "slow.example.com/a", "1")["message"],
+        "pulling image slow.example.com/a:1 is canceled"
     );
+    assert_eq!(tag_status(&status, "slow.example.com/b", "1")["message"], "pulling exceeds the activeDeadlineSeconds");
     let b_pulls = runtime.pulls().iter().filter(|(i, _)| i.starts_with("slow.example.com/b")).count();
     assert_eq!(b_pulls, 1, "one attempt, cut at the deadline; no retry past it");
     stop.cancel();
