@@ -527,3 +527,49 @@ fn cert_manager_issues_the_certificate() {
          ImagePullJob, DaemonSet; CloneSet's only with its opt-in)"
     );
 }
+
+/// kruise daemon's values: its port, pulls at once, log level and resources reach the DaemonSet;
+/// `KruiseDaemon=false` (OpenKruise's switch) leaves out the DaemonSet and its RBAC.
+#[test]
+fn daemon_values_and_the_kruise_daemon_gate() {
+    let helm = helm_or_skip!("daemon_values_and_the_kruise_daemon_gate");
+    let objects = template(
+        helm,
+        &[
+            "--set",
+            "daemon.port=10300",
+            "--set",
+            "daemon.maxConcurrentPulls=3",
+            "--set",
+            "daemon.log.level=5",
+            "--set",
+            "daemon.socketLocation=/var/run",
+        ],
+    );
+    let ds = find(&objects, "DaemonSet", "kruise-daemon");
+    let c = &ds["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        c["args"],
+        json!([
+            "daemon",
+            "--log-format=json",
+            "--log=info,kruise=debug",
+            "--admin-addr=0.0.0.0:10300",
+            "--max-concurrent-pulls=3"
+        ])
+    );
+    assert_eq!(c["ports"], json!([{"name": "admin", "containerPort": 10300}]));
+    assert_eq!(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName");
+    assert_eq!(ds["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["path"], "/var/run");
+    // The flags are ones `kruise daemon` takes.
+    let mut argv = vec!["kruise".to_string()];
+    argv.extend(c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()));
+    argv.push("--node-name=n".into());
+    <kruise::cli::Cli as clap::Parser>::try_parse_from(argv).unwrap();
+
+    let objects = template(helm, &["--set", "featureGates=KruiseDaemon=false"]);
+    for o in &objects {
+        let name = o["metadata"]["name"].as_str().unwrap_or("");
+        assert!(!name.starts_with("kruise-daemon"), "{} rendered with KruiseDaemon=false", key(o));
+    }
+}
