@@ -55,8 +55,12 @@ impl CriRuntime {
     }
 
     async fn probe(&self, at: &Where) -> bool {
-        let found =
-            kruise_cri::discover(at.explicit.as_deref(), at.kubelet_config.as_deref(), WELL_KNOWN_ENDPOINTS).await;
+        let (explicit, mut notes) = endpoint_to_probe(at).await;
+        let candidates: Vec<String> = well_known();
+        let candidates: Vec<&str> = candidates.iter().map(String::as_str).collect();
+        let mut found = kruise_cri::discover(explicit.as_deref(), None, &candidates).await;
+        notes.append(&mut found.tried);
+        found.tried = notes;
         for p in &found.tried {
             tracing::info!(endpoint = %p.endpoint, outcome = %p.outcome, "CRI endpoint probed");
         }
@@ -97,6 +101,57 @@ impl CriRuntime {
 
     fn tried(&self) -> String {
         self.tried.load().as_deref().cloned().unwrap_or_else(|| "nothing yet".into())
+    }
+}
+
+/// An endpoint as the daemon's container sees it: the DaemonSet mounts the host's /run at /run
+/// and not at /var/run (the kubelet mounts the ServiceAccount token under /var/run/secrets, which
+/// must not land in a read-only host directory), and /var/run is /run on every systemd host, so
+/// `unix:///var/run/x` is probed as `unix:///run/x`.
+pub fn in_container(endpoint: &str) -> String {
+    for (from, to) in [("unix:///var/run/", "unix:///run/"), ("unix:/var/run/", "unix:/run/")] {
+        if let Some(rest) = endpoint.strip_prefix(from) {
+            return format!("{to}{rest}");
+        }
+    }
+    match endpoint.strip_prefix("/var/run/") {
+        Some(rest) => format!("/run/{rest}"),
+        None => endpoint.to_string(),
+    }
+}
+
+/// kruise-cri's well-known endpoints as the container sees them, without repeats.
+pub fn well_known() -> Vec<String> {
+    let mut out: Vec<String> = Vec::new();
+    for e in WELL_KNOWN_ENDPOINTS {
+        let e = in_container(e);
+        if !out.contains(&e) {
+            out.push(e);
+        }
+    }
+    out
+}
+
+/// The one endpoint to probe (`--runtime-endpoint`, else the kubelet config's
+/// `containerRuntimeEndpoint`), and what reading the kubelet config said (for `/readyz`).
+async fn endpoint_to_probe(at: &Where) -> (Option<String>, Vec<kruise_cri::Probe>) {
+    if let Some(e) = &at.explicit {
+        return (Some(in_container(e)), Vec::new());
+    }
+    let Some(file) = &at.kubelet_config else { return (None, Vec::new()) };
+    let note = |outcome: String| vec![kruise_cri::Probe { endpoint: file.display().to_string(), outcome }];
+    match tokio::fs::read_to_string(file).await {
+        Err(e) => (None, note(format!("kubelet config unreadable: {e}; probing well-known sockets"))),
+        Ok(text) => match kruise_cri::kubelet_runtime_endpoint(&text) {
+            Err(e) => (None, note(format!("kubelet config: {e}; probing well-known sockets"))),
+            Ok(None) => {
+                (None, note("kubelet config sets no containerRuntimeEndpoint; probing well-known sockets".into()))
+            }
+            Ok(Some(e)) => {
+                let inside = in_container(&e);
+                (Some(inside.clone()), note(format!("kubelet config names {e} (probed as {inside})")))
+            }
+        },
     }
 }
 
@@ -183,6 +238,44 @@ mod tests {
         assert_eq!(failure(&CriError::Timeout { after: Duration::from_secs(1) }), PullFailure::Timeout);
         let gone = failure(&CriError::Connect { endpoint: "unix:///x.sock".into(), message: "broken pipe".into() });
         assert!(matches!(gone, PullFailure::Runtime { message } if message.contains("unix:///x.sock")));
+    }
+
+    #[test]
+    fn var_run_is_probed_under_run() {
+        for (given, probed) in [
+            ("unix:///var/run/crio/crio.sock", "unix:///run/crio/crio.sock"),
+            ("unix:/var/run/cri-dockerd.sock", "unix:/run/cri-dockerd.sock"),
+            ("/var/run/containerd.sock", "/run/containerd.sock"),
+            ("unix:///run/containerd/containerd.sock", "unix:///run/containerd/containerd.sock"),
+            (
+                "unix:///var/snap/microk8s/common/run/containerd.sock",
+                "unix:///var/snap/microk8s/common/run/containerd.sock",
+            ),
+        ] {
+            assert_eq!(in_container(given), probed);
+        }
+        let w = well_known();
+        assert!(w.iter().all(|e| !e.contains("/var/run/")), "{w:?}");
+        assert!(w.contains(&"unix:///run/crio/crio.sock".to_string()));
+        assert_eq!(w.len(), w.iter().collect::<std::collections::BTreeSet<_>>().len());
+    }
+
+    #[tokio::test]
+    async fn the_kubelet_config_names_the_endpoint() {
+        let dir = tempfile::tempdir().unwrap();
+        let file = dir.path().join("config.yaml");
+        std::fs::write(&file, "apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\ncontainerRuntimeEndpoint: unix:///var/run/crio/crio.sock\n").unwrap();
+        let at = Where { explicit: None, kubelet_config: Some(file.clone()) };
+        let (e, notes) = endpoint_to_probe(&at).await;
+        assert_eq!(e.as_deref(), Some("unix:///run/crio/crio.sock"));
+        assert!(notes[0].outcome.contains("kubelet config names unix:///var/run/crio/crio.sock"));
+        std::fs::write(&file, "kind: KubeletConfiguration\n").unwrap();
+        assert_eq!(endpoint_to_probe(&at).await.0, None);
+        let gone = Where { explicit: None, kubelet_config: Some(dir.path().join("missing.yaml")) };
+        let (e, notes) = endpoint_to_probe(&gone).await;
+        assert!(e.is_none() && notes[0].outcome.contains("unreadable"), "{notes:?}");
+        let explicit = Where { explicit: Some("/var/run/x.sock".into()), kubelet_config: Some(file) };
+        assert_eq!(endpoint_to_probe(&explicit).await.0.as_deref(), Some("/run/x.sock"));
     }
 
     #[test]
