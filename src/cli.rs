@@ -1,4 +1,4 @@
-//! Command line: `kruise serve | check | plan | certs | manifests`. Every `serve` flag has an
+//! Command line: `kruise serve | daemon | check | plan | certs | manifests`. Every `serve` flag has an
 //! environment fallback (`KRUISE_*`) so the Deployment can be configured either way.
 
 use std::net::SocketAddr;
@@ -38,6 +38,9 @@ pub enum LogFormat {
 pub enum Command {
     /// Serve the admission webhooks over HTTPS.
     Serve(Box<ServeArgs>),
+    /// The node agent (kruise-daemon, one per node): pull the images of this node's NodeImage
+    /// through the container runtime's CRI and report each tag in its status.
+    Daemon(Box<DaemonArgs>),
     /// Create (or keep, while still valid) a CA and a serving certificate.
     Certs(CertsArgs),
     /// Regenerate deploy/crds, webhook-config and the Helm chart's generated files from the sources.
@@ -285,6 +288,43 @@ impl CertMode {
     }
 }
 
+/// `kruise daemon` (kruise's `kruise-daemon` flags where it has them: `--addr`,
+/// `--max-workers-for-pull-image`, `--rest-config-qps`/`--rest-config-burst`).
+#[derive(Debug, Args)]
+pub struct DaemonArgs {
+    /// This node's name: the NodeImage the daemon watches (kruise reads `NODE_NAME` only).
+    #[arg(long, env = "NODE_NAME")]
+    pub node_name: String,
+    /// The container runtime's CRI endpoint (`unix:///run/containerd/containerd.sock` or a path);
+    /// when given, only it is tried. Otherwise the kubelet's configured endpoint, then the
+    /// well-known sockets (containerd, CRI-O, cri-dockerd, k3s).
+    #[arg(long, env = "KRUISE_RUNTIME_ENDPOINT")]
+    pub runtime_endpoint: Option<String>,
+    /// The kubelet's configuration file, read for `containerRuntimeEndpoint`.
+    #[arg(long, default_value = "/var/lib/kubelet/config.yaml")]
+    pub kubelet_config: PathBuf,
+    /// Pulls running at once across all images; 0 or less: no limit (kruise's
+    /// `--max-workers-for-pull-image`, default -1).
+    #[arg(long, alias = "max-workers-for-pull-image", default_value_t = -1, allow_negative_numbers = true)]
+    pub max_concurrent_pulls: i32,
+    /// Plain-HTTP address of /healthz, /readyz and /metrics (kruise-daemon's `--addr`).
+    #[arg(long, alias = "addr", env = "KRUISE_ADMIN_ADDR", default_value = "0.0.0.0:10221")]
+    pub admin_addr: SocketAddr,
+    /// The fewest seconds between two status writes of the NodeImage (reports in between are
+    /// coalesced into the next write).
+    #[arg(long, default_value = "1s", value_parser = parse_duration)]
+    pub status_write_interval: Duration,
+    /// Requests per second to the API server on average; 0: no limit.
+    #[arg(long, default_value_t = 5)]
+    pub rest_config_qps: u32,
+    /// Requests at once above the average.
+    #[arg(long, default_value_t = 10)]
+    pub rest_config_burst: u32,
+    /// Kubeconfig (default: $KUBECONFIG, ~/.kube/config, then the in-cluster service account).
+    #[arg(long)]
+    pub kubeconfig: Option<PathBuf>,
+}
+
 /// `kruise certs`.
 #[derive(Debug, Args)]
 pub struct CertsArgs {
@@ -389,6 +429,27 @@ mod tests {
         // No worker would reconcile anything (and kube-runtime reads 0 as "no limit").
         assert!(serve(&["--cloneset-workers", "0"]).is_err());
         assert!(serve(&["--rest-config-qps", "-1"]).is_err());
+    }
+
+    #[test]
+    fn daemon_flags() {
+        let daemon = |args: &[&str]| {
+            let cli = Cli::try_parse_from([&["kruise", "daemon"], args].concat())?;
+            let Command::Daemon(args) = cli.command else { panic!("daemon") };
+            Ok::<_, clap::Error>(args)
+        };
+        let d = daemon(&["--node-name", "node-a"]).unwrap();
+        assert_eq!(d.node_name, "node-a");
+        assert_eq!(d.max_concurrent_pulls, -1, "kruise's default: no limit");
+        assert_eq!(d.admin_addr.port(), 10221);
+        assert_eq!(d.kubelet_config, PathBuf::from("/var/lib/kubelet/config.yaml"));
+        assert_eq!(d.runtime_endpoint, None);
+        // kruise-daemon's own flag names work too.
+        let d = daemon(&["--node-name=n", "--max-workers-for-pull-image=2", "--addr=127.0.0.1:9"]).unwrap();
+        assert_eq!((d.max_concurrent_pulls, d.admin_addr.port()), (2, 9));
+        let d =
+            daemon(&["--node-name=n", "--max-concurrent-pulls", "-1", "--runtime-endpoint", "/run/k3s.sock"]).unwrap();
+        assert_eq!((d.max_concurrent_pulls, d.runtime_endpoint.as_deref()), (-1, Some("/run/k3s.sock")));
     }
 
     #[test]

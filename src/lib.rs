@@ -1,9 +1,9 @@
-//! kruise: a Rust re-implementation of OpenKruise's manager. The admission webhook server and,
-//! in later issues, the embedded reconcilers. Layout (the README's "Layout" section): `apis` holds
-//! CRD types, `core` pure decisions, `compat` the Go and apimachinery behaviour those decisions
-//! are built from, `webhook` the HTTP adapters, `server` the TLS and admin servers, `cluster` the
-//! view of other objects, `check` the offline `kruise check`, `certs` and `manifests` the
-//! generated artifacts.
+//! kruise: a Rust re-implementation of OpenKruise's manager: the admission webhook server, the
+//! embedded reconcilers, and the node agent (`kruise daemon`). Layout (the README's "Layout"
+//! section): `apis` holds CRD types, `core` pure decisions, `compat` the Go and apimachinery
+//! behaviour those decisions are built from, `webhook` the HTTP adapters, `server` the TLS and
+//! admin servers, `cluster` the view of other objects, `daemon` the node agent's adapters, `check`
+//! the offline `kruise check`, `certs` and `manifests` the generated artifacts.
 
 pub mod apis;
 pub mod certs;
@@ -15,6 +15,7 @@ pub mod compat;
 pub mod config;
 pub mod controller;
 pub mod core;
+pub mod daemon;
 pub mod kubectl;
 pub mod leader;
 pub mod log;
@@ -33,6 +34,13 @@ pub use log::init_tracing;
 pub async fn run(cli: Cli) -> i32 {
     match cli.command {
         Command::Serve(args) => match serve(*args).await {
+            Ok(()) => 0,
+            Err(e) => {
+                tracing::error!("{e}");
+                1
+            }
+        },
+        Command::Daemon(args) => match daemon::run(*args).await {
             Ok(()) => 0,
             Err(e) => {
                 tracing::error!("{e}");

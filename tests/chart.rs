@@ -312,7 +312,9 @@ fn other_namespace_ports_external_certs_gates_and_unmanaged_crds() {
     for o in &objects {
         let cluster_scoped = ["Namespace", "ClusterRole", "ClusterRoleBinding"].contains(&o["kind"].as_str().unwrap())
             || o["kind"].as_str().unwrap().ends_with("WebhookConfiguration");
-        if !cluster_scoped {
+        // kruise daemon's pull-secret Role lives where kruise's manager copies the secrets.
+        let daemon_config = o["metadata"]["namespace"] == "kruise-daemon-config";
+        if !cluster_scoped && !daemon_config {
             assert_eq!(o["metadata"]["namespace"], "kruise", "{}", key(o));
         }
     }
@@ -334,6 +336,10 @@ fn other_namespace_ports_external_certs_gates_and_unmanaged_crds() {
     assert_eq!(find(&objects, "Service", "kruise-webhook-service")["spec"]["ports"][0]["targetPort"], 9443);
     let binding = find(&objects, "ClusterRoleBinding", "kruise-manager");
     assert_eq!(binding["subjects"][0]["namespace"], "kruise");
+    for (kind, name) in [("ClusterRoleBinding", "kruise-daemon"), ("RoleBinding", "kruise-daemon-secrets")] {
+        assert_eq!(find(&objects, kind, name)["subjects"][0]["namespace"], "kruise", "{kind} {name}");
+    }
+    assert_eq!(find(&objects, "DaemonSet", "kruise-daemon")["metadata"]["namespace"], "kruise");
     for o in objects.iter().filter(|o| o["kind"].as_str().unwrap().ends_with("WebhookConfiguration")) {
         assert_eq!(o["metadata"]["annotations"]["cert-manager.io/inject-ca-from"], "kruise/kruise-webhook-certs");
     }
@@ -397,12 +403,14 @@ async fn install_upgrade_uninstall_on_the_control_plane() {
     let rendered = helm_ok(helm, home.path(), &[&["template", "kruise", "deploy/chart"][..], &base].concat());
     let (ok, out) = kubectl(&["create", "--dry-run=server", "-f", "-"], Some(&rendered));
     // Namespaced objects cannot be dry-run before their namespace exists: those are checked again below.
-    let missing_namespace = out.lines().filter(|l| l.contains("namespaces \"kruise-system\" not found")).count();
+    // (kruise daemon's pull-secret Role and RoleBinding live in kruise-daemon-config.)
+    let not_yet = |l: &str| {
+        l.contains("namespaces \"kruise-system\" not found")
+            || l.contains("namespaces \"kruise-daemon-config\" not found")
+    };
+    let missing_namespace = out.lines().filter(|l| not_yet(l)).count();
     assert!(ok || missing_namespace > 0, "{out}");
-    assert!(
-        out.lines().all(|l| !l.starts_with("Error") || l.contains("namespaces \"kruise-system\" not found")),
-        "{out}"
-    );
+    assert!(out.lines().all(|l| !l.starts_with("Error") || not_yet(l)), "{out}");
 
     helm_ok(helm, home.path(), &[&["install", "kruise", "deploy/chart"][..], &base].concat());
     let (ok, out) = kubectl(
@@ -418,6 +426,8 @@ async fn install_upgrade_uninstall_on_the_control_plane() {
         ("role", "kruise-manager"),
         ("rolebinding", "kruise-manager"),
         ("poddisruptionbudget", "kruise-manager"),
+        ("daemonset", "kruise-daemon"),
+        ("serviceaccount", "kruise-daemon"),
     ] {
         let (ok, out) = kubectl(&["-n", NAMESPACE, "get", kind, name], None);
         assert!(ok, "{kind} {name} after install: {out}");
@@ -502,13 +512,15 @@ async fn install_upgrade_uninstall_on_the_control_plane() {
 
     // Installing again adopts the kept CRDs (same release), and the CloneSet is still there. (The
     // uninstalled namespace must be gone first: a terminating one takes no new objects.)
-    eventually_ok("namespace kruise-system deleted", Duration::from_secs(60), || async {
-        match kubectl(&["get", "namespace", NAMESPACE, "-o", "name"], None) {
-            (false, out) if out.contains("NotFound") => Ok(()),
-            (_, out) => Err(out),
-        }
-    })
-    .await;
+    for namespace in [NAMESPACE, "kruise-daemon-config"] {
+        eventually_ok(&format!("namespace {namespace} deleted"), Duration::from_secs(60), || async move {
+            match kubectl(&["get", "namespace", namespace, "-o", "name"], None) {
+                (false, out) if out.contains("NotFound") => Ok(()),
+                (_, out) => Err(out),
+            }
+        })
+        .await;
+    }
     helm_ok(helm, home.path(), &[&["install", "kruise", "deploy/chart"][..], &base].concat());
     let (ok, out) =
         kubectl(&["get", "clonesets.v1alpha1.apps.kruise.io", "survivor", "-n", workloads.name(), "-o", "name"], None);
@@ -543,4 +555,50 @@ fn cert_manager_issues_the_certificate() {
         "both webhook configurations and the four CRDs with a conversion webhook (StatefulSet, SidecarSet, \
          ImagePullJob, DaemonSet; CloneSet's only with its opt-in)"
     );
+}
+
+/// kruise daemon's values: its port, pulls at once, log level and resources reach the DaemonSet;
+/// `KruiseDaemon=false` (OpenKruise's switch) leaves out the DaemonSet and its RBAC.
+#[test]
+fn daemon_values_and_the_kruise_daemon_gate() {
+    let helm = helm_or_skip!("daemon_values_and_the_kruise_daemon_gate");
+    let objects = template(
+        helm,
+        &[
+            "--set",
+            "daemon.port=10300",
+            "--set",
+            "daemon.maxConcurrentPulls=3",
+            "--set",
+            "daemon.log.level=5",
+            "--set",
+            "daemon.socketLocation=/var/run",
+        ],
+    );
+    let ds = find(&objects, "DaemonSet", "kruise-daemon");
+    let c = &ds["spec"]["template"]["spec"]["containers"][0];
+    assert_eq!(
+        c["args"],
+        json!([
+            "daemon",
+            "--log-format=json",
+            "--log=info,kruise=debug",
+            "--admin-addr=0.0.0.0:10300",
+            "--max-concurrent-pulls=3"
+        ])
+    );
+    assert_eq!(c["ports"], json!([{"name": "admin", "containerPort": 10300}]));
+    assert_eq!(c["env"][0]["valueFrom"]["fieldRef"]["fieldPath"], "spec.nodeName");
+    assert_eq!(ds["spec"]["template"]["spec"]["volumes"][0]["hostPath"]["path"], "/var/run");
+    // The flags are ones `kruise daemon` takes.
+    let mut argv = vec!["kruise".to_string()];
+    argv.extend(c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()));
+    argv.push("--node-name=n".into());
+    <kruise::cli::Cli as clap::Parser>::try_parse_from(argv).unwrap();
+
+    let objects = template(helm, &["--set", "featureGates=KruiseDaemon=false"]);
+    for o in &objects {
+        let name = o["metadata"]["name"].as_str().unwrap_or("");
+        assert!(!name.starts_with("kruise-daemon"), "{} rendered with KruiseDaemon=false", key(o));
+    }
 }

@@ -29,6 +29,7 @@
 //! - [`budget`]: PodUnavailableBudget: which operations on a pod its budget allows, what that
 //!   takes from the budget, and the status its controller writes (kruise `pubcontrol`).
 //! - [`leader`]: leader election on a Lease, as client-go decides it (§8.5).
+//! - [`imagepuller`]: `kruise daemon`'s pulls: workers per tag, retries, credentials, status writes.
 
 pub mod budget;
 pub mod cert_margin;
@@ -38,6 +39,7 @@ pub mod defaults;
 pub mod expectations;
 pub mod features;
 pub mod history;
+pub mod imagepuller;
 pub mod inplace;
 pub mod launchpriority;
 pub mod leader;

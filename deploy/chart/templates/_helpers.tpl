@@ -16,7 +16,13 @@ managed
 
 {{/* The log filter for OpenKruise's klog verbosity manager.log.level ("" or info: no flag). */}}
 {{- define "kruise.logFilter" -}}
-{{- $level := toString .Values.manager.log.level -}}
+{{- include "kruise.logFilterOf" .Values.manager.log.level -}}
+{{- end -}}
+
+{{/* The log filter for a klog verbosity (the argument): up to 4 `info`, 5 `info,kruise=debug`,
+6 and above `debug,kruise=trace`, anything else the filter itself. */}}
+{{- define "kruise.logFilterOf" -}}
+{{- $level := toString (. | default "") -}}
 {{- if regexMatch "^[0-9]+$" $level -}}
 {{- $v := atoi $level -}}
 {{- if le $v 4 }}info{{ else if eq $v 5 }}info,kruise=debug{{ else }}debug,kruise=trace{{ end -}}
