@@ -24,6 +24,7 @@ use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::apis::imagepulljob::ImagePullJob;
 use crate::core::history;
 use crate::core::rollout::actions::{Action, ActionKind, Write};
 
@@ -224,6 +225,20 @@ where
             }
             Write::CreateRevision { revision, data, collision_count } => {
                 self.create_revision(revision, data, *collision_count).await
+            }
+            Write::CreateImagePullJob { job } => {
+                let name = job.metadata.name.clone().unwrap_or_default();
+                let jobs: Api<ImagePullJob> = Api::namespaced(self.client.clone(), &self.namespace);
+                match jobs.create(&pp, job).await {
+                    Ok(created) => Ok(meta_of(&created)),
+                    Err(e) if already_exists(&e) => Ok(Outcome::Exists),
+                    Err(source) => Err(WriteError { what: self.what("create", "imagepulljob", &name), source }),
+                }
+            }
+            Write::DeleteImagePullJob { name, uid } => {
+                let jobs: Api<ImagePullJob> = Api::namespaced(self.client.clone(), &self.namespace);
+                let what = self.what("delete", "imagepulljob", name);
+                delete(&jobs, name, uid, &None).await.map_err(|source| WriteError { what, source })
             }
         }
     }

@@ -15,11 +15,14 @@
 //! - When current == update revision: every ImagePullJob whose controller is the workload is
 //!   deleted ([`jobs_to_delete`]).
 //!
+//! [`writes`] turns a plan into actions of the shared write vocabulary.
+//!
 //! Kruise's known issue #1419 is kept: a template going back to a revision already labelled gets
 //! no new jobs.
 
 pub mod job;
 pub mod strategy;
+pub mod writes;
 
 use std::collections::BTreeMap;
 
@@ -166,6 +169,43 @@ pub fn jobs_to_delete<'a>(jobs: &[&'a ImagePullJob], uid: &str) -> Vec<&'a Image
                 .is_some_and(|r| r.uid == uid)
         })
         .collect()
+}
+
+/// One round's plan and its actions.
+#[derive(Clone, Debug, Default)]
+pub struct Round {
+    pub plan: Plan,
+    pub actions: Vec<crate::core::rollout::actions::Action>,
+}
+
+/// The round of a workload whose rollout planner chose `current` and `update` (revision names)
+/// among `revisions`; `jobs` are the ImagePullJobs of its namespace (only read once the rollout
+/// completed). An update revision not yet among `revisions` (created this round) waits for the
+/// next round, as kruise works on revisions it has stored.
+pub fn round(
+    w: &Workload<'_>,
+    revisions: &[&ControllerRevision],
+    current: &str,
+    update: &str,
+    jobs: &[&ImagePullJob],
+) -> Round {
+    let find = |name: &str| revisions.iter().copied().find(|r| r.metadata.name.as_deref() == Some(name));
+    let plan = if current == update {
+        Plan {
+            delete_owned: true,
+            reason: "the rollout is complete: the workload's ImagePullJobs are deleted".into(),
+            ..Default::default()
+        }
+    } else {
+        match (find(current), find(update)) {
+            (Some(c), Some(u)) => plan(w, c, u),
+            _ => Plan { reason: format!("revisions {current} and {update} are not both stored yet"), ..Default::default() },
+        }
+    };
+    let empty = ControllerRevision::default();
+    let update_revision = find(update).unwrap_or(&empty);
+    let actions = writes::actions(&plan, update_revision, jobs, &w.owner.uid);
+    Round { plan, actions }
 }
 
 #[cfg(test)]

@@ -8,6 +8,7 @@
 
 pub mod diff;
 pub mod plan;
+pub mod predownload;
 pub mod pods;
 #[cfg(test)]
 mod props;
