@@ -5,6 +5,11 @@
 //! sent one by one with the `CreatedImagePullJob` / `FailedCreateImagePullJob` Events. A failed
 //! write is logged and the next one is sent, as kruise goes on; none fails the round. With the
 //! gates off a controller holds no [`PreDownload`] and makes none of these calls.
+//!
+//! Jobs are read and written at `apps.kruise.io/v1beta1`, the CRD's storage version, as kruise
+//! v1.9 writes them (v1.8 wrote v1alpha1): no conversion webhook is on the path, so a manager
+//! whose `/convert` is not reachable yet still pre-downloads. The planner works on the v1alpha1
+//! model; the two versions have one shape.
 
 use std::collections::HashMap;
 use std::fmt::Debug;
@@ -21,6 +26,7 @@ use tokio::sync::OnceCell;
 use super::act::Actor;
 use super::apply::{Applier, Outcome};
 use crate::apis::imagepulljob::ImagePullJob;
+use crate::apis::imagepulljob::v1beta1::ImagePullJob as ImagePullJobV1beta1;
 use crate::compat::selector::to_selector_string;
 use crate::core::features::FeatureGates;
 use crate::core::predownload::writes::{created_message, failed_message};
@@ -28,10 +34,24 @@ use crate::core::predownload::{EVENT_CREATED, EVENT_FAILED, Round, gates_enabled
 use crate::core::rollout::actions::{Action, Write};
 use crate::core::rollout::plan::Event;
 
+/// The v1beta1 form of a job (the two versions have one shape: only `apiVersion` differs).
+pub fn to_v1beta1(job: &ImagePullJob) -> Result<ImagePullJobV1beta1, serde_json::Error> {
+    let mut v = serde_json::to_value(job)?;
+    v["apiVersion"] = "apps.kruise.io/v1beta1".into();
+    serde_json::from_value(v)
+}
+
+/// The v1alpha1 form of a v1beta1 job.
+pub fn from_v1beta1(job: &ImagePullJobV1beta1) -> Result<ImagePullJob, serde_json::Error> {
+    let mut v = serde_json::to_value(job)?;
+    v["apiVersion"] = "apps.kruise.io/v1alpha1".into();
+    serde_json::from_value(v)
+}
+
 /// Pre-download for one controller, held only when its gates are on.
 pub struct PreDownload {
     client: Client,
-    /// Whether apps.kruise.io/v1alpha1 serves `imagepulljobs` (asked once).
+    /// Whether apps.kruise.io/v1beta1 serves `imagepulljobs` (asked once).
     served: OnceCell<bool>,
     /// Workload uid -> the completed revision whose listing found none of its jobs left: a
     /// settled workload is not listed again every round (kruise lists every reconcile). An
@@ -53,7 +73,7 @@ impl PreDownload {
         *self
             .served
             .get_or_init(|| async {
-                match self.client.list_api_group_resources("apps.kruise.io/v1alpha1").await {
+                match self.client.list_api_group_resources("apps.kruise.io/v1beta1").await {
                     Ok(list) => {
                         let found = list.resources.iter().any(|r| r.name == "imagepulljobs");
                         if !found {
@@ -62,7 +82,7 @@ impl PreDownload {
                         found
                     }
                     Err(e) => {
-                        tracing::warn!("cannot discover apps.kruise.io/v1alpha1 ({e}): image pre-download is disabled");
+                        tracing::warn!("cannot discover apps.kruise.io/v1beta1 ({e}): image pre-download is disabled");
                         false
                     }
                 }
@@ -85,12 +105,13 @@ impl PreDownload {
     /// The ImagePullJobs of `namespace` carrying the workload's selector labels (the jobs copy
     /// the template's labels, which the selector matches, so the owner's jobs are all among them).
     pub async fn jobs(&self, namespace: &str, selector: Option<&LabelSelector>) -> Result<Vec<ImagePullJob>, kube::Error> {
-        let api: Api<ImagePullJob> = Api::namespaced(self.client.clone(), namespace);
+        let api: Api<ImagePullJobV1beta1> = Api::namespaced(self.client.clone(), namespace);
         let mut lp = ListParams::default();
         if let Some(s) = selector.and_then(|s| to_selector_string(s).ok()).filter(|s| !s.is_empty()) {
             lp = lp.labels(&s);
         }
-        Ok(api.list(&lp).await?.items)
+        let items = api.list(&lp).await?.items;
+        items.iter().map(from_v1beta1).collect::<Result<_, _>>().map_err(kube::Error::SerdeError)
     }
 
     /// Sends `actions`' writes in order, each on its own; records the creation Events on
