@@ -75,8 +75,12 @@ async fn image_list_pull_job_errors_are_field_errors() {
         json!({"images": ["nginx:1", "nginx:1"], "completionPolicy": {"type": "Never", "ttlSecondsAfterFinished": 5},
                "selector": {"names": ["a"], "matchLabels": {"x": "y"}}, "podSelector": {"matchLabels": {"x": "y"}}}),
     );
-    let response =
-        app.send("/validate-apps-kruise-io-imagelistpulljob", &review("ImageListPullJob", "v1beta1", Operation::Create, &object)).await;
+    let response = app
+        .send(
+            "/validate-apps-kruise-io-imagelistpulljob",
+            &review("ImageListPullJob", "v1beta1", Operation::Create, &object),
+        )
+        .await;
     assert_eq!(response["allowed"], false);
     assert_eq!(response["status"]["code"], 422);
     let message = response["status"]["message"].as_str().unwrap();
@@ -134,23 +138,25 @@ async fn node_image_is_defaulted_sorted_then_valid() {
             let object = node_image(
                 version,
                 json!({"images": {"nginx": {
-                    "pullSecrets": [{"namespace": "ns", "name": "regcred", "mode": "Always"}],
-                    "tags": [
-                        {"tag": "latest", "pullPolicy": {"ttlSecondsAfterFinished": 300}},
-                        {"tag": "1.27", "createdAt": "2024-01-01T00:00:00Z", "pullPolicy": {"ttlSecondsAfterFinished": 300, "timeoutSeconds": 5}}
-                    ]}}}),
+                "pullSecrets": [{"namespace": "ns", "name": "regcred", "mode": "Always"}],
+                "tags": [
+                    {"tag": "latest", "pullPolicy": {"ttlSecondsAfterFinished": 300}},
+                    {"tag": "1.27", "createdAt": "2024-01-01T00:00:00Z", "pullPolicy": {"ttlSecondsAfterFinished": 300, "timeoutSeconds": 5}}
+                ]}}}),
             );
             let (defaulted, validated) = admit(&app, "NodeImage", version, &object, paths).await;
             let tags = &defaulted["spec"]["images"]["nginx"]["tags"];
             assert_eq!(tags[0]["tag"], "1.27", "sorted by tag: {tags}");
             assert_eq!(tags[0]["createdAt"], "2024-01-01T00:00:00Z");
-            assert_eq!(tags[0]["pullPolicy"], json!({"ttlSecondsAfterFinished": 300, "timeoutSeconds": 5, "backoffLimit": 3}));
+            assert_eq!(
+                tags[0]["pullPolicy"],
+                json!({"ttlSecondsAfterFinished": 300, "timeoutSeconds": 5, "backoffLimit": 3})
+            );
             assert_eq!(tags[1]["tag"], "latest");
             assert!(tags[1]["createdAt"].is_string(), "createdAt defaulted: {tags}");
             assert_eq!(tags[1]["pullPolicy"]["timeoutSeconds"], 600);
             assert_eq!(
-                defaulted["spec"]["images"]["nginx"]["pullSecrets"][0]["mode"],
-                "Always",
+                defaulted["spec"]["images"]["nginx"]["pullSecrets"][0]["mode"], "Always",
                 "v1beta1's mode is left as sent"
             );
             assert_eq!(validated["allowed"], true, "{paths:?} {version}: {validated}");
@@ -160,7 +166,10 @@ async fn node_image_is_defaulted_sorted_then_valid() {
 
 #[tokio::test]
 async fn node_image_errors_and_gate() {
-    let object = node_image("v1alpha1", json!({"images": {"nginx": {"tags": [{"tag": "1", "createdAt": "2024-01-01T00:00:00Z", "pullPolicy": {}}]}}}));
+    let object = node_image(
+        "v1alpha1",
+        json!({"images": {"nginx": {"tags": [{"tag": "1", "createdAt": "2024-01-01T00:00:00Z", "pullPolicy": {}}]}}}),
+    );
     let path = "/validate-apps-kruise-io-nodeimage";
     let r = review("NodeImage", "v1alpha1", Operation::Create, &object);
     let response = app("").send(path, &r).await;

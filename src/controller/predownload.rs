@@ -62,8 +62,11 @@ pub struct PreDownload {
 impl PreDownload {
     /// `Some` when the gates are on (spec §7.1).
     pub fn for_gates(client: &Client, gates: &FeatureGates) -> Option<Self> {
-        gates_enabled(gates)
-            .then(|| PreDownload { client: client.clone(), served: OnceCell::new(), settled: Mutex::default() })
+        gates_enabled(gates).then(|| PreDownload {
+            client: client.clone(),
+            served: OnceCell::new(),
+            settled: Mutex::default(),
+        })
     }
 
     /// Whether the ImagePullJob kind is served; asked of the API server once, a failed discovery
@@ -104,7 +107,11 @@ impl PreDownload {
 
     /// The ImagePullJobs of `namespace` carrying the workload's selector labels (the jobs copy
     /// the template's labels, which the selector matches, so the owner's jobs are all among them).
-    pub async fn jobs(&self, namespace: &str, selector: Option<&LabelSelector>) -> Result<Vec<ImagePullJob>, kube::Error> {
+    pub async fn jobs(
+        &self,
+        namespace: &str,
+        selector: Option<&LabelSelector>,
+    ) -> Result<Vec<ImagePullJob>, kube::Error> {
         let api: Api<ImagePullJobV1beta1> = Api::namespaced(self.client.clone(), namespace);
         let mut lp = ListParams::default();
         if let Some(s) = selector.and_then(|s| to_selector_string(s).ok()).filter(|s| !s.is_empty()) {
@@ -166,8 +173,14 @@ impl PreDownload {
 
     /// Sends `actions`' writes in order, each on its own; records the creation Events on
     /// `reference`.
-    pub async fn apply<W>(&self, actor: &Actor, namespace: &str, workloads: Api<W>, reference: &ObjectReference, actions: &[Action])
-    where
+    pub async fn apply<W>(
+        &self,
+        actor: &Actor,
+        namespace: &str,
+        workloads: Api<W>,
+        reference: &ObjectReference,
+        actions: &[Action],
+    ) where
         W: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug,
     {
         if actions.is_empty() {

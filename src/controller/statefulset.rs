@@ -32,9 +32,9 @@ use crate::apis::statefulset::v1beta1::StatefulSet;
 use crate::compat::selector::Selector;
 use crate::core::rollout::ownership::controller_of;
 use crate::core::rollout::plan::status_write;
-use crate::core::rollout::statefulset::{conditions, predownload};
 use crate::core::rollout::statefulset::plan::{Input, plan};
 use crate::core::rollout::statefulset::resize::OWNED_BY_ASTS;
+use crate::core::rollout::statefulset::{conditions, predownload};
 use crate::metrics::Metrics;
 
 /// The controller's name in metrics and Events.

@@ -35,17 +35,17 @@ use serde::de::DeserializeOwned;
 
 use crate::apis::cloneset::CloneSet;
 use crate::apis::imagepulljob::ImagePullJob;
-use crate::core::predownload::gates_enabled;
-use crate::core::rollout::cloneset::predownload as cs_predownload;
-use crate::core::rollout::statefulset::predownload as asts_predownload;
 use crate::apis::statefulset::v1beta1::StatefulSet;
 use crate::check::input::Manifest;
 use crate::compat::selector::Selector;
 use crate::core::features::FeatureGates;
+use crate::core::predownload::gates_enabled;
 use crate::core::rollout::cloneset::owner;
 use crate::core::rollout::cloneset::plan::{Input, Plan, RevisionSource, plan};
+use crate::core::rollout::cloneset::predownload as cs_predownload;
 use crate::core::rollout::ownership::controller_of;
 use crate::core::rollout::statefulset::plan as asts;
+use crate::core::rollout::statefulset::predownload as asts_predownload;
 
 /// Why the input cannot be planned.
 #[derive(Debug, thiserror::Error)]

@@ -18,8 +18,8 @@ use serde_json::{Map, Value, json};
 
 use super::sidecarset::{PlannedSidecarSet, PodState};
 use super::{Planned, PlannedSet};
-use crate::core::rollout::actions::{Action, ActionKind};
 use crate::core::predownload::Round;
+use crate::core::rollout::actions::{Action, ActionKind};
 use crate::core::rollout::cloneset::plan::RevisionSource;
 
 /// The JSON name of an action kind.

@@ -24,8 +24,6 @@ pub fn mutate(_ctx: &Context, review: &Review) -> Verdict {
     };
     default_imagelistpulljob(&mut job.spec);
     let Some(raw) = review.object.as_ref() else { return Verdict::allow() };
-    overlay_patch_typed(raw, &SpecOf(&job.spec)).map_or_else(
-        |e| Verdict::errored(500, format!("cannot encode ImageListPullJob: {e}")),
-        Verdict::patched,
-    )
+    overlay_patch_typed(raw, &SpecOf(&job.spec))
+        .map_or_else(|e| Verdict::errored(500, format!("cannot encode ImageListPullJob: {e}")), Verdict::patched)
 }

@@ -36,10 +36,7 @@ mod tests {
         let mut spec = ImageListPullJobSpec { images: vec!["nginx:1".into()], ..Default::default() };
         default_imagelistpulljob(&mut spec);
         assert_eq!(spec.template.completion_policy.type_, "Always");
-        assert_eq!(
-            spec.template.pull_policy,
-            Some(PullPolicy { timeout_seconds: Some(600), backoff_limit: Some(3) })
-        );
+        assert_eq!(spec.template.pull_policy, Some(PullPolicy { timeout_seconds: Some(600), backoff_limit: Some(3) }));
         // No imagePullPolicy default for the list (SetDefaultsImageListPullJob sets none).
         assert_eq!(spec.template.image_pull_policy, "");
     }

@@ -56,7 +56,9 @@ mod tests {
         let mut kept = tag("a");
         kept.created_at = Some(at(10));
         kept.pull_policy = Some(ImageTagPullPolicy { timeout_seconds: Some(5), ..Default::default() });
-        ni.spec.images.insert("nginx".into(), ImageSpec { tags: vec![tag("latest"), kept, tag("1.0")], ..Default::default() });
+        ni.spec
+            .images
+            .insert("nginx".into(), ImageSpec { tags: vec![tag("latest"), kept, tag("1.0")], ..Default::default() });
         ni.status = Some(NodeImageStatus {
             image_statuses: [(
                 "nginx".to_string(),

@@ -8,7 +8,9 @@
 use std::collections::BTreeMap;
 
 use k8s_openapi::api::core::v1::PodTemplateSpec;
-use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement, ObjectMeta, OwnerReference};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{
+    LabelSelector, LabelSelectorRequirement, ObjectMeta, OwnerReference,
+};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 
 use crate::apis::imagepulljob::{CompletionPolicy, ImagePullJob, ImagePullJobSpec, PullPolicy, SandboxConfig};
@@ -148,7 +150,8 @@ impl JobTemplate {
             active_deadline_seconds: None,
             ttl_seconds_after_finished: Some(TTL_SECONDS_AFTER_FINISHED),
         };
-        spec.sandbox_config = Some(SandboxConfig { labels: self.labels.clone(), annotations: self.annotations.clone() });
+        spec.sandbox_config =
+            Some(SandboxConfig { labels: self.labels.clone(), annotations: self.annotations.clone() });
         let mut job = ImagePullJob::new(name, spec);
         job.metadata.namespace = Some(self.owner.namespace.clone());
         job.metadata.owner_references = Some(vec![self.owner.controller_ref()]);
@@ -192,7 +195,12 @@ mod tests {
         let rows: &[Row] = &[
             ("same image", &[("main", "nginx:1")], &[("main", "nginx:1")], &[]),
             ("changed image", &[("main", "nginx:1")], &[("main", "nginx:2")], &[("main", "nginx:2")]),
-            ("new container", &[("main", "nginx:1")], &[("main", "nginx:1"), ("side", "busybox")], &[("side", "busybox")]),
+            (
+                "new container",
+                &[("main", "nginx:1")],
+                &[("main", "nginx:1"), ("side", "busybox")],
+                &[("side", "busybox")],
+            ),
             ("removed container", &[("main", "nginx:1"), ("side", "busybox")], &[("main", "nginx:1")], &[]),
             (
                 "two changed, sorted by name",
@@ -212,9 +220,16 @@ mod tests {
     /// The parallelism annotation as `strconv.Atoi` reads it; default 1.
     #[test]
     fn parallelism_rows() {
-        for (value, want) in
-            [(None, 1), (Some("2"), 2), (Some("+3"), 3), (Some("0"), 0), (Some("-1"), -1), (Some("x"), 1), (Some("50%"), 1), (Some(""), 1)]
-        {
+        for (value, want) in [
+            (None, 1),
+            (Some("2"), 2),
+            (Some("+3"), 3),
+            (Some("0"), 0),
+            (Some("-1"), -1),
+            (Some("x"), 1),
+            (Some("50%"), 1),
+            (Some(""), 1),
+        ] {
             let a = value.map_or_else(BTreeMap::new, |v| annotations(&[(IMAGE_PREDOWNLOAD_PARALLELISM, v)]));
             assert_eq!(parallelism(&a), want, "{value:?}");
         }
@@ -261,13 +276,8 @@ mod tests {
             labels: Some(annotations(&[(CONTROLLER_REVISION_HASH_LABEL, "7c9f")])),
             ..Default::default()
         };
-        let jt = JobTemplate::new(
-            owner,
-            annotations(&[(IMAGE_PREDOWNLOAD_PARALLELISM, "2")]),
-            Some(&selector),
-            &t,
-            &rev,
-        );
+        let jt =
+            JobTemplate::new(owner, annotations(&[(IMAGE_PREDOWNLOAD_PARALLELISM, "2")]), Some(&selector), &t, &rev);
         let job = jt.job(&job_name("web-7c9f", "main"), "nginx:2");
         let got = serde_json::to_value(&job).unwrap_or_default();
         assert_eq!(

@@ -199,7 +199,10 @@ pub fn round(
     } else {
         match (find(current), find(update)) {
             (Some(c), Some(u)) => plan(w, c, u),
-            _ => Plan { reason: format!("revisions {current} and {update} are not both stored yet"), ..Default::default() },
+            _ => Plan {
+                reason: format!("revisions {current} and {update} are not both stored yet"),
+                ..Default::default()
+            },
         }
     };
     let empty = ControllerRevision::default();

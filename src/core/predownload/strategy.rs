@@ -79,9 +79,15 @@ impl Strategy {
                     .map_err(|e| format!("spec.updateStrategy.partition cannot be computed: {e}"))?;
                 let default = IntOrString::String(DEFAULT_MAX_UNAVAILABLE.into());
                 // `intstrutil.GetValueFromIntOrPercent`, its error ignored (0).
-                let max = k8s_value_from_int_or_percent(Some(max_unavailable.as_ref().unwrap_or(&default)), i64::from(replicas), false)
-                    .unwrap_or(0);
-                let vct = |r: &ControllerRevision| r.metadata.annotations.as_ref().and_then(|a| a.get(VCT_HASH_ANNOTATION)).cloned();
+                let max = k8s_value_from_int_or_percent(
+                    Some(max_unavailable.as_ref().unwrap_or(&default)),
+                    i64::from(replicas),
+                    false,
+                )
+                .unwrap_or(0);
+                let vct = |r: &ControllerRevision| {
+                    r.metadata.annotations.as_ref().and_then(|a| a.get(VCT_HASH_ANNOTATION)).cloned()
+                };
                 let opts = ClassifyOptions {
                     gates: *gates,
                     old_vct_hash: vct(current),
@@ -102,8 +108,12 @@ impl Strategy {
                 }
                 // The default is the string "1", which the deprecated Go helper reads as 1%.
                 let default = IntOrString::String("1".into());
-                let max = k8s_value_from_int_or_percent(Some(max_unavailable.as_ref().unwrap_or(&default)), i64::from(replicas), false)
-                    .unwrap_or(0);
+                let max = k8s_value_from_int_or_percent(
+                    Some(max_unavailable.as_ref().unwrap_or(&default)),
+                    i64::from(replicas),
+                    false,
+                )
+                .unwrap_or(0);
                 let opts = ClassifyOptions { gates: *gates, ..Default::default() };
                 (i64::from(partition.unwrap_or(0)), max, opts)
             }

@@ -19,7 +19,10 @@ use crate::core::inplace::classify;
 
 fn template(containers: &[(&str, &str)], env: bool) -> PodTemplateSpec {
     PodTemplateSpec {
-        metadata: Some(ObjectMeta { labels: Some([("app".to_string(), "web".to_string())].into()), ..Default::default() }),
+        metadata: Some(ObjectMeta {
+            labels: Some([("app".to_string(), "web".to_string())].into()),
+            ..Default::default()
+        }),
         spec: Some(PodSpec {
             containers: containers
                 .iter()
@@ -164,22 +167,14 @@ fn rounds() {
             label: None,
             ..base("revision already labelled ignored")
         },
-        Row {
-            update_labels: &[(CREATED, "false")],
-            jobs: NONE,
-            label: None,
-            ..base("any value of the label counts")
-        },
+        Row { update_labels: &[(CREATED, "false")], jobs: NONE, label: None, ..base("any value of the label counts") },
         Row {
             strategy: cloneset_strategy("ReCreate", Some(int(3)), None),
             jobs: NONE,
             label: Some(IGNORED),
             ..base("CloneSet ReCreate: ignored")
         },
-        Row {
-            strategy: cloneset_strategy("InPlaceOnly", Some(int(3)), None),
-            ..base("CloneSet InPlaceOnly: created")
-        },
+        Row { strategy: cloneset_strategy("InPlaceOnly", Some(int(3)), None), ..base("CloneSet InPlaceOnly: created") },
         Row { replicas: 3, jobs: NONE, label: Some(IGNORED), ..base("3 replicas: ignored") },
         Row { replicas: 4, ..base("4 replicas: created") },
         Row {
@@ -266,7 +261,8 @@ fn rounds() {
         let current = revision("web-old", &old_t, &[]);
         let update = if row.same_revision { current.clone() } else { revision("web-new", &new_t, row.update_labels) };
         let annotations = row.annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect();
-        let selector = LabelSelector { match_labels: Some([("app".to_string(), "web".to_string())].into()), ..Default::default() };
+        let selector =
+            LabelSelector { match_labels: Some([("app".to_string(), "web".to_string())].into()), ..Default::default() };
         let w = Workload {
             owner: owner(),
             annotations,
@@ -299,7 +295,8 @@ fn rounds() {
 #[test]
 fn one_job_per_changed_container() {
     let old_t = template(&[("main", "nginx:1"), ("side", "busybox:1"), ("same", "redis:7")], false);
-    let new_t = template(&[("main", "nginx:2"), ("side", "busybox:2"), ("same", "redis:7"), ("extra", "envoy:1")], false);
+    let new_t =
+        template(&[("main", "nginx:2"), ("side", "busybox:2"), ("same", "redis:7"), ("extra", "envoy:1")], false);
     let (current, update) = (revision("web-old", &old_t, &[]), revision("web-new", &new_t, &[]));
     let w = Workload {
         owner: owner(),

@@ -83,14 +83,18 @@ mod tests {
         update.metadata.resource_version = Some("7".into());
         update.metadata.labels = Some([("controller.kubernetes.io/hash".to_string(), "new".to_string())].into());
         let owner = Owner { api_version: "a", kind: "k", name: "web".into(), namespace: "ns".into(), uid: "u".into() };
-        let template = super::super::JobTemplate::new(owner, Default::default(), None, &Default::default(), &update.metadata);
+        let template =
+            super::super::JobTemplate::new(owner, Default::default(), None, &Default::default(), &update.metadata);
         let plan = Plan {
             create: vec![template.job("web-new-main", "nginx:2")],
             label_revision: Some(("web-new".into(), CREATED)),
             ..Default::default()
         };
         let acts = actions(&plan, &update, &[], "u");
-        assert_eq!(acts.iter().map(|a| a.kind).collect::<Vec<_>>(), [ActionKind::CreateImagePullJob, ActionKind::MarkPreDownload]);
+        assert_eq!(
+            acts.iter().map(|a| a.kind).collect::<Vec<_>>(),
+            [ActionKind::CreateImagePullJob, ActionKind::MarkPreDownload]
+        );
         let Write::PatchRevision { pin, patch, .. } = &acts[1].writes[0] else { panic!("{:?}", acts[1]) };
         assert_eq!(pin, &Pin::Observed("7".into()));
         let mut v = serde_json::to_value(&update).unwrap_or_default();

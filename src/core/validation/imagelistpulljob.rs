@@ -78,7 +78,11 @@ fn validate_images(images: &[String]) -> Vec<FieldError> {
     let mut seen = HashSet::new();
     for (i, image) in images.iter().enumerate() {
         if !seen.insert(image.as_str()) {
-            errs.push(FieldError::invalid(&index("spec.images", i), image.as_str(), "images cannot have duplicate values"));
+            errs.push(FieldError::invalid(
+                &index("spec.images", i),
+                image.as_str(),
+                "images cannot have duplicate values",
+            ));
         }
     }
     if images.len() > MAX_IMAGES {
@@ -86,7 +90,11 @@ fn validate_images(images: &[String]) -> Vec<FieldError> {
     }
     for (i, image) in images.iter().enumerate() {
         if let Err(e) = parse_image_legacy(image) {
-            errs.push(FieldError::invalid(&index("spec.images", i), image.as_str(), format!("invalid image {image}: {e}")));
+            errs.push(FieldError::invalid(
+                &index("spec.images", i),
+                image.as_str(),
+                format!("invalid image {image}: {e}"),
+            ));
         }
     }
     errs
@@ -121,7 +129,8 @@ mod tests {
     use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, LabelSelectorRequirement};
 
     fn spec(images: &[&str]) -> ImageListPullJobSpec {
-        let mut s = ImageListPullJobSpec { images: images.iter().map(|s| s.to_string()).collect(), ..Default::default() };
+        let mut s =
+            ImageListPullJobSpec { images: images.iter().map(|s| s.to_string()).collect(), ..Default::default() };
         s.template.completion_policy.type_ = "Always".into();
         s
     }
@@ -139,12 +148,18 @@ mod tests {
             ("valid", |_| {}, None),
             (
                 "names only",
-                |s| s.template.selector = Some(ImagePullJobNodeSelector { names: vec!["n1".into(), "n2".into()], ..Default::default() }),
+                |s| {
+                    s.template.selector =
+                        Some(ImagePullJobNodeSelector { names: vec!["n1".into(), "n2".into()], ..Default::default() })
+                },
                 None,
             ),
             (
                 "label selector only",
-                |s| s.template.selector = Some(ImagePullJobNodeSelector { names: vec![], label_selector: labels("a", "b") }),
+                |s| {
+                    s.template.selector =
+                        Some(ImagePullJobNodeSelector { names: vec![], label_selector: labels("a", "b") })
+                },
                 None,
             ),
             (
@@ -153,7 +168,9 @@ mod tests {
                     s.template.selector =
                         Some(ImagePullJobNodeSelector { names: vec!["n1".into()], label_selector: labels("a", "b") })
                 },
-                Some("spec.selector: Invalid value: {\"matchLabels\":{\"a\":\"b\"},\"names\":[\"n1\"]}: can not set both names and labelSelector in this spec.selector"),
+                Some(
+                    "spec.selector: Invalid value: {\"matchLabels\":{\"a\":\"b\"},\"names\":[\"n1\"]}: can not set both names and labelSelector in this spec.selector",
+                ),
             ),
             (
                 "invalid label selector",
@@ -174,13 +191,17 @@ mod tests {
             ),
             (
                 "duplicate names",
-                |s| s.template.selector = Some(ImagePullJobNodeSelector { names: vec!["n1".into(), "n1".into()], ..Default::default() }),
+                |s| {
+                    s.template.selector =
+                        Some(ImagePullJobNodeSelector { names: vec!["n1".into(), "n1".into()], ..Default::default() })
+                },
                 Some("spec.selector.names[1]: Invalid value: \"n1\": duplicated name in selector names"),
             ),
             (
                 "podSelector with selector",
                 |s| {
-                    s.template.selector = Some(ImagePullJobNodeSelector { names: vec!["n1".into()], ..Default::default() });
+                    s.template.selector =
+                        Some(ImagePullJobNodeSelector { names: vec!["n1".into()], ..Default::default() });
                     s.template.pod_selector = Some(labels("app", "x"));
                 },
                 Some("can not set both selector and podSelector"),
@@ -206,22 +227,32 @@ mod tests {
             (
                 "invalid image",
                 |s| s.images = vec!["Nginx:1".into()],
-                Some("spec.images[0]: Invalid value: \"Nginx:1\": invalid image Nginx:1: invalid reference format: repository name must be lowercase"),
+                Some(
+                    "spec.images[0]: Invalid value: \"Nginx:1\": invalid image Nginx:1: invalid reference format: repository name must be lowercase",
+                ),
             ),
             ("Never alone", |s| s.template.completion_policy.type_ = "Never".into(), None),
             (
                 "Never with ttl",
                 |s| {
-                    s.template.completion_policy =
-                        CompletionPolicy { type_: "Never".into(), ttl_seconds_after_finished: Some(10), active_deadline_seconds: None }
+                    s.template.completion_policy = CompletionPolicy {
+                        type_: "Never".into(),
+                        ttl_seconds_after_finished: Some(10),
+                        active_deadline_seconds: None,
+                    }
                 },
-                Some("activeDeadlineSeconds and ttlSecondsAfterFinished can only work with Always CompletionPolicyType"),
+                Some(
+                    "activeDeadlineSeconds and ttlSecondsAfterFinished can only work with Always CompletionPolicyType",
+                ),
             ),
             (
                 "Never with deadline",
                 |s| {
-                    s.template.completion_policy =
-                        CompletionPolicy { type_: "Never".into(), ttl_seconds_after_finished: None, active_deadline_seconds: Some(10) }
+                    s.template.completion_policy = CompletionPolicy {
+                        type_: "Never".into(),
+                        ttl_seconds_after_finished: None,
+                        active_deadline_seconds: Some(10),
+                    }
                 },
                 Some("can only work with Always CompletionPolicyType"),
             ),
@@ -239,7 +270,9 @@ mod tests {
             (
                 "unknown completion type",
                 |s| s.template.completion_policy.type_ = "Sometimes".into(),
-                Some("spec.completionPolicy.type: Invalid value: \"Sometimes\": unknown type of completionPolicy: Sometimes"),
+                Some(
+                    "spec.completionPolicy.type: Invalid value: \"Sometimes\": unknown type of completionPolicy: Sometimes",
+                ),
             ),
             (
                 "empty completion type (not defaulted)",

@@ -34,7 +34,10 @@ pub fn validate(spec: &NodeImageSpec) -> Vec<FieldError> {
         for (i, tag) in image.tags.iter().enumerate() {
             let path = index(&format!("{image_path}.tags"), i);
             if tag.tag.is_empty() {
-                errs.push(FieldError::required(&format!("{path}.tag"), format!("tag for image {name} can not be empty")));
+                errs.push(FieldError::required(
+                    &format!("{path}.tag"),
+                    format!("tag for image {name} can not be empty"),
+                ));
                 continue;
             }
             if !seen.insert(tag.tag.as_str()) {
@@ -93,7 +96,10 @@ mod tests {
 
     fn spec(images: Vec<(&str, Vec<ImageTagSpec>)>) -> NodeImageSpec {
         NodeImageSpec {
-            images: images.into_iter().map(|(n, tags)| (n.to_string(), ImageSpec { tags, ..Default::default() })).collect(),
+            images: images
+                .into_iter()
+                .map(|(n, tags)| (n.to_string(), ImageSpec { tags, ..Default::default() }))
+                .collect(),
         }
     }
 
@@ -127,7 +133,9 @@ mod tests {
             (
                 "256 images",
                 NodeImageSpec {
-                    images: (0..256).map(|i| (format!("img{i}"), ImageSpec { tags: vec![good_tag("v1")], ..Default::default() })).collect(),
+                    images: (0..256)
+                        .map(|i| (format!("img{i}"), ImageSpec { tags: vec![good_tag("v1")], ..Default::default() }))
+                        .collect(),
                 },
                 None,
             ),
@@ -136,7 +144,11 @@ mod tests {
                 NodeImageSpec { images: (0..257).map(|i| (format!("img{i}"), ImageSpec::default())).collect() },
                 Some("spec.images: Invalid value: 257: spec images length 257 can not be more than 256"),
             ),
-            ("empty image name", spec(vec![("", vec![])]), Some("spec.images[]: Invalid value: \"\": image name can not be empty")),
+            (
+                "empty image name",
+                spec(vec![("", vec![])]),
+                Some("spec.images[]: Invalid value: \"\": image name can not be empty"),
+            ),
             (
                 "empty tag",
                 spec(vec![("nginx", vec![good_tag("")])]),
@@ -150,12 +162,16 @@ mod tests {
             (
                 "no createdAt",
                 spec(vec![("nginx", vec![no_created])]),
-                Some("spec.images[nginx].tags[0].createdAt: Required value: createAt field for nginx/v1 can not be empty"),
+                Some(
+                    "spec.images[nginx].tags[0].createdAt: Required value: createAt field for nginx/v1 can not be empty",
+                ),
             ),
             (
                 "negative version",
                 spec(vec![("nginx", vec![negative])]),
-                Some("spec.images[nginx].tags[0].version: Invalid value: -1: version for nginx/v1 can not be less than 0"),
+                Some(
+                    "spec.images[nginx].tags[0].version: Invalid value: -1: version for nginx/v1 can not be less than 0",
+                ),
             ),
             (
                 "no pullPolicy",

@@ -9,8 +9,8 @@
 
 pub mod diff;
 pub mod plan;
-pub mod predownload;
 pub mod pods;
+pub mod predownload;
 #[cfg(test)]
 mod props;
 pub mod ranking;

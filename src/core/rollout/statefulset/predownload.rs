@@ -73,8 +73,10 @@ mod tests {
         r.metadata.name = Some(name.into());
         r.metadata.resource_version = Some("5".into());
         r.metadata.labels = Some([("controller.kubernetes.io/hash".to_string(), name.replace("db-", ""))].into());
-        r.data = Some(RawExtension(json!({"spec": {"template": {"$patch": "replace", "metadata": {"labels": {"app": "db"}},
-            "spec": {"containers": [{"name": "main", "image": image}]}}}})));
+        r.data = Some(RawExtension(
+            json!({"spec": {"template": {"$patch": "replace", "metadata": {"labels": {"app": "db"}},
+            "spec": {"containers": [{"name": "main", "image": image}]}}}}),
+        ));
         r
     }
 
