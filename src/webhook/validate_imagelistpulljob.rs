@@ -22,12 +22,11 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
     if !matches!(version, "v1alpha1" | "v1beta1") {
         return Verdict::errored(400, format!("unsupported version: {version}"));
     }
-    let objects = match decode_objects(review, ["ImageListPullJob", "old ImageListPullJob"], |raw, what| {
-        decode_object::<ImageListPullJob>(raw, what)
-    }) {
-        Ok(objects) => objects,
-        Err(v) => return v,
-    };
+    let objects =
+        match decode_objects(review, ["ImageListPullJob", "old ImageListPullJob"], decode_object::<ImageListPullJob>) {
+            Ok(objects) => objects,
+            Err(v) => return v,
+        };
     match objects {
         Objects::Create(new) | Objects::Update(new, _) => Verdict::validated(&validate_list(&new.spec)),
         Objects::Delete(_) | Objects::Nothing => Verdict::allow(),

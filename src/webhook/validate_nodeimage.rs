@@ -19,12 +19,10 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
     if !matches!(version, "v1alpha1" | "v1beta1") {
         return Verdict::errored(400, format!("unsupported version: {version}"));
     }
-    let objects =
-        match decode_objects(review, ["NodeImage", "old NodeImage"], |raw, what| decode_object::<NodeImage>(raw, what))
-        {
-            Ok(objects) => objects,
-            Err(v) => return v,
-        };
+    let objects = match decode_objects(review, ["NodeImage", "old NodeImage"], decode_object::<NodeImage>) {
+        Ok(objects) => objects,
+        Err(v) => return v,
+    };
     match objects {
         Objects::Create(new) | Objects::Update(new, _) => Verdict::validated(&validate_node_image(&new.spec)),
         Objects::Delete(_) | Objects::Nothing => Verdict::allow(),
