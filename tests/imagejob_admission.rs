@@ -192,3 +192,119 @@ async fn an_unserved_version_is_a_bad_request() {
         assert_eq!(response["status"]["code"], 400, "{path}: {response}");
     }
 }
+
+fn pull_job(version: &str, pull_secrets: Option<Vec<&str>>) -> Value {
+    let mut spec = json!({"image": "nginx:latest", "completionPolicy": {"type": "Always"},
+                          "pullPolicy": {"timeoutSeconds": 600}});
+    if let Some(s) = pull_secrets {
+        spec["pullSecrets"] = json!(s);
+    }
+    json!({"apiVersion": format!("apps.kruise.io/{version}"), "kind": "ImagePullJob",
+        "metadata": {"name": "test-job", "namespace": "default"}, "spec": spec})
+}
+
+/// kruise's `TestPullSecretsImmutability` (v1.9, through the v1beta1 handler), row by row, on
+/// both versions.
+#[tokio::test]
+async fn image_pull_job_pull_secrets_are_immutable() {
+    let app = app(GATES);
+    let rows: Vec<(&str, Option<Vec<&str>>, Option<Option<Vec<&str>>>, bool)> = vec![
+        ("create with pullSecrets is allowed", Some(vec!["secret1"]), None, true),
+        ("update with unchanged pullSecrets is allowed", Some(vec!["secret1"]), Some(Some(vec!["secret1"])), true),
+        ("update with changed pullSecrets is denied", Some(vec!["secret2"]), Some(Some(vec!["secret1"])), false),
+        ("update adding pullSecrets is denied", Some(vec!["secret1"]), Some(None), false),
+        ("update removing pullSecrets is denied", None, Some(Some(vec!["secret1"])), false),
+        ("update with both nil pullSecrets is allowed", None, Some(None), true),
+    ];
+    for version in ["v1alpha1", "v1beta1"] {
+        for (name, new, old, allowed) in &rows {
+            let object = pull_job(version, new.clone());
+            let r = match old {
+                None => review("ImagePullJob", version, Operation::Create, &object),
+                Some(old) => review("ImagePullJob", version, Operation::Update, &object)
+                    .old_object(pull_job(version, old.clone())),
+            };
+            let response = app.send("/validate-apps-kruise-io-imagepulljob", &r).await;
+            assert_eq!(response["allowed"], *allowed, "{version} {name}: {response}");
+            if !allowed {
+                assert_eq!(response["status"]["code"], 403);
+                assert_eq!(response["status"]["message"], "spec.pullSecrets is immutable");
+            }
+        }
+    }
+}
+
+#[tokio::test]
+async fn image_pull_job_defaults_add_the_finalizer_only_on_a_v1alpha1_create() {
+    let app = app(GATES);
+    for (version, op, finalizer) in [
+        ("v1alpha1", Operation::Create, true),
+        ("v1beta1", Operation::Create, false),
+        ("v1alpha1", Operation::Update, false),
+    ] {
+        let object = json!({"apiVersion": format!("apps.kruise.io/{version}"), "kind": "ImagePullJob",
+            "metadata": {"name": "j", "namespace": "default"}, "spec": {"image": "nginx", "completionPolicy": {}}});
+        let mut r = review("ImagePullJob", version, op.clone(), &object);
+        if op == Operation::Update {
+            r = r.old_object(object.clone());
+        }
+        let response = app.send("/mutate-apps-kruise-io-v1alpha1-imagepulljob", &r).await;
+        let defaulted = apply(&object, response_patch(&response).as_ref());
+        assert_eq!(defaulted["spec"]["completionPolicy"], json!({"type": "Always"}));
+        assert_eq!(defaulted["spec"]["pullPolicy"], json!({"timeoutSeconds": 600, "backoffLimit": 3}));
+        assert_eq!(defaulted["spec"]["imagePullPolicy"], "IfNotPresent");
+        let want = if finalizer { json!(["apps.kruise.io/deletion-protection"]) } else { Value::Null };
+        assert_eq!(defaulted["metadata"]["finalizers"], want, "{version} {op:?}");
+        let validated = app
+            .send(
+                "/validate-apps-kruise-io-imagepulljob",
+                &review("ImagePullJob", version, Operation::Create, &defaulted),
+            )
+            .await;
+        assert_eq!(validated["allowed"], true, "{validated}");
+    }
+}
+
+#[tokio::test]
+async fn image_pull_job_errors_and_gates() {
+    let mut object = pull_job("v1alpha1", None);
+    object["spec"]["parallelism"] = json!("50%");
+    object["spec"]["completionPolicy"]["activeDeadlineSeconds"] = json!(10);
+    let r = review("ImagePullJob", "v1alpha1", Operation::Create, &object);
+    let response = app(GATES).send("/validate-apps-kruise-io-imagepulljob", &r).await;
+    assert_eq!(response["status"]["code"], 422);
+    let message = response["status"]["message"].as_str().unwrap();
+    assert!(
+        message.contains("spec.parallelism: Invalid value: \"50%\": parallelism does not support percentage value"),
+        "{message}"
+    );
+    assert!(
+        message.contains(
+            "completionPolicy.activeDeadlineSeconds must be greater than pullPolicy.timeoutSeconds(default 600)"
+        ),
+        "{message}"
+    );
+    let off = app("").send("/validate-apps-kruise-io-imagepulljob", &r).await;
+    assert_eq!(off["status"]["code"], 403);
+    assert_eq!(off["status"]["message"], "feature-gate ImagePullJobGate is not enabled");
+}
+
+/// The jobs pre-download creates pass the ImagePullJob webhooks unchanged but for
+/// `imagePullPolicy` (they are created at v1beta1: no finalizer).
+#[tokio::test]
+async fn a_pre_download_job_is_admitted() {
+    let object = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "ImagePullJob",
+        "metadata": {"name": "web-7c9f-main", "namespace": "default", "labels": {"app": "web"}},
+        "spec": {"image": "nginx:2", "parallelism": 2,
+                 "podSelector": {"matchLabels": {"app": "web"}, "matchExpressions": [
+                     {"key": "controller-revision-hash", "operator": "NotIn", "values": ["web-7c9f", "7c9f"]}]},
+                 "pullPolicy": {"timeoutSeconds": 300, "backoffLimit": 1},
+                 "completionPolicy": {"type": "Always", "ttlSecondsAfterFinished": 600}}});
+    let app = app("PreDownloadImageForInPlaceUpdate=true");
+    let paths = ["/mutate-apps-kruise-io-imagepulljob", "/validate-apps-kruise-io-imagepulljob"];
+    let (defaulted, validated) = admit(&app, "ImagePullJob", "v1beta1", &object, paths).await;
+    assert_eq!(validated["allowed"], true, "{validated}");
+    let mut want = object.clone();
+    want["spec"]["imagePullPolicy"] = json!("IfNotPresent");
+    assert_eq!(defaulted, want);
+}

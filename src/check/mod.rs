@@ -8,7 +8,7 @@
 //! `--objects-dir` form the cluster view; pods are previewed after the rest of the change.
 //!
 //! What the check cannot vouch for is said, never passed over: objects of kruise's API groups that
-//! no implemented webhook serves (other kinds, ImagePullJobs of either version...) are
+//! no implemented webhook serves (other kinds: Advanced DaemonSets...) are
 //! **unchecked**, with a warning; two objects with one identity get a warning naming both places;
 //! files or documents that cannot be read are [`Problem`]s reported beside the results.
 

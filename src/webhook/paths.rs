@@ -35,6 +35,10 @@ pub enum Handler {
     ValidatePod,
     /// PodUnavailableBudget validation (spec §2.6).
     ValidatePodUnavailableBudget,
+    /// ImagePullJob defaults (spec §1.4).
+    MutateImagePullJob,
+    /// ImagePullJob validation (spec §2.5).
+    ValidateImagePullJob,
     /// ImageListPullJob defaults (kruise `pkg/webhook/imagelistpulljob/mutating`).
     MutateImageListPullJob,
     /// ImageListPullJob validation (kruise `pkg/webhook/imagelistpulljob/validating`).
@@ -306,7 +310,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::MutateImagePullJob,
     },
     Webhook {
         name: "vimagepulljob.kb.io",
@@ -321,7 +325,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidateImagePullJob,
     },
     Webhook {
         name: "mimagelistpulljob.kb.io",

@@ -2,10 +2,12 @@
 //! over typed objects; the webhook turns the result into a patch. [`cloneset`] and
 //! [`statefulset`] default their resource; [`pod`] the pod templates both carry, and decides when
 //! template defaults apply at all ([`pod::should_inject_template_defaults`]).
-//! [`imagelistpulljob`] and [`nodeimage`] are the image-pull kinds' defaults (issue 29 item 1).
+//! [`imagepulljob`], [`imagelistpulljob`] and [`nodeimage`] are the image-pull kinds' defaults
+//! (issue 29 item 1).
 
 pub mod cloneset;
 pub mod imagelistpulljob;
+pub mod imagepulljob;
 pub mod nodeimage;
 pub mod pod;
 pub mod statefulset;
