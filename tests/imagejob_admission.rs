@@ -208,7 +208,9 @@ fn pull_job(version: &str, pull_secrets: Option<Vec<&str>>) -> Value {
 #[tokio::test]
 async fn image_pull_job_pull_secrets_are_immutable() {
     let app = app(GATES);
-    let rows: Vec<(&str, Option<Vec<&str>>, Option<Option<Vec<&str>>>, bool)> = vec![
+    /// (name, new pullSecrets, old pullSecrets on UPDATE, allowed)
+    type Row<'a> = (&'a str, Option<Vec<&'a str>>, Option<Option<Vec<&'a str>>>, bool);
+    let rows: Vec<Row> = vec![
         ("create with pullSecrets is allowed", Some(vec!["secret1"]), None, true),
         ("update with unchanged pullSecrets is allowed", Some(vec!["secret1"]), Some(Some(vec!["secret1"])), true),
         ("update with changed pullSecrets is denied", Some(vec!["secret2"]), Some(Some(vec!["secret1"])), false),
