@@ -256,11 +256,13 @@ fn pod_is_previewed_with_a_sidecarset_of_the_same_input() {
 }
 
 /// v1beta1 objects as OpenKruise's v1.9 manuals write them are checked (issue 15), not skipped:
-/// CloneSets and SidecarSets admitted, an ImagePullJob unchecked as at v1alpha1 (no webhook of
-/// this build serves ImagePullJobs), and a bad v1beta1 CloneSet denied with v1beta1 field names.
+/// CloneSets and SidecarSets admitted, an ImagePullJob admitted with the chart's
+/// `ImagePullJobGate=true` (issue 29; refused without the gate, as the cluster would), and a bad
+/// v1beta1 CloneSet denied with v1beta1 field names.
 #[test]
 fn v1beta1_documentation_objects_are_checked() {
-    let out = kruise(&["check", "-f", fixtures().join("v1beta1-docs").to_str().unwrap()], None);
+    let docs = fixtures().join("v1beta1-docs");
+    let out = kruise(&["check", "-f", docs.to_str().unwrap(), "--feature-gates", "ImagePullJobGate=true"], None);
     let text = stdout(&out);
     assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
     for name in ["default/sample ", "default/sample-data ", "default/sample-inplace ", "default/sample-ondelete "] {
@@ -268,7 +270,10 @@ fn v1beta1_documentation_objects_are_checked() {
     }
     assert!(text.contains("SidecarSet test-sidecarset (CREATE): mutated"), "{text}");
     assert!(text.contains("SidecarSet scoped-sidecarset (CREATE): mutated"), "{text}");
-    assert!(text.contains("7 objects: 6 admitted (6 mutated), 0 denied, 0 skipped, 0 errors, 1 UNCHECKED"), "{text}");
+    assert!(text.contains("ImagePullJob default/job-with-always (CREATE): mutated"), "{text}");
+    assert!(text.contains("7 objects: 7 admitted (7 mutated), 0 denied, 0 skipped, 0 errors"), "{text}");
+    let out = kruise(&["check", "-f", docs.join("imagepulljob.yaml").to_str().unwrap()], None);
+    assert!(stdout(&out).contains("feature-gate ImagePullJobGate is not enabled"), "{}", stdout(&out));
 
     let out = kruise(&["check", "-f", fixtures().join("v1beta1-denied").to_str().unwrap()], None);
     let text = stdout(&out);

@@ -29,6 +29,9 @@ fn fixtures(handler: Handler) -> Vec<&'static str> {
         Handler::ValidateCustomResourceDefinition => vec!["crd-delete-protected.json"],
         Handler::ValidatePod => vec!["pod-delete.json"],
         Handler::ValidatePodUnavailableBudget => vec!["podunavailablebudget-create.json"],
+        Handler::MutateImagePullJob | Handler::ValidateImagePullJob => vec!["imagepulljob-create.json"],
+        Handler::MutateImageListPullJob | Handler::ValidateImageListPullJob => vec!["imagelistpulljob-create.json"],
+        Handler::MutateNodeImage | Handler::ValidateNodeImage => vec!["nodeimage-create.json"],
         Handler::Missing => vec![],
     }
 }

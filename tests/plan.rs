@@ -514,3 +514,42 @@ fn a_paused_sidecarset_plan_says_why_each_pod_is_left() {
     );
     assert!(lines.contains(&"  waiting: updateStrategy.paused: the upgrade is paused"), "{text}");
 }
+
+/// With gate PreDownloadImageForInPlaceUpdate the plan shows the ImagePullJob the rollout would
+/// create (spec §7.3: `<update revision>-<container>`, the new image, kruise's defaults); without
+/// it, no `preDownload` key at all.
+#[test]
+fn pre_download_shows_the_job_a_rollout_would_create() {
+    let gates = "PreDownloadImageForInPlaceUpdate=true";
+    let o = kruise(&["plan", "-f", &data("from-status.yaml"), "--now", NOW, "-o", "json", "--feature-gates", gates]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    let pd = &got["preDownload"];
+    assert_eq!(pd["jobs"].as_array().map(Vec::len), Some(1), "{pd}");
+    let job = &pd["jobs"][0];
+    assert_eq!(job["metadata"]["name"], "web-86bbc48456-nginx");
+    assert_eq!(job["metadata"]["namespace"], "shop");
+    assert_eq!(job["metadata"]["labels"], json!({"app": "web", "controller.kubernetes.io/hash": "86bbc48456"}));
+    assert_eq!(job["metadata"]["ownerReferences"][0]["uid"], "6b1c-cs");
+    assert_eq!(
+        job["spec"],
+        json!({"image": "nginx:1.26",
+               "podSelector": {"matchLabels": {"app": "web"}, "matchExpressions": [
+                   {"key": "controller-revision-hash", "operator": "NotIn", "values": ["web-86bbc48456", "86bbc48456"]}]},
+               "parallelism": 1,
+               "pullPolicy": {"timeoutSeconds": 300, "backoffLimit": 1},
+               "completionPolicy": {"type": "Always", "ttlSecondsAfterFinished": 600},
+               "sandboxConfig": {"labels": {"app": "web", "controller.kubernetes.io/hash": "86bbc48456"}}})
+    );
+    let actions: Vec<&str> = pd["actions"].as_array().unwrap().iter().map(|a| a["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["createImagePullJob", "markPreDownload"]);
+
+    let text = stdout(&kruise(&["plan", "-f", &data("from-status.yaml"), "--now", NOW, "--feature-gates", gates]));
+    assert!(
+        text.contains("    ImagePullJob web-86bbc48456-nginx: image nginx:1.26, parallelism 1, timeout 300s"),
+        "{text}"
+    );
+    let off = kruise(&["plan", "-f", &data("from-status.yaml"), "--now", NOW, "-o", "json"]);
+    let off: Value = serde_json::from_str(&stdout(&off)).unwrap();
+    assert!(off.get("preDownload").is_none());
+}

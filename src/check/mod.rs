@@ -8,7 +8,7 @@
 //! `--objects-dir` form the cluster view; pods are previewed after the rest of the change.
 //!
 //! What the check cannot vouch for is said, never passed over: objects of kruise's API groups that
-//! no implemented webhook serves (other kinds, ImagePullJobs of either version...) are
+//! no implemented webhook serves (other kinds: Advanced DaemonSets...) are
 //! **unchecked**, with a warning; two objects with one identity get a warning naming both places;
 //! files or documents that cannot be read are [`Problem`]s reported beside the results.
 
@@ -536,5 +536,44 @@ mod tests {
         let out = check(&[manifest(a), manifest(b)], &[], &Snapshot::default(), &settings);
         assert!(out.iter().all(|o| o.status == Status::Denied), "{out:?}");
         assert!(out[0].message.contains("in conflict with other PodUnavailableBudget b"), "{}", out[0].message);
+    }
+
+    /// ImageListPullJobs and NodeImages go through their mutating and validating webhooks (issue
+    /// 29): defaulted then valid, or denied with the field error; an ImageListPullJob without
+    /// ImagePullJobGate is refused as the cluster would refuse it.
+    #[test]
+    fn image_list_pull_jobs_and_node_images_are_checked() {
+        let gates = FeatureGates::default().with(crate::core::features::Gate::ImagePullJobGate, true);
+        let settings = Settings { namespace: "default".into(), gates };
+        let list = |name: &str, images: Value| {
+            json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "ImageListPullJob",
+                   "metadata": {"name": name}, "spec": {"images": images, "completionPolicy": {}}})
+        };
+        let node = json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "NodeImage", "metadata": {"name": "n1"},
+            "spec": {"images": {"nginx": {"tags": [{"tag": "1", "pullPolicy": {"ttlSecondsAfterFinished": 60}}]}}}});
+        let bad_node = json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "NodeImage", "metadata": {"name": "n2"},
+            "spec": {"images": {"nginx": {"tags": [{"tag": "1"}]}}}});
+        let inputs = [
+            manifest(list("ok", json!(["nginx:1"]))),
+            manifest(list("dup", json!(["nginx:1", "nginx:1"]))),
+            manifest(node),
+            manifest(bad_node),
+        ];
+        let out = check(&inputs, &[], &Snapshot::default(), &settings);
+        assert_eq!(out[0].status, Status::Mutated, "defaulted: {}", out[0].message);
+        assert_eq!(out[1].status, Status::Denied);
+        assert_eq!(out[1].code, 422);
+        assert!(out[1].message.contains("images cannot have duplicate values"), "{}", out[1].message);
+        assert_eq!(out[2].status, Status::Mutated, "createdAt and pullPolicy defaulted: {}", out[2].message);
+        assert_eq!(out[3].status, Status::Denied);
+        assert!(
+            out[3].message.contains("pullPolicy.ttlSecondsAfterFinished for nginx/1 must set"),
+            "{}",
+            out[3].message
+        );
+        let off = Settings { namespace: "default".into(), gates: FeatureGates::default() };
+        let out = check(&[manifest(list("ok", json!(["nginx:1"])))], &[], &Snapshot::default(), &off);
+        assert_eq!(out[0].status, Status::Denied, "{}", out[0].message);
+        assert_eq!(out[0].code, 403);
     }
 }

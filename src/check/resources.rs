@@ -24,6 +24,8 @@ pub const KINDS: &[KindInfo] = &[
     KindInfo { group: "apps.kruise.io", kind: "SidecarSet", resource: "sidecarsets", namespaced: false },
     KindInfo { group: "apps.kruise.io", kind: "DaemonSet", resource: "daemonsets", namespaced: true },
     KindInfo { group: "apps.kruise.io", kind: "ImagePullJob", resource: "imagepulljobs", namespaced: true },
+    KindInfo { group: "apps.kruise.io", kind: "ImageListPullJob", resource: "imagelistpulljobs", namespaced: true },
+    KindInfo { group: "apps.kruise.io", kind: "NodeImage", resource: "nodeimages", namespaced: false },
     KindInfo {
         group: "policy.kruise.io",
         kind: "PodUnavailableBudget",

@@ -24,6 +24,7 @@ use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
 
+use crate::apis::imagepulljob::v1beta1::ImagePullJob as ImagePullJobV1beta1;
 use crate::core::history;
 use crate::core::rollout::actions::{Action, ActionKind, Write};
 
@@ -224,6 +225,25 @@ where
             }
             Write::CreateRevision { revision, data, collision_count } => {
                 self.create_revision(revision, data, *collision_count).await
+            }
+            // ImagePullJobs are written at v1beta1, their storage version, as kruise v1.9 writes
+            // them: no conversion webhook is needed on the way (both versions have one shape).
+            Write::CreateImagePullJob { job } => {
+                let name = job.metadata.name.clone().unwrap_or_default();
+                let what = self.what("create", "imagepulljob", &name);
+                let body = super::predownload::to_v1beta1(job)
+                    .map_err(|e| WriteError { what: what.clone(), source: kube::Error::SerdeError(e) })?;
+                let jobs: Api<ImagePullJobV1beta1> = Api::namespaced(self.client.clone(), &self.namespace);
+                match jobs.create(&pp, &body).await {
+                    Ok(created) => Ok(meta_of(&created)),
+                    Err(e) if already_exists(&e) => Ok(Outcome::Exists),
+                    Err(source) => Err(WriteError { what, source }),
+                }
+            }
+            Write::DeleteImagePullJob { name, uid } => {
+                let jobs: Api<ImagePullJobV1beta1> = Api::namespaced(self.client.clone(), &self.namespace);
+                let what = self.what("delete", "imagepulljob", name);
+                delete(&jobs, name, uid, &None).await.map_err(|source| WriteError { what, source })
             }
         }
     }

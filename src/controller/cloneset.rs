@@ -6,7 +6,9 @@
 //! (min-ready, grace periods, progress deadline, a PodUnavailableBudget refusing an update) or
 //! the resync safety net. With gate PodUnavailableBudgetUpdateGate a round reads the budgets of
 //! the CloneSet's namespace from the admission view (the webhook's), as kruise's controller reads
-//! its PUB cache.
+//! its PUB cache. With gates PreDownloadImageForInPlaceUpdate and KruiseDaemon, each round also
+//! plans image pre-download on what it observed ([`crate::core::rollout::cloneset::predownload`])
+//! and sends it through [`super::predownload`] before the rollout's writes (spec §7).
 
 use std::hash::BuildHasher;
 use std::sync::Arc;
@@ -22,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::act::{Actor, EXPECTATION_RECHECK, PlannedWrites};
 use super::informers::{Informer, Informers, scoped};
+use super::predownload::PreDownload;
 
 use super::runner::Runner;
 use super::{ReconcileError, Settings};
@@ -29,8 +32,8 @@ use crate::apis::cloneset::CloneSet;
 use crate::apis::podunavailablebudget::PodUnavailableBudget;
 use crate::cluster::{ClusterView, EmptyView};
 use crate::compat::selector::Selector;
-use crate::core::rollout::cloneset::owner;
 use crate::core::rollout::cloneset::plan::{Input, RevisionSource, plan};
+use crate::core::rollout::cloneset::{owner, predownload};
 use crate::core::rollout::plan::status_write;
 use crate::metrics::Metrics;
 use crate::webhook::budget::{ApiStore, Budgets};
@@ -48,6 +51,8 @@ struct Context {
     view: Arc<dyn ClusterView>,
     /// Takes the budget units a plan names (the webhook's `checkAndDecrement`, on the API).
     budgets: Budgets,
+    /// Image pre-download (spec §7), only with its gates on.
+    predownload: Option<PreDownload>,
 }
 
 /// Registers the CloneSet controller on `informers` and starts its CloneSet watch and runner;
@@ -75,6 +80,7 @@ pub fn start(
         runner: Arc::clone(&runner),
         view,
         budgets: Budgets::new(Arc::new(ApiStore::new(client.clone()))),
+        predownload: PreDownload::for_gates(client, &settings.gates),
     });
     tracing::info!(controller = CONTROLLER, namespace = ns.unwrap_or("(all)"), "starting");
     let watch = clonesets.start(scoped(client, ns), metrics.clone(), token.clone());
@@ -151,6 +157,16 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         seed: std::collections::hash_map::RandomState::new().hash_one(now.as_nanosecond()),
         revision_source: RevisionSource::Compute,
     });
+    // Before the rollout's writes, on the observed CloneSet and stored revisions, as kruise's
+    // doReconcile does before syncCloneSet.
+    if let Some(pd) = &ctx.predownload {
+        let api: Api<CloneSet> = Api::namespaced(ctx.actor.client().clone(), &ns);
+        let (current, update) = (planned.current_revision.as_str(), planned.update_revision.as_str());
+        pd.round(&ctx.actor, api, cs.as_ref(), cs.spec.selector.as_ref(), current, update, |jobs| {
+            predownload::round(&cs, &ctx.settings.gates, revisions, current, update, jobs)
+        })
+        .await;
+    }
     let held = super::budget_takes::Held {
         actions: &mut planned.actions,
         status_write: &mut planned.status_write,

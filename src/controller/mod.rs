@@ -7,8 +7,9 @@
 //!
 //! One thin file per controller wires them: [`cloneset`] (spec §5), [`statefulset`] (the Advanced
 //! StatefulSet, spec §6), [`sidecarset`] (spec §4.12), [`podreadiness`] (kruise's
-//! `podreadiness` controller), [`failopen`] (pods admitted without their sidecars). [`Leader`]
-//! starts them all on one set of informers while this replica leads.
+//! `podreadiness` controller), [`failopen`] (pods admitted without their sidecars);
+//! [`predownload`] is the image pre-download the CloneSet and StatefulSet rounds share (spec §7).
+//! [`Leader`] starts them all on one set of informers while this replica leads.
 
 pub mod act;
 pub mod apply;
@@ -20,6 +21,7 @@ pub mod informers;
 pub mod launchpriority;
 pub mod podreadiness;
 pub mod podunavailablebudget;
+pub mod predownload;
 pub mod queue;
 pub mod runner;
 pub mod sidecarset;

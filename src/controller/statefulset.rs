@@ -4,7 +4,10 @@
 //! its namespace (adoption and claim matching are the planner's: a StatefulSet adopts orphans, and
 //! its claims own nothing unless a retention policy says so) and its namespace's revisions to the
 //! expectations gate and to [`crate::core::rollout::statefulset::plan::plan`], and has the act
-//! half send the writes, the planned status and the Events.
+//! half send the writes, the planned status and the Events. With gates
+//! PreDownloadImageForInPlaceUpdate and KruiseDaemon, each round also plans image pre-download
+//! ([`crate::core::rollout::statefulset::predownload`]) and sends it through
+//! [`super::predownload`] before the rollout's writes (spec §7).
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -21,6 +24,7 @@ use tokio_util::sync::CancellationToken;
 use super::act::{Actor, EXPECTATION_RECHECK, PlannedWrites};
 use super::index::{meta_key, namespace_key};
 use super::informers::{Change, Informer, Informers, scoped};
+use super::predownload::PreDownload;
 use super::queue::{WorkQueue, owners};
 use super::runner::Runner;
 use super::{ReconcileError, Settings};
@@ -30,9 +34,9 @@ use crate::cluster::ClusterView;
 use crate::compat::selector::Selector;
 use crate::core::rollout::ownership::controller_of;
 use crate::core::rollout::plan::status_write;
-use crate::core::rollout::statefulset::conditions;
 use crate::core::rollout::statefulset::plan::{Input, plan};
 use crate::core::rollout::statefulset::resize::OWNED_BY_ASTS;
+use crate::core::rollout::statefulset::{conditions, predownload};
 use crate::metrics::Metrics;
 use crate::webhook::budget::{ApiStore, Budgets};
 
@@ -49,6 +53,8 @@ struct Context {
     view: Arc<dyn ClusterView>,
     /// Takes the budget units a plan names (the webhook's `checkAndDecrement`, on the API).
     budgets: Budgets,
+    /// Image pre-download (spec §7), only with its gates on.
+    predownload: Option<PreDownload>,
 }
 
 /// Registers the Advanced StatefulSet controller on `informers` and starts its StatefulSet watch
@@ -77,6 +83,7 @@ pub fn start(
         runner: Arc::clone(&runner),
         view,
         budgets: Budgets::new(Arc::new(ApiStore::new(client.clone()))),
+        predownload: PreDownload::for_gates(client, &settings.gates),
     });
     tracing::info!(controller = CONTROLLER, namespace = ns.unwrap_or("(all)"), "starting");
     let watch = sets.start(scoped(client, ns), metrics.clone(), token.clone());
@@ -200,6 +207,16 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     super::budget_takes::take(&ctx.budgets, &ns, &planned.budget_takes, &pods, &listed, now, held).await;
     for e in &planned.errors {
         tracing::warn!("{e}");
+    }
+    // Before the rollout's writes, on the observed set and stored revisions, as kruise's
+    // doPreDownload runs before updateStatefulSet.
+    if let Some(pd) = &ctx.predownload {
+        let api: Api<StatefulSet> = Api::namespaced(ctx.actor.client().clone(), &ns);
+        let (current, update) = (planned.current_revision.as_str(), planned.update_revision.as_str());
+        pd.round(&ctx.actor, api, set.as_ref(), set.spec.selector.as_ref(), current, update, |jobs| {
+            predownload::round(&set, &ctx.settings.gates, &revisions, current, update, jobs)
+        })
+        .await;
     }
     let name = set.metadata.name.clone().unwrap_or_default();
     let on_collision = |count: i32| {

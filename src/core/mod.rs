@@ -21,6 +21,8 @@
 //! - [`launchpriority`]: which priority of an ordered pod's containers its barrier ConfigMap releases
 //!   next (kruise's containerlaunchpriority controller).
 //! - [`conversion`]: v1alpha1 <-> v1beta1 of CloneSet, SidecarSet, ImagePullJob and Advanced StatefulSet; the `/convert` answer.
+//! - [`predownload`]: the ImagePullJobs a CloneSet or Advanced StatefulSet rollout creates to
+//!   pre-pull its new images, and when it deletes them (spec §7).
 //! - [`features`]: which feature gates are on (kruise's names, defaults and dependencies).
 //! - [`certs`]: the webhook certificate's next step: renewal and overlapping CA rotation (§8.4).
 //! - [`cert_margin`]: whether managed certificate lifetimes leave time to renew around leader
@@ -47,6 +49,7 @@ pub mod lifecycle;
 pub mod pod_mutation;
 pub mod podreadiness;
 pub mod pods;
+pub mod predownload;
 pub mod revision;
 pub mod rollout;
 pub mod sidecar;

@@ -16,6 +16,11 @@
 //! it. An Advanced StatefulSet is planned on every pod, claim and revision of its namespace, as its
 //! controller is (it adopts orphans that match and releases pods that no longer do); pods that match
 //! but another controller owns are counted in a note.
+//!
+//! With gate PreDownloadImageForInPlaceUpdate (and KruiseDaemon) on, each workload's plan also
+//! shows its image pre-download (spec §7): the ImagePullJobs the round would create, the label it
+//! would put on the update revision, or the jobs of the input it would delete once the rollout
+//! completed. The ImagePullJob kind is assumed served.
 
 pub mod live;
 pub mod render;
@@ -29,14 +34,18 @@ use k8s_openapi::jiff::Timestamp;
 use serde::de::DeserializeOwned;
 
 use crate::apis::cloneset::CloneSet;
+use crate::apis::imagepulljob::ImagePullJob;
 use crate::apis::statefulset::v1beta1::StatefulSet;
 use crate::check::input::Manifest;
 use crate::compat::selector::Selector;
 use crate::core::features::FeatureGates;
+use crate::core::predownload::gates_enabled;
 use crate::core::rollout::cloneset::owner;
 use crate::core::rollout::cloneset::plan::{Input, Plan, RevisionSource, plan};
+use crate::core::rollout::cloneset::predownload as cs_predownload;
 use crate::core::rollout::ownership::controller_of;
 use crate::core::rollout::statefulset::plan as asts;
+use crate::core::rollout::statefulset::predownload as asts_predownload;
 
 /// Why the input cannot be planned.
 #[derive(Debug, thiserror::Error)]
@@ -58,6 +67,8 @@ pub enum PlanError {
 #[derive(Debug)]
 pub struct Planned {
     pub plan: Plan,
+    /// Image pre-download (spec §7), planned when its gates are on.
+    pub predownload: Option<crate::core::predownload::Round>,
     /// How the revisions were chosen.
     pub revision_source: RevisionSource,
     /// Pods matching the selector that the CloneSet does not own.
@@ -68,6 +79,8 @@ pub struct Planned {
 #[derive(Debug)]
 pub struct PlannedSet {
     pub plan: asts::Plan,
+    /// Image pre-download (spec §7), planned when its gates are on.
+    pub predownload: Option<crate::core::predownload::Round>,
     /// Pods matching the selector that another controller owns.
     pub not_owned: usize,
 }
@@ -102,6 +115,7 @@ struct Objects {
     nodes: Vec<Node>,
     storage_classes: Vec<StorageClass>,
     budgets: Vec<crate::apis::podunavailablebudget::PodUnavailableBudget>,
+    image_pull_jobs: Vec<ImagePullJob>,
 }
 
 fn decode<T: DeserializeOwned>(m: &Manifest) -> Result<T, PlanError> {
@@ -143,6 +157,12 @@ fn group(manifests: &[Manifest]) -> Result<Objects, PlanError> {
             ("v1", "Node") => o.nodes.push(decode(m)?),
             ("storage.k8s.io/v1", "StorageClass") => o.storage_classes.push(decode(m)?),
             ("policy.kruise.io/v1alpha1", "PodUnavailableBudget") => o.budgets.push(decode(m)?),
+            // Both versions have one shape.
+            ("apps.kruise.io/v1alpha1" | "apps.kruise.io/v1beta1", "ImagePullJob") => {
+                let mut m = m.clone();
+                m.object["apiVersion"] = "apps.kruise.io/v1alpha1".into();
+                o.image_pull_jobs.push(decode(&m)?)
+            }
             _ => {}
         }
     }
@@ -207,9 +227,19 @@ fn plan_statefulsets(o: &mut Objects, gates: &FeatureGates, now: Timestamp) -> V
                 gates,
                 now,
             });
-            PlannedSet { plan, not_owned }
+            let predownload = gates_enabled(gates).then(|| {
+                let jobs = jobs_in(&o.image_pull_jobs, ns);
+                let (current, update) = (plan.current_revision.as_str(), plan.update_revision.as_str());
+                asts_predownload::round(set, gates, &revisions, current, update, &jobs)
+            });
+            PlannedSet { plan, predownload, not_owned }
         })
         .collect()
+}
+
+/// The ImagePullJobs of the input in namespace `ns`.
+fn jobs_in<'a>(jobs: &'a [ImagePullJob], ns: &str) -> Vec<&'a ImagePullJob> {
+    jobs.iter().filter(|j| namespace(&j.metadata) == ns).collect()
 }
 
 fn plan_clonesets(mut o: Objects, gates: &FeatureGates, now: Timestamp) -> Vec<Planned> {
@@ -240,7 +270,12 @@ fn plan_clonesets(mut o: Objects, gates: &FeatureGates, now: Timestamp) -> Vec<P
             seed: 0,
             revision_source,
         });
-        out.push(Planned { plan, revision_source, not_owned });
+        let predownload = gates_enabled(gates).then(|| {
+            let jobs = jobs_in(&o.image_pull_jobs, namespace(&cs.metadata));
+            let (current, update) = (plan.current_revision.as_str(), plan.update_revision.as_str());
+            cs_predownload::round(cs, gates, &revisions, current, update, &jobs)
+        });
+        out.push(Planned { plan, predownload, revision_source, not_owned });
     }
     out
 }

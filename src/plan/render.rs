@@ -8,7 +8,9 @@
 //! `latestRevision`, `status` (what the round computes) and `statusWrite` (whether it is
 //! written), `revisionWrites` and `actions` (pod actions, each with its `namespace`), `pods` (every
 //! injected pod: `pod`, `state`, `reason`, `images` when upgraded next, `marked` when this round
-//! marks it not upgradable), `waiting`, and the Events on the set and on pods.
+//! marks it not upgradable), `waiting`, and the Events on the set and on pods. With pre-download
+//! planned (spec §7), CloneSet and StatefulSet objects gain `preDownload`: `reason`, `jobs` (the
+//! ImagePullJobs as they would be created), `actions` and `errors`.
 
 use std::fmt::Write;
 
@@ -16,6 +18,7 @@ use serde_json::{Map, Value, json};
 
 use super::sidecarset::{PlannedSidecarSet, PodState};
 use super::{Planned, PlannedSet};
+use crate::core::predownload::Round;
 use crate::core::rollout::actions::{Action, ActionKind};
 use crate::core::rollout::cloneset::plan::RevisionSource;
 
@@ -38,27 +41,71 @@ fn action_json(a: &Action) -> Value {
     Value::Object(m)
 }
 
+/// `preDownload`: why, the jobs the round would create (whole objects, as they would be sent),
+/// and its actions.
+fn predownload_json(r: &Round) -> Value {
+    json!({
+        "reason": r.plan.reason,
+        "jobs": r.plan.create,
+        "actions": r.actions.iter().map(action_json).collect::<Vec<_>>(),
+        "errors": r.plan.errors,
+    })
+}
+
+/// The pre-download lines of a text plan.
+fn predownload_text(out: &mut String, r: Option<&Round>) {
+    let Some(r) = r else { return };
+    let _ = writeln!(out, "  pre-download: {}", r.plan.reason);
+    for job in &r.plan.create {
+        let spec = &job.spec;
+        let parallelism = spec.parallelism.as_ref().map(crate::compat::intstr::go_string).unwrap_or_default();
+        let timeout = spec.pull_policy.as_ref().and_then(|p| p.timeout_seconds).unwrap_or_default();
+        let _ = writeln!(
+            out,
+            "    ImagePullJob {}: image {}, parallelism {parallelism}, timeout {timeout}s",
+            job.metadata.name.as_deref().unwrap_or(""),
+            spec.image
+        );
+    }
+    for a in r.actions.iter().filter(|a| a.kind != ActionKind::CreateImagePullJob) {
+        let _ = writeln!(out, "    {} {}: {}", kind_name(a.kind), a.revision, a.reason);
+    }
+    for e in &r.plan.errors {
+        let _ = writeln!(out, "    error: {e}");
+    }
+}
+
+/// Adds `preDownload` to a plan's JSON object when pre-download was planned.
+fn with_predownload(mut v: Value, r: Option<&Round>) -> Value {
+    if let (Some(r), Value::Object(m)) = (r, &mut v) {
+        m.insert("preDownload".into(), predownload_json(r));
+    }
+    v
+}
+
 /// The JSON object of one CloneSet's plan.
 pub fn json(p: &Planned) -> Value {
-    json!({
+    let v = json!({
         "cloneSet": p.plan.cloneset,
         "currentRevision": p.plan.current_revision,
         "updateRevision": p.plan.update_revision,
         "diff": p.plan.diff,
         "actions": p.plan.actions.iter().map(action_json).collect::<Vec<_>>(),
-    })
+    });
+    with_predownload(v, p.predownload.as_ref())
 }
 
 /// The JSON object of one Advanced StatefulSet's plan.
 pub fn statefulset_json(p: &PlannedSet) -> Value {
-    json!({
+    let v = json!({
         "statefulSet": p.plan.statefulset,
         "currentRevision": p.plan.current_revision,
         "updateRevision": p.plan.update_revision,
         "actions": p.plan.actions.iter().map(action_json).collect::<Vec<_>>(),
         "waiting": p.plan.waiting,
         "errors": p.plan.errors,
-    })
+    });
+    with_predownload(v, p.predownload.as_ref())
 }
 
 /// The text of one Advanced StatefulSet's plan.
@@ -82,6 +129,7 @@ pub fn statefulset_text(p: &PlannedSet) -> String {
         st.updated_ready_replicas
     );
     actions_text(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    predownload_text(&mut out, p.predownload.as_ref());
     if p.not_owned > 0 {
         let _ = writeln!(
             out,
@@ -89,7 +137,9 @@ pub fn statefulset_text(p: &PlannedSet) -> String {
             p.not_owned
         );
     }
-    nothing_to_do(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    if p.predownload.as_ref().is_none_or(|r| r.actions.is_empty()) {
+        nothing_to_do(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    }
     out
 }
 
@@ -143,6 +193,7 @@ pub fn text(p: &Planned) -> String {
     let fields: Vec<String> = d.as_object().into_iter().flatten().map(|(k, v)| format!("{k}={v}")).collect();
     let _ = writeln!(out, "  diff: {}", fields.join(" "));
     actions_text(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    predownload_text(&mut out, p.predownload.as_ref());
     if p.not_owned > 0 {
         let _ = writeln!(
             out,
@@ -150,7 +201,9 @@ pub fn text(p: &Planned) -> String {
             p.not_owned
         );
     }
-    nothing_to_do(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    if p.predownload.as_ref().is_none_or(|r| r.actions.is_empty()) {
+        nothing_to_do(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    }
     out
 }
 

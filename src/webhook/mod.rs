@@ -7,6 +7,9 @@ pub mod budget;
 pub mod convert;
 pub mod http;
 pub mod mutate_cloneset;
+pub mod mutate_imagelistpulljob;
+pub mod mutate_imagepulljob;
+pub mod mutate_nodeimage;
 pub mod mutate_pod;
 pub mod mutate_sidecarset;
 pub mod mutate_statefulset;
@@ -15,6 +18,9 @@ pub mod request;
 pub mod review;
 pub mod validate_cloneset;
 pub mod validate_deletion;
+pub mod validate_imagelistpulljob;
+pub mod validate_imagepulljob;
+pub mod validate_nodeimage;
 pub mod validate_pod;
 pub mod validate_pub;
 pub mod validate_sidecarset;
@@ -151,6 +157,12 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::ValidateCustomResourceDefinition => Some(validate_deletion::crd(ctx, review)),
         Handler::ValidatePod => Some(validate_pod::validate(ctx, review)),
         Handler::ValidatePodUnavailableBudget => Some(validate_pub::validate(ctx, review)),
+        Handler::MutateImagePullJob => Some(mutate_imagepulljob::mutate(ctx, review)),
+        Handler::ValidateImagePullJob => Some(validate_imagepulljob::validate(ctx, review)),
+        Handler::MutateImageListPullJob => Some(mutate_imagelistpulljob::mutate(ctx, review)),
+        Handler::ValidateImageListPullJob => Some(validate_imagelistpulljob::validate(ctx, review)),
+        Handler::MutateNodeImage => Some(mutate_nodeimage::mutate(ctx, review)),
+        Handler::ValidateNodeImage => Some(validate_nodeimage::validate(ctx, review)),
         Handler::Missing => None,
     }
 }

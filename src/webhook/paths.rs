@@ -35,6 +35,18 @@ pub enum Handler {
     ValidatePod,
     /// PodUnavailableBudget validation (spec §2.6).
     ValidatePodUnavailableBudget,
+    /// ImagePullJob defaults (spec §1.4).
+    MutateImagePullJob,
+    /// ImagePullJob validation (spec §2.5).
+    ValidateImagePullJob,
+    /// ImageListPullJob defaults (kruise `pkg/webhook/imagelistpulljob/mutating`).
+    MutateImageListPullJob,
+    /// ImageListPullJob validation (kruise `pkg/webhook/imagelistpulljob/validating`).
+    ValidateImageListPullJob,
+    /// NodeImage defaults and tag order (kruise `pkg/webhook/nodeimage/mutating`).
+    MutateNodeImage,
+    /// NodeImage validation (kruise `pkg/webhook/nodeimage/validating`).
+    ValidateNodeImage,
     /// Not implemented yet: the path answers 404.
     Missing,
 }
@@ -298,7 +310,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::MutateImagePullJob,
     },
     Webhook {
         name: "vimagepulljob.kb.io",
@@ -313,7 +325,67 @@ pub const WEBHOOKS: &[Webhook] = &[
         }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidateImagePullJob,
+    },
+    Webhook {
+        name: "mimagelistpulljob.kb.io",
+        kind: Kind::Mutating,
+        path: "/mutate-apps-kruise-io-imagelistpulljob",
+        legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-imagelistpulljob"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["imagelistpulljobs"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::MutateImageListPullJob,
+    },
+    Webhook {
+        name: "vimagelistpulljob.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-apps-kruise-io-imagelistpulljob",
+        legacy_path: Some("/validate-apps-kruise-io-v1alpha1-imagelistpulljob"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["imagelistpulljobs"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::ValidateImageListPullJob,
+    },
+    Webhook {
+        name: "mnodeimage.kb.io",
+        kind: Kind::Mutating,
+        path: "/mutate-apps-kruise-io-nodeimage",
+        legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-nodeimage"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["nodeimages"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::MutateNodeImage,
+    },
+    Webhook {
+        name: "vnodeimage.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-apps-kruise-io-nodeimage",
+        legacy_path: Some("/validate-apps-kruise-io-v1alpha1-nodeimage"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["nodeimages"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::ValidateNodeImage,
     },
     Webhook {
         name: "vpodunavailablebudget.kb.io",

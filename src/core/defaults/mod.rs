@@ -2,8 +2,13 @@
 //! over typed objects; the webhook turns the result into a patch. [`cloneset`] and
 //! [`statefulset`] default their resource; [`pod`] the pod templates both carry, and decides when
 //! template defaults apply at all ([`pod::should_inject_template_defaults`]).
+//! [`imagepulljob`], [`imagelistpulljob`] and [`nodeimage`] are the image-pull kinds' defaults
+//! (issue 29 item 1).
 
 pub mod cloneset;
+pub mod imagelistpulljob;
+pub mod imagepulljob;
+pub mod nodeimage;
 pub mod pod;
 pub mod statefulset;
 

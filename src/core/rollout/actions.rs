@@ -65,6 +65,11 @@ pub enum Write {
     /// JSON-patch the workload's `status` subresource (the round's status, planned as a diff by
     /// [`super::plan::status_write`]).
     PatchWorkloadStatus { name: String, pin: Pin, patch: Patch },
+    /// Create an ImagePullJob (image pre-download, spec §7.3); AlreadyExists means it is there
+    /// (a previous round or a Go kruise created it) and is not an error.
+    CreateImagePullJob { job: Box<crate::apis::imagepulljob::ImagePullJob> },
+    /// Delete an ImagePullJob with a uid precondition (the rollout completed, spec §7.2).
+    DeleteImagePullJob { name: String, uid: Option<String> },
 }
 
 impl Write {
@@ -84,6 +89,8 @@ impl Write {
             Write::DeleteRevision { .. } => "delete_revision",
             Write::PatchWorkload { .. } => "patch_workload",
             Write::PatchWorkloadStatus { .. } => "workload_status",
+            Write::CreateImagePullJob { .. } => "create_image_pull_job",
+            Write::DeleteImagePullJob { .. } => "delete_image_pull_job",
         }
     }
 
@@ -175,6 +182,12 @@ pub enum ActionKind {
     MarkNotUpgradable,
     /// Reset the idle container of a hot-upgrade sidecar pair to the empty image.
     ResetHotUpgrade,
+    /// Create the ImagePullJob pre-pulling a container's new image (spec §7.3).
+    CreateImagePullJob,
+    /// Label the update revision `pre-predownload-created` or `image-predownload-ignored`.
+    MarkPreDownload,
+    /// Delete an ImagePullJob of the workload once its rollout completed (spec §7.2).
+    DeleteImagePullJob,
 }
 
 /// One step of a plan.

@@ -36,6 +36,8 @@ pub struct FakeCluster {
     pub pvcs: Vec<PersistentVolumeClaim>,
     pub revisions: Vec<ControllerRevision>,
     pub nodes: Vec<Node>,
+    /// ImagePullJobs (image pre-download, spec §7).
+    pub image_pull_jobs: Vec<crate::apis::imagepulljob::ImagePullJob>,
     pub now: Timestamp,
     next_rv: u64,
     next_uid: u64,
@@ -48,6 +50,7 @@ impl Default for FakeCluster {
             pvcs: Vec::new(),
             revisions: Vec::new(),
             nodes: Vec::new(),
+            image_pull_jobs: Vec::new(),
             now: Timestamp::from_second(1_700_000_000).unwrap(),
             next_rv: 100,
             next_uid: 1,
@@ -191,6 +194,23 @@ impl FakeCluster {
                 let mut one = vec![workload.clone()];
                 Self::patch_object(&mut one, &name, w, &mut self.next_rv)?;
                 *workload = one.remove(0);
+            }
+            Write::CreateImagePullJob { job } => {
+                if self.image_pull_jobs.iter().any(|j| j.metadata.name == job.metadata.name) {
+                    return Err(Refused("409 AlreadyExists".into()));
+                }
+                let mut j = (**job).clone();
+                j.metadata.resource_version = Some(self.rv());
+                j.metadata.uid = Some(self.uid());
+                self.image_pull_jobs.push(j);
+            }
+            Write::DeleteImagePullJob { name, uid } => {
+                let i = self.image_pull_jobs.iter().position(|j| j.metadata.name.as_deref() == Some(name.as_str()));
+                let i = i.ok_or_else(|| Refused(format!("404 imagepulljob {name}")))?;
+                if uid.is_some() && self.image_pull_jobs[i].metadata.uid != *uid {
+                    return Err(Refused(format!("409 precondition failed deleting {name}")));
+                }
+                self.image_pull_jobs.remove(i);
             }
         }
         Ok(())

@@ -6,11 +6,15 @@
 //! [`statefulset`]; [`meta`] (object metadata), [`podtemplate`] (the workload selector and pod
 //! template), [`update_order`] (priority and scatter strategies), [`template_update`] (the
 //! InPlaceOnly guard and the recreate warning), [`protection`] (deletion protection),
-//! [`podunavailablebudget`] (PodUnavailableBudget objects).
+//! [`podunavailablebudget`] (PodUnavailableBudget objects), [`imagepulljob`],
+//! [`imagelistpulljob`] and [`nodeimage`] (the image-pull kinds).
 
 pub mod cloneset;
 pub mod cloneset_v1beta1;
+pub mod imagelistpulljob;
+pub mod imagepulljob;
 pub mod meta;
+pub mod nodeimage;
 pub mod podtemplate;
 pub mod podunavailablebudget;
 pub mod protection;

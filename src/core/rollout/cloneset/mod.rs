@@ -4,11 +4,13 @@
 //! [`diff`] (the scale/update arithmetic), [`scale`] with [`pods`] (new pods, PVCs, instance
 //! ids) and [`ranking`] (which pods go first on scale-down), [`update`] (in-place and recreate
 //! updates, their order and limits), [`status`] (status and the Progressing condition).
+//! [`predownload`] is the round's image pre-download (spec §7).
 //! [`owner`] says what a CloneSet plans with (it never adopts orphan pods).
 
 pub mod diff;
 pub mod plan;
 pub mod pods;
+pub mod predownload;
 #[cfg(test)]
 mod props;
 pub mod ranking;

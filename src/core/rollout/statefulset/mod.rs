@@ -15,6 +15,7 @@
 //!   may update;
 //! - [`status`]: the status counters computed from the pods;
 //! - [`conditions`]: `FailedCreatePod` / `FailedUpdatePod` when a pod write of a round fails;
+//! - [`predownload`]: the ImagePullJobs a rollout creates to pre-pull its images (spec §7);
 //! - [`plan`]: one round of the controller assembled from all of the above and the shared
 //!   pod-update machine ([`crate::core::rollout::podupdate`]).
 //!
@@ -29,6 +30,7 @@ pub(crate) mod fixtures;
 pub mod identity;
 pub mod ordinals;
 pub mod plan;
+pub mod predownload;
 #[cfg(test)]
 mod props;
 pub mod pvc;
