@@ -3,7 +3,7 @@
 //!
 //! Each job owns its own owner reference in a tag: a job whose tag is already there with other
 //! owners appends its reference (raising the tag's `version`, which makes the daemon pull again,
-//! as kruise does), and nothing a job writes removes another job's reference (kruise #1517: the
+//! only when the pull there failed or the job asks for `Always`; kruise always raises it), and nothing a job writes removes another job's reference (kruise #1517: the
 //! NodeImage controller removes a reference only once its job is gone). A write is a JSON patch of
 //! the one image entry, pinned to the NodeImage's resourceVersion (`replace
 //! /metadata/resourceVersion` first), so two writers racing on one NodeImage get a 409 Conflict
@@ -69,12 +69,20 @@ pub fn desired_image_spec(
                 return Ok(None);
             }
         } else {
-            // Another job's tag: this job joins it, and the daemon pulls again for it.
-            t.version += 1;
+            // Another job's tag: this job joins it. kruise always raises the version (the daemon
+            // pulls again); we do only when the pull at this version failed or this job asks
+            // for `Always`: re-pulling an image that is there, or restarting a pull in progress,
+            // would count as a pull again for the jobs already on the tag and take them past
+            // their `parallelism`.
+            let phase = super::status::tag_phase(ni, &image, &tag, t.version);
+            let always = job.spec.fields.image_pull_policy == "Always";
+            if always || !matches!(phase, Some(super::PHASE_SUCCEEDED) | Some(super::PHASE_PULLING)) {
+                t.version += 1;
+                t.created_at = Some(Time(now));
+                t.image_pull_policy = job.spec.fields.image_pull_policy.clone();
+                starts_pull = true;
+            }
             t.owner_references.push(me.clone());
-            t.created_at = Some(Time(now));
-            t.image_pull_policy = job.spec.fields.image_pull_policy.clone();
-            starts_pull = true;
         }
     }
     for s in secrets {
