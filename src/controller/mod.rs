@@ -7,16 +7,20 @@
 //!
 //! One thin file per controller wires them: [`cloneset`] (spec §5), [`statefulset`] (the Advanced
 //! StatefulSet, spec §6), [`sidecarset`] (spec §4.12), [`podreadiness`] (kruise's
-//! `podreadiness` controller), [`failopen`] (pods admitted without their sidecars). [`Leader`]
+//! `podreadiness` controller), [`failopen`] (pods admitted without their sidecars),
+//! [`nodeimage`], [`imagepulljob`] and [`imagelistpulljob`] (image pre-download, issue 29). [`Leader`]
 //! starts them all on one set of informers while this replica leads.
 
 pub mod act;
 pub mod apply;
 pub mod cloneset;
 pub mod failopen;
+pub mod imagelistpulljob;
+pub mod imagepulljob;
 pub mod index;
 pub mod informers;
 pub mod launchpriority;
+pub mod nodeimage;
 pub mod podreadiness;
 pub mod podunavailablebudget;
 pub mod queue;
@@ -200,6 +204,24 @@ impl Leader {
             &self.metrics,
             token,
         ));
+        // Image pre-download (issue 29): the NodeImage controller with KruiseDaemon, the job
+        // controllers with ImagePullJobGate too, on one watch per image kind.
+        if self.settings.gates.enabled(crate::core::features::Gate::KruiseDaemon) {
+            let images = imagepulljob::ImageInformers::default();
+            tasks.extend(nodeimage::start(&informers, &images, &self.client, &self.settings, &self.metrics, token));
+            if self.settings.gates.enabled(crate::core::features::Gate::ImagePullJobGate) {
+                tasks.extend(imagepulljob::start(
+                    &informers,
+                    &images,
+                    &self.client,
+                    &self.settings,
+                    &self.metrics,
+                    token,
+                ));
+                tasks.extend(imagelistpulljob::start(&images, &self.client, &self.settings, &self.metrics, token));
+            }
+            tasks.extend(images.start(&self.client, ns, &self.metrics, token));
+        }
         tasks.extend(informers.start(&self.client, ns, &self.metrics, token));
         tasks
     }

@@ -18,8 +18,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference,
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::apis::imagelistpulljob::ImageListPullJobStatus;
-use crate::apis::imagelistpulljob::{FailedImageStatus, ImagePullJobTemplate};
 use crate::apis::imagelistpulljob::v1beta1::ImageListPullJob;
+use crate::apis::imagelistpulljob::{FailedImageStatus, ImagePullJobTemplate};
 use crate::apis::imagepulljob::v1beta1::{ImagePullJob, ImagePullJobSpec};
 use crate::core::history::fnv1a_32;
 
@@ -113,7 +113,11 @@ pub fn new_child(list: &ImageListPullJob, image: &str, hash: &str) -> ImagePullJ
 }
 
 /// `calculateStatus` over the children (by image).
-pub fn calculate(list: &ImageListPullJob, children: &BTreeMap<String, Arc<ImagePullJob>>, now: Timestamp) -> ImageListPullJobStatus {
+pub fn calculate(
+    list: &ImageListPullJob,
+    children: &BTreeMap<String, Arc<ImagePullJob>>,
+    now: Timestamp,
+) -> ImageListPullJobStatus {
     let (mut active, mut completed, mut succeeded) = (0, 0, 0);
     let mut failed = Vec::new();
     for child in children.values() {
@@ -207,10 +211,19 @@ mod tests {
     fn list(images: &[&str], template: serde_json::Value) -> ImageListPullJob {
         let mut spec = template;
         spec["images"] = json!(images);
-        serde_json::from_value(json!({"metadata": {"name": "foo", "namespace": "default", "uid": "list-uid"}, "spec": spec})).unwrap()
+        serde_json::from_value(
+            json!({"metadata": {"name": "foo", "namespace": "default", "uid": "list-uid"}, "spec": spec}),
+        )
+        .unwrap()
     }
 
-    fn child(name: &str, image: &str, template: serde_json::Value, hash: Option<&str>, status: Option<ImagePullJobStatus>) -> Arc<ImagePullJob> {
+    fn child(
+        name: &str,
+        image: &str,
+        template: serde_json::Value,
+        hash: Option<&str>,
+        status: Option<ImagePullJobStatus>,
+    ) -> Arc<ImagePullJob> {
         let mut spec = template;
         spec["image"] = json!(image);
         let mut j: ImagePullJob = serde_json::from_value(json!({"metadata": {"name": name, "namespace": "default", "uid": format!("uid-{name}"),
@@ -224,7 +237,14 @@ mod tests {
     }
 
     fn st(desired: i32, active: i32, succeeded: i32, failed: i32) -> Option<ImagePullJobStatus> {
-        Some(ImagePullJobStatus { start_time: Some(Time(at(0))), desired, active, succeeded, failed, ..Default::default() })
+        Some(ImagePullJobStatus {
+            start_time: Some(Time(at(0))),
+            desired,
+            active,
+            succeeded,
+            failed,
+            ..Default::default()
+        })
     }
 
     /// kruise `TestReconcile`: three children, one succeeded, one active, one failed.
@@ -241,7 +261,10 @@ mod tests {
         let s = p.status.unwrap();
         assert_eq!((s.desired, s.active, s.succeeded, s.completed), (3, 1, 1, 2));
         assert_eq!(s.failed_image_statuses.len(), 1);
-        assert_eq!(s.failed_image_statuses[0].message, "Please check for details which nodes failed by 'kubectl get ImagePullJob j03'.");
+        assert_eq!(
+            s.failed_image_statuses[0].message,
+            "Please check for details which nodes failed by 'kubectl get ImagePullJob j03'."
+        );
         assert!(p.create.is_empty() && p.delete_children.is_empty(), "same template, no hash label: kept");
         assert!(p.hash_label.is_some());
     }
@@ -251,7 +274,12 @@ mod tests {
     fn child_actions_rows() {
         let always = json!({"completionPolicy": {"type": "Always"}});
         let never = json!({"completionPolicy": {"type": "Never"}});
-        let existing = || vec![child("j01", "nginx:1.9.1", always.clone(), None, None), child("j02", "busybox:1.35", always.clone(), None, None)];
+        let existing = || {
+            vec![
+                child("j01", "nginx:1.9.1", always.clone(), None, None),
+                child("j02", "busybox:1.35", always.clone(), None, None),
+            ]
+        };
         // test_add_image
         let p = plan(&list(&["nginx:1.9.1", "busybox:1.35", "httpd:2.4.38"], always.clone()), &existing(), at(1));
         assert_eq!(p.create.iter().map(|c| c.spec.fields.image.as_str()).collect::<Vec<_>>(), ["httpd:2.4.38"]);
@@ -289,7 +317,11 @@ mod tests {
         assert_eq!(plan(&done, &[], at(20)).requeue, Some(SignedDuration::from_secs(20)));
         assert!(plan(&done, &[], at(40)).delete);
         let never = list(&["a:1"], json!({"completionPolicy": {"type": "Never"}}));
-        let p = plan(&never, &[child("j01", "a:1", json!({"completionPolicy": {"type": "Never"}}), None, st(1, 0, 1, 0))], at(10));
+        let p = plan(
+            &never,
+            &[child("j01", "a:1", json!({"completionPolicy": {"type": "Never"}}), None, st(1, 0, 1, 0))],
+            at(10),
+        );
         assert_eq!(p.status.unwrap().completion_time, None);
     }
 }

@@ -205,7 +205,9 @@ mod tests {
         assert_eq!(p.active_deadline_seconds, Some(90));
         let never = job(json!({"completionPolicy": {"type": "Never"}}));
         let p = tag_pull_policy(&never, "n1");
-        assert!((DEFAULT_TTL_FOR_NEVER - 600..DEFAULT_TTL_FOR_NEVER + 600).contains(&p.ttl_seconds_after_finished.unwrap()));
+        assert!(
+            (DEFAULT_TTL_FOR_NEVER - 600..DEFAULT_TTL_FOR_NEVER + 600).contains(&p.ttl_seconds_after_finished.unwrap())
+        );
         assert_eq!(p.active_deadline_seconds, Some(1800));
     }
 

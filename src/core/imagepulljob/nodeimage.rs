@@ -29,8 +29,8 @@ use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use serde_json::Value;
 
 use super::{PHASE_FAILED, PHASE_PULLING, PHASE_SUCCEEDED};
-use crate::apis::nodeimage::{ImageTagStatus, NodeImageStatus};
 use crate::apis::nodeimage::v1beta1::NodeImage;
+use crate::apis::nodeimage::{ImageTagStatus, NodeImageStatus};
 
 /// kruise's `fakeLabelKey`: a NodeImage with no Node, kept (tests).
 pub const FAKE_LABEL: &str = "apps.kruise.io/fake-nodeimage";
@@ -434,8 +434,12 @@ mod tests {
         // TTL after completion.
         let mut done = tagged(node_image("n1", &[]), "nginx", "1", 0, &["uid-j"], Some(("Succeeded", 0)));
         done.spec.images.get_mut("nginx").unwrap().tags[0].pull_policy =
-            Some(crate::apis::nodeimage::ImageTagPullPolicy { ttl_seconds_after_finished: Some(60), ..Default::default() });
-        done.status.as_mut().unwrap().image_statuses.get_mut("nginx").unwrap().tags[0].completion_time = Some(Time(at(10)));
+            Some(crate::apis::nodeimage::ImageTagPullPolicy {
+                ttl_seconds_after_finished: Some(60),
+                ..Default::default()
+            });
+        done.status.as_mut().unwrap().image_statuses.get_mut("nginx").unwrap().tags[0].completion_time =
+            Some(Time(at(10)));
         let r = plan(Some(&n), Some(&done), &job_j, &unknown, at(30), CREATION_DELAY);
         assert_eq!((r.update.is_none(), r.requeue), (true, Some(SignedDuration::from_secs(40))));
         let r = plan(Some(&n), Some(&done), &job_j, &unknown, at(70), CREATION_DELAY);
@@ -447,8 +451,13 @@ mod tests {
         use crate::apis::nodeimage::v1beta1::ReferenceObject;
         let n = node("n1", &[], Some(0));
         let mut ni = tagged(node_image("n1", &[]), "nginx", "1", 0, &["uid-j"], None);
-        let r = |name: &str, mode: &str| ReferenceObject { namespace: "kruise-daemon-config".into(), name: name.into(), mode: mode.into() };
-        ni.spec.images.get_mut("nginx").unwrap().pull_secrets = vec![r("old-gone", ""), r("old-here", ""), r("new", "batch"), r("unknown", "")];
+        let r = |name: &str, mode: &str| ReferenceObject {
+            namespace: "kruise-daemon-config".into(),
+            name: name.into(),
+            mode: mode.into(),
+        };
+        ni.spec.images.get_mut("nginx").unwrap().pull_secrets =
+            vec![r("old-gone", ""), r("old-here", ""), r("new", "batch"), r("unknown", "")];
         let secrets = |_: &str, name: &str| match name {
             "old-gone" => Some(false),
             "old-here" => Some(true),
@@ -469,15 +478,24 @@ mod tests {
         let r = plan(Some(&n), Some(&ni), &job_j, &unknown, at(600), CREATION_DELAY);
         let (st, warnings) = r.status.unwrap();
         let t = &st.image_statuses["nginx"].tags[0];
-        assert_eq!((t.phase.as_str(), t.version, t.message.as_str()), ("Failed", 2, "node has not responded for a long time"));
+        assert_eq!(
+            (t.phase.as_str(), t.version, t.message.as_str()),
+            ("Failed", 2, "node has not responded for a long time")
+        );
         assert_eq!((st.desired, st.failed, st.pulling), (1, 1, 0));
         assert_eq!(warnings.len(), 2, "on the owner and on the NodeImage");
-        assert_eq!(warnings[0].message, "Failed to pull image nginx:1 on node n1 for node has not responded for a long time");
+        assert_eq!(
+            warnings[0].message,
+            "Failed to pull image nginx:1 on node n1 for node has not responded for a long time"
+        );
 
         // Pulling past deadline + response timeout.
         let mut ni = tagged(node_image("n1", &[]), "nginx", "1", 0, &["uid-j"], Some(("Pulling", 0)));
         ni.spec.images.get_mut("nginx").unwrap().tags[0].pull_policy =
-            Some(crate::apis::nodeimage::ImageTagPullPolicy { active_deadline_seconds: Some(100), ..Default::default() });
+            Some(crate::apis::nodeimage::ImageTagPullPolicy {
+                active_deadline_seconds: Some(100),
+                ..Default::default()
+            });
         let r = plan(Some(&n), Some(&ni), &job_j, &unknown, at(650), CREATION_DELAY);
         assert_eq!((r.status.is_none(), r.requeue), (true, Some(SignedDuration::from_secs(50))));
         let (st, _) = plan(Some(&n), Some(&ni), &job_j, &unknown, at(700), CREATION_DELAY).status.unwrap();

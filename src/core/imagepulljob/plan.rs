@@ -16,10 +16,10 @@ use std::sync::Arc;
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
+use super::PROTECTION_FINALIZER;
 use super::status::{Finished, calculate, deadline_requeue, finished};
 use super::sync::{NodeImagePatch, plan_writes};
 use super::targets::{select, targeting};
-use super::PROTECTION_FINALIZER;
 use crate::apis::imagepulljob::ImagePullJobStatus;
 use crate::apis::imagepulljob::v1beta1::ImagePullJob;
 use crate::apis::nodeimage::v1beta1::{NodeImage, ReferenceObject};
@@ -146,7 +146,8 @@ mod tests {
 
     #[test]
     fn an_unchanged_status_is_not_written_and_the_deadline_is_waited_for() {
-        let mut j = job("j", json!({"image": "nginx:1", "parallelism": 0, "completionPolicy": {"activeDeadlineSeconds": 100}}));
+        let mut j =
+            job("j", json!({"image": "nginx:1", "parallelism": 0, "completionPolicy": {"activeDeadlineSeconds": 100}}));
         j.metadata.finalizers = Some(vec![PROTECTION_FINALIZER.into()]);
         let first = run(&j, &nodes(2), 10);
         j.status = first.status.clone();
@@ -159,8 +160,15 @@ mod tests {
     #[test]
     fn a_bad_selector_or_image_is_an_error() {
         let j = job("j", json!({"image": "UPPER:1"}));
-        assert!(matches!(plan(&Input { job: &j, node_images: &[], pods: &[], secrets: &[], now: at(0) }), Err(PlanError::Image { .. })));
-        let j = job("j", json!({"image": "nginx", "selector": {"matchExpressions": [{"key": "a", "operator": "Bad"}]}}));
-        assert!(matches!(plan(&Input { job: &j, node_images: &[], pods: &[], secrets: &[], now: at(0) }), Err(PlanError::Selector(_))));
+        assert!(matches!(
+            plan(&Input { job: &j, node_images: &[], pods: &[], secrets: &[], now: at(0) }),
+            Err(PlanError::Image { .. })
+        ));
+        let j =
+            job("j", json!({"image": "nginx", "selector": {"matchExpressions": [{"key": "a", "operator": "Bad"}]}}));
+        assert!(matches!(
+            plan(&Input { job: &j, node_images: &[], pods: &[], secrets: &[], now: at(0) }),
+            Err(PlanError::Selector(_))
+        ));
     }
 }

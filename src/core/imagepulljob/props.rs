@@ -64,11 +64,8 @@ fn run(case: &Case) {
         by_image.entry(image_of(n)).or_default().push(n.clone());
     }
     let shared: BTreeSet<String> = by_image.values().filter(|v| v.len() > 1).flatten().cloned().collect();
-    let shared_limit: BTreeMap<String, usize> = w
-        .jobs
-        .keys()
-        .map(|n| (n.clone(), by_image[&image_of(n)].iter().map(|m| limits[m]).sum()))
-        .collect();
+    let shared_limit: BTreeMap<String, usize> =
+        w.jobs.keys().map(|n| (n.clone(), by_image[&image_of(n)].iter().map(|m| limits[m]).sum())).collect();
     let failing = case.failing.map(|f| format!("n{f}"));
     let fail = |n: &str| failing.as_deref() == Some(n);
     let mut seen = BTreeSet::new();
@@ -90,7 +87,11 @@ fn run(case: &Case) {
             }
         }
         let now = owned(&w);
-        assert!(seen.is_subset(&now), "round {round}: an owner reference was lost: {:?}", seen.difference(&now).collect::<Vec<_>>());
+        assert!(
+            seen.is_subset(&now),
+            "round {round}: an owner reference was lost: {:?}",
+            seen.difference(&now).collect::<Vec<_>>()
+        );
         seen = now;
         w.daemon(&fail);
         w.cluster.advance(1);
@@ -147,7 +148,8 @@ fn two_jobs_on_one_image_keep_both_references() {
     let pb = w.plan_on("b", &view);
     w.apply("b", &pb);
     for ni in w.node_images.values() {
-        let owners: Vec<_> = ni.spec.images["nginx"].tags[0].owner_references.iter().map(|r| r.name.clone().unwrap()).collect();
+        let owners: Vec<_> =
+            ni.spec.images["nginx"].tags[0].owner_references.iter().map(|r| r.name.clone().unwrap()).collect();
         assert_eq!(owners, ["a", "b"]);
     }
 }

@@ -70,7 +70,11 @@ pub enum SecretWrite {
     Create(Secret),
     /// An update of the whole Secret at its resourceVersion.
     Update(Secret),
-    Delete { name: String, uid: Option<String>, resource_version: Option<String> },
+    Delete {
+        name: String,
+        uid: Option<String>,
+        resource_version: Option<String>,
+    },
 }
 
 /// Whether the job still wants its secrets (running: not deleted, not completed).
@@ -139,7 +143,12 @@ pub fn release(job: &ImagePullJob, s: &Secret) -> SecretWrite {
 /// `claimImagePullJobSecrets` for one source: the reference the NodeImages get, and the write
 /// (a new copy named `<source>-<suffix>`, or the copy's data and references brought up to date;
 /// none when they are).
-pub fn claim(job: &ImagePullJob, source: &Secret, copy: Option<&Secret>, suffix: &str) -> (ReferenceObject, Option<SecretWrite>) {
+pub fn claim(
+    job: &ImagePullJob,
+    source: &Secret,
+    copy: Option<&Secret>,
+    suffix: &str,
+) -> (ReferenceObject, Option<SecretWrite>) {
     let me = job_key(job);
     let Some(copy) = copy else {
         let new = synced_copy(source, &me, suffix);
@@ -161,7 +170,10 @@ pub fn claim(job: &ImagePullJob, source: &Secret, copy: Option<&Secret>, suffix:
     let mut refs = referencing_jobs(copy);
     refs.insert(me);
     clone.metadata.annotations.get_or_insert_default().insert(REFERENCES.into(), references_value(&refs));
-    if clone.data == copy.data && clone.string_data == copy.string_data && clone.metadata.annotations == copy.metadata.annotations {
+    if clone.data == copy.data
+        && clone.string_data == copy.string_data
+        && clone.metadata.annotations == copy.metadata.annotations
+    {
         return (r, None);
     }
     (r, Some(SecretWrite::Update(clone)))
@@ -173,7 +185,11 @@ pub fn synced_copy(source: &Secret, job: &Key, suffix: &str) -> Secret {
     annotations.insert(REFERENCES.into(), format!("{}/{}", job.0, job.1));
     annotations.insert(
         SOURCE_KEY.into(),
-        format!("{}/{}", source.metadata.namespace.as_deref().unwrap_or(""), source.metadata.name.as_deref().unwrap_or("")),
+        format!(
+            "{}/{}",
+            source.metadata.namespace.as_deref().unwrap_or(""),
+            source.metadata.name.as_deref().unwrap_or("")
+        ),
     );
     annotations.insert(MODE.into(), MODE_BATCH.into());
     Secret {
@@ -234,11 +250,20 @@ mod tests {
     #[test]
     fn a_running_job_shares_a_copy_creates_a_missing_one_and_releases_the_ones_it_dropped() {
         let j = job("j", json!({"image": "nginx", "pullSecrets": ["reg", "other"]}));
-        let shared = secret(DAEMON_CONFIG_NAMESPACE, "reg-aaaaaa", &[(SOURCE_KEY, "ns/reg"), (REFERENCES, "ns/k"), (MODE, MODE_BATCH)], "v1");
-        let dropped = secret(DAEMON_CONFIG_NAMESPACE, "old-bbbbbb", &[(SOURCE_KEY, "ns/old"), (REFERENCES, "ns/j")], "v1");
+        let shared = secret(
+            DAEMON_CONFIG_NAMESPACE,
+            "reg-aaaaaa",
+            &[(SOURCE_KEY, "ns/reg"), (REFERENCES, "ns/k"), (MODE, MODE_BATCH)],
+            "v1",
+        );
+        let dropped =
+            secret(DAEMON_CONFIG_NAMESPACE, "old-bbbbbb", &[(SOURCE_KEY, "ns/old"), (REFERENCES, "ns/j")], "v1");
         let (desired, released) = classify(&j, &[dropped.clone(), shared.clone()]);
         assert_eq!(desired.len(), 2);
-        assert_eq!(desired[&("ns".into(), "reg".into())].as_ref().unwrap().metadata.name.as_deref(), Some("reg-aaaaaa"));
+        assert_eq!(
+            desired[&("ns".into(), "reg".into())].as_ref().unwrap().metadata.name.as_deref(),
+            Some("reg-aaaaaa")
+        );
         assert!(desired[&("ns".into(), "other".into())].is_none());
         assert_eq!(released, [dropped.clone()]);
         assert!(matches!(release(&j, &dropped), SecretWrite::Delete { .. }), "its last reference");
@@ -254,7 +279,10 @@ mod tests {
         assert_eq!(claim(&j, &source, Some(&u), "x").1, None);
         // No copy yet: one is created.
         let (r, w) = claim(&j, &secret("ns", "other", &[], "z"), None, "dddddd");
-        assert_eq!((r.name.as_str(), r.namespace.as_str(), r.mode.as_str()), ("other-dddddd", DAEMON_CONFIG_NAMESPACE, "batch"));
+        assert_eq!(
+            (r.name.as_str(), r.namespace.as_str(), r.mode.as_str()),
+            ("other-dddddd", DAEMON_CONFIG_NAMESPACE, "batch")
+        );
         let Some(SecretWrite::Create(c)) = w else { panic!() };
         let a = c.metadata.annotations.unwrap();
         assert_eq!((a[SOURCE_KEY].as_str(), a[REFERENCES].as_str(), a[MODE].as_str()), ("ns/other", "ns/j", "batch"));
@@ -264,7 +292,8 @@ mod tests {
     fn a_finished_job_releases_every_copy_it_references() {
         let mut j = job("j", json!({"image": "nginx", "pullSecrets": ["reg"]}));
         j.status = Some(ImagePullJobStatus { completion_time: Some(Time(at(1))), ..Default::default() });
-        let shared = secret(DAEMON_CONFIG_NAMESPACE, "reg-a", &[(SOURCE_KEY, "ns/reg"), (REFERENCES, "ns/j,ns/k")], "v");
+        let shared =
+            secret(DAEMON_CONFIG_NAMESPACE, "reg-a", &[(SOURCE_KEY, "ns/reg"), (REFERENCES, "ns/j,ns/k")], "v");
         let (desired, released) = classify(&j, std::slice::from_ref(&shared));
         assert!(desired.is_empty());
         let SecretWrite::Update(u) = release(&j, &released[0]) else { panic!() };

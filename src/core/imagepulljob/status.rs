@@ -191,10 +191,7 @@ mod tests {
             Arc::new(node_image("n6", &[])),
         ];
         let o = calculate(&j, &nis, &[], at(10)).unwrap();
-        assert_eq!(
-            (o.status.desired, o.status.active, o.status.succeeded, o.status.failed),
-            (6, 2, 1, 1)
-        );
+        assert_eq!((o.status.desired, o.status.active, o.status.succeeded, o.status.failed), (6, 2, 1, 1));
         assert_eq!(o.status.failed_nodes, ["n2"]);
         assert_eq!(o.status.start_time, Some(Time(at(0))));
         assert_eq!(o.status.completion_time, None);
@@ -207,7 +204,8 @@ mod tests {
     fn a_missing_secret_leaves_a_tagged_node_not_synced_but_counted() {
         let j = running_job(json!({"image": "nginx:1"}), 0);
         let ni = tagged(node_image("n1", &[]), "nginx", "1", 1, &["uid-j"], None);
-        let secret = ReferenceObject { namespace: "kruise-daemon-config".into(), name: "s-abc".into(), mode: "batch".into() };
+        let secret =
+            ReferenceObject { namespace: "kruise-daemon-config".into(), name: "s-abc".into(), mode: "batch".into() };
         let o = calculate(&j, &[Arc::new(ni)], &[secret], at(1)).unwrap();
         assert_eq!(o.status.active, 1);
         assert_eq!(o.not_synced.iter().collect::<Vec<_>>(), ["n1"]);
@@ -252,7 +250,10 @@ mod tests {
     fn no_targets_completes_at_once_and_a_new_job_starts_now() {
         let j = job("j", json!({"image": "nginx:1"}));
         let s = calculate(&j, &[], &[], at(5)).unwrap().status;
-        assert_eq!((s.desired, s.start_time.clone(), s.completion_time.clone()), (0, Some(Time(at(5))), Some(Time(at(5)))));
+        assert_eq!(
+            (s.desired, s.start_time.clone(), s.completion_time.clone()),
+            (0, Some(Time(at(5))), Some(Time(at(5))))
+        );
         assert_eq!(message(&ImagePullJobStatus::default()), "job is running, no progress");
     }
 

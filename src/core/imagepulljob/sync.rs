@@ -180,12 +180,20 @@ mod tests {
 
     #[test]
     fn a_new_tag_gets_the_next_version_owner_policy_and_creation_time() {
-        let j = job("j", json!({"image": "foo/bar:v2", "imagePullPolicy": "Always",
-            "sandboxConfig": {"labels": {"a": "b"}}}));
+        let j = job(
+            "j",
+            json!({"image": "foo/bar:v2", "imagePullPolicy": "Always",
+            "sandboxConfig": {"labels": {"a": "b"}}}),
+        );
         // The daemon reports an old v2 pull at version 4 (its tag spec was dropped since).
         let mut ni = tagged(node_image("n1", &[]), "foo/bar", "v1", 0, &["uid-x"], None);
         ni.status.get_or_insert_default().image_statuses.entry("foo/bar".into()).or_default().tags.push(
-            crate::apis::nodeimage::ImageTagStatus { tag: "v2".into(), phase: "Succeeded".into(), version: 4, ..Default::default() },
+            crate::apis::nodeimage::ImageTagStatus {
+                tag: "v2".into(),
+                phase: "Succeeded".into(),
+                version: 4,
+                ..Default::default()
+            },
         );
         let (image, spec, starts) = desired_image_spec(&ni, &j, &[], at(7)).unwrap().unwrap();
         assert!(starts);
@@ -230,7 +238,11 @@ mod tests {
     fn secrets_are_added_without_a_new_pull() {
         let j = job("j", json!({"image": "nginx:1"}));
         let ni = tagged(node_image("n1", &[]), "nginx", "1", 3, &["uid-j"], None);
-        let s = ReferenceObject { namespace: "kruise-daemon-config".into(), name: "reg-abcdef".into(), mode: "batch".into() };
+        let s = ReferenceObject {
+            namespace: "kruise-daemon-config".into(),
+            name: "reg-abcdef".into(),
+            mode: "batch".into(),
+        };
         let (_, spec, starts) = desired_image_spec(&ni, &j, std::slice::from_ref(&s), at(1)).unwrap().unwrap();
         assert!(!starts);
         assert_eq!(spec.tags[0].version, 3, "the version stays: no new pull");

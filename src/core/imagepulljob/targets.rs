@@ -82,7 +82,12 @@ pub fn select(targeting: &Targeting, node_images: &[Arc<NodeImage>], pods: &[Arc
 
 /// Whether a change of `ni` (labels `labels`) concerns a job of `targeting` whose pods on that
 /// node are `pods_on_node` (`GetActiveJobsForNodeImage`).
-pub fn concerns_node(targeting: &Targeting, node: &str, labels: &std::collections::BTreeMap<String, String>, pods_on_node: &[Arc<Pod>]) -> bool {
+pub fn concerns_node(
+    targeting: &Targeting,
+    node: &str,
+    labels: &std::collections::BTreeMap<String, String>,
+    pods_on_node: &[Arc<Pod>],
+) -> bool {
     match targeting {
         Targeting::All => true,
         Targeting::Names(names) => names.iter().any(|n| n == node),
@@ -125,7 +130,11 @@ mod tests {
         ];
         let rows: Vec<(&str, serde_json::Value, Vec<&str>)> = vec![
             ("no selector: every NodeImage", json!({}), vec!["n1", "n2", "n3"]),
-            ("names that exist, each once", json!({"selector": {"names": ["n3", "missing", "n1", "n3"]}}), vec!["n1", "n3"]),
+            (
+                "names that exist, each once",
+                json!({"selector": {"names": ["n3", "missing", "n1", "n3"]}}),
+                vec!["n1", "n3"],
+            ),
             ("label selector", json!({"selector": {"matchLabels": {"zone": "a"}}}), vec!["n1", "n3"]),
             (
                 "label expressions",
@@ -138,7 +147,11 @@ mod tests {
                 json!({"podSelector": {"matchLabels": {"app": "web"}}}),
                 vec!["n2"],
             ),
-            ("pod selector wins over selector", json!({"podSelector": {"matchLabels": {"app": "db"}}, "selector": {"names": ["n2"]}}), vec!["n1"]),
+            (
+                "pod selector wins over selector",
+                json!({"podSelector": {"matchLabels": {"app": "db"}}, "selector": {"names": ["n2"]}}),
+                vec!["n1"],
+            ),
         ];
         for (what, spec, want) in rows {
             let t = targeting(&job("j", spec)).unwrap();

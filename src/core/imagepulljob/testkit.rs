@@ -47,11 +47,15 @@ pub fn node_image(name: &str, l: &[(&str, &str)]) -> NodeImage {
 
 /// A Node `name` with `labels`, Ready since `ready_since` seconds (not Ready when `None`).
 pub fn node(name: &str, l: &[(&str, &str)], ready_since: Option<i64>) -> Node {
-    let mut n: Node = serde_json::from_value(json!({"metadata": {"name": name, "uid": format!("node-{name}")}})).unwrap();
+    let mut n: Node =
+        serde_json::from_value(json!({"metadata": {"name": name, "uid": format!("node-{name}")}})).unwrap();
     n.metadata.labels = Some(labels(l));
     if let Some(s) = ready_since {
-        n.status = Some(serde_json::from_value(json!({"conditions": [{"type": "Ready", "status": "True",
-            "lastTransitionTime": at(s).to_string()}]})).unwrap());
+        n.status = Some(
+            serde_json::from_value(json!({"conditions": [{"type": "Ready", "status": "True",
+            "lastTransitionTime": at(s).to_string()}]}))
+            .unwrap(),
+        );
     }
     n
 }
@@ -82,7 +86,14 @@ pub fn owner(uid: &str) -> ObjectReference {
 
 /// `ni` with tag `image:tag` at `version` owned by the jobs `owners` (created at 0), and the
 /// daemon's `(phase, version)` for it when given.
-pub fn tagged(mut ni: NodeImage, image: &str, tag: &str, version: i64, owners: &[&str], status: Option<(&str, i64)>) -> NodeImage {
+pub fn tagged(
+    mut ni: NodeImage,
+    image: &str,
+    tag: &str,
+    version: i64,
+    owners: &[&str],
+    status: Option<(&str, i64)>,
+) -> NodeImage {
     let spec = ni.spec.images.entry(image.into()).or_default();
     spec.tags.push(ImageTagSpec {
         tag: tag.into(),
@@ -92,7 +103,8 @@ pub fn tagged(mut ni: NodeImage, image: &str, tag: &str, version: i64, owners: &
         ..Default::default()
     });
     if let Some((phase, v)) = status {
-        let st = ni.status.get_or_insert_default().image_statuses.entry(image.into()).or_insert_with(ImageStatus::default);
+        let st =
+            ni.status.get_or_insert_default().image_statuses.entry(image.into()).or_insert_with(ImageStatus::default);
         st.tags.push(ImageTagStatus { tag: tag.into(), phase: phase.into(), version: v, ..Default::default() });
     }
     ni
@@ -189,11 +201,23 @@ impl World {
                         }
                         Some(s) if s.version == t.version => {}
                         Some(s) => {
-                            *s = ImageTagStatus { tag: t.tag.clone(), phase: "Pulling".into(), version: t.version, start_time: Some(now.clone()), ..Default::default() };
+                            *s = ImageTagStatus {
+                                tag: t.tag.clone(),
+                                phase: "Pulling".into(),
+                                version: t.version,
+                                start_time: Some(now.clone()),
+                                ..Default::default()
+                            };
                             changed = true;
                         }
                         None => {
-                            st.tags.push(ImageTagStatus { tag: t.tag.clone(), phase: "Pulling".into(), version: t.version, start_time: Some(now.clone()), ..Default::default() });
+                            st.tags.push(ImageTagStatus {
+                                tag: t.tag.clone(),
+                                phase: "Pulling".into(),
+                                version: t.version,
+                                start_time: Some(now.clone()),
+                                ..Default::default()
+                            });
                             changed = true;
                         }
                     }
