@@ -31,6 +31,9 @@ use crate::metrics::{ControllerWriteLabels, Metrics};
 pub const CONTROLLER: &str = "imagelistpulljob";
 const FIELD_MANAGER: &str = "kruise-manager";
 
+/// Children awaited by a list job: (image, created, name), and since when.
+type Pending = (BTreeSet<(String, bool, String)>, Instant);
+
 struct Context {
     settings: Settings,
     client: Client,
@@ -38,7 +41,7 @@ struct Context {
     metrics: Metrics,
     /// Per list job: images whose child was created (`true`) or deleted (`false`) and not yet
     /// shown so by the cache, and since when.
-    pending: Mutex<HashMap<String, (BTreeSet<(String, bool, String)>, Instant)>>,
+    pending: Mutex<HashMap<String, Pending>>,
 }
 
 fn api_err(what: String) -> impl FnOnce(kube::Error) -> ReconcileError {

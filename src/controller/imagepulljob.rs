@@ -227,6 +227,10 @@ fn pod_trigger(queue: WorkQueue, jobs: Informer<ImagePullJob>) -> impl Fn(Change
     }
 }
 
+/// Versions a job's writes returned (NodeImage name, `""` for the job; resourceVersion), and
+/// since when they are awaited.
+type Written = (Vec<(String, String)>, Instant);
+
 struct Context {
     settings: Settings,
     client: Client,
@@ -235,7 +239,7 @@ struct Context {
     metrics: Metrics,
     /// Per job: the versions its writes returned (NodeImage name or `""` for the job itself)
     /// and since when they are awaited.
-    written: Mutex<HashMap<String, (Vec<(String, String)>, Instant)>>,
+    written: Mutex<HashMap<String, Written>>,
 }
 
 /// Registers the ImagePullJob controller and starts its runner. Start the informers after this.

@@ -265,7 +265,7 @@ mod tests {
             Some("reg-aaaaaa")
         );
         assert!(desired[&("ns".into(), "other".into())].is_none());
-        assert_eq!(released, [dropped.clone()]);
+        assert_eq!(released, std::slice::from_ref(&dropped));
         assert!(matches!(release(&j, &dropped), SecretWrite::Delete { .. }), "its last reference");
 
         // Claiming the shared copy: this job joins its references and the data follows the source.

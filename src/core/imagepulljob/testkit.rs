@@ -16,7 +16,7 @@ use super::plan::{Input, Plan, plan};
 use super::sync::NodeImagePatch;
 use crate::apis::imagepulljob::v1beta1::ImagePullJob;
 use crate::apis::nodeimage::v1beta1::NodeImage;
-use crate::apis::nodeimage::{ImageStatus, ImageTagSpec, ImageTagStatus};
+use crate::apis::nodeimage::{ImageTagSpec, ImageTagStatus};
 use crate::core::rollout::testkit::{FakeCluster, Refused};
 
 /// A timestamp `s` seconds after the epoch.
@@ -103,8 +103,7 @@ pub fn tagged(
         ..Default::default()
     });
     if let Some((phase, v)) = status {
-        let st =
-            ni.status.get_or_insert_default().image_statuses.entry(image.into()).or_insert_with(ImageStatus::default);
+        let st = ni.status.get_or_insert_default().image_statuses.entry(image.into()).or_default();
         st.tags.push(ImageTagStatus { tag: tag.into(), phase: phase.into(), version: v, ..Default::default() });
     }
     ni
