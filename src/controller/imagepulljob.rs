@@ -353,8 +353,11 @@ impl Context {
 
     /// `syncJobPullSecrets`: the references the NodeImages get.
     async fn sync_secrets(&self, job: &ImagePullJob) -> Result<Vec<ReferenceObject>, ReconcileError> {
-        let wants = !job.spec.fields.pull_secrets.is_empty();
-        if !wants && secrets::running(job) {
+        // A running job syncs its secrets; a finished or deleted one releases its copies once,
+        // while it still holds the protection finalizer (kruise's `finalize`).
+        let finalizing = job.metadata.finalizers.iter().flatten().any(|f| f == PROTECTION_FINALIZER);
+        let needed = if secrets::running(job) { !job.spec.fields.pull_secrets.is_empty() } else { finalizing };
+        if !needed {
             return Ok(Vec::new());
         }
         let ns = job.metadata.namespace.clone().unwrap_or_default();
@@ -369,9 +372,20 @@ impl Context {
         }
         let namespaces: Api<Namespace> = Api::all(self.client.clone());
         let config = namespaces
-            .get(DAEMON_CONFIG_NAMESPACE)
+            .get_opt(DAEMON_CONFIG_NAMESPACE)
             .await
             .map_err(api_err(format!("get namespace {DAEMON_CONFIG_NAMESPACE}")))?;
+        let Some(config) = config else {
+            if !secrets::running(job) {
+                // No namespace, no copies to release.
+                return Ok(Vec::new());
+            }
+            return Err(ReconcileError::Api {
+                what: format!("namespace({DAEMON_CONFIG_NAMESPACE})"),
+                code: Some(404),
+                message: "not found: pull secrets cannot be synced for kruise-daemon".into(),
+            });
+        };
         if config.metadata.deletion_timestamp.is_some() {
             return Err(ReconcileError::Api {
                 what: format!("namespace({DAEMON_CONFIG_NAMESPACE})"),
