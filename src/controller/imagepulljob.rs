@@ -565,3 +565,25 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     }
     Ok(requeue.map(|d| d.min(ctx.settings.resync)))
 }
+
+/// Runs the NodeImage, ImagePullJob and ImageListPullJob controllers alone, on informers of their
+/// own, until `shutdown` completes (benchmarks; `kruise serve` runs them through
+/// [`super::Leader`]).
+pub async fn run_alone(
+    client: Client,
+    settings: Settings,
+    metrics: Metrics,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    let token = CancellationToken::new();
+    let informers = Informers::for_gates(&settings.gates);
+    let images = ImageInformers::default();
+    let mut tasks = super::nodeimage::start(&informers, &images, &client, &settings, &metrics, &token);
+    tasks.extend(start(&informers, &images, &client, &settings, &metrics, &token));
+    tasks.extend(super::imagelistpulljob::start(&images, &client, &settings, &metrics, &token));
+    tasks.extend(images.start(&client, settings.namespace.as_deref(), &metrics, &token));
+    tasks.extend(informers.start(&client, settings.namespace.as_deref(), &metrics, &token));
+    shutdown.await;
+    token.cancel();
+    futures::future::join_all(tasks).await;
+}
