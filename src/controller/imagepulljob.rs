@@ -55,6 +55,8 @@ use crate::metrics::{ControllerWriteLabels, Metrics};
 pub const CONTROLLER: &str = "imagepulljob";
 const FIELD_MANAGER: &str = "kruise-manager";
 const RECHECK: Duration = Duration::from_millis(500);
+/// NodeImage patches one round sends side by side.
+const NODE_IMAGE_WRITES: usize = 16;
 
 /// A job's keys: its owners' uids (the ImageListPullJob finds its children) and its namespace.
 fn job_keys(j: &ImagePullJob) -> Vec<String> {
@@ -533,13 +535,35 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     }
     let nis: Api<NodeImage> = Api::all(ctx.client.clone());
     let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
-    for w in &p.node_images {
-        ctx.count("patchNodeImage");
-        let done = nis
-            .patch(&w.name, &pp, &Patch::Json::<()>(w.patch.clone()))
-            .await
-            .map_err(api_err(format!("patch nodeimage {}", w.name)))?;
-        ctx.expect(key, &w.name, done.metadata.resource_version);
+    // Each write is to another NodeImage and pinned to its version: they go side by side; a
+    // conflict (another job wrote that NodeImage first) ends the round once the others are sent.
+    let sends: Vec<_> = p
+        .node_images
+        .iter()
+        .map(|w| {
+            let (nis, pp, name, patch) = (nis.clone(), pp.clone(), w.name.clone(), w.patch.clone());
+            ctx.count("patchNodeImage");
+            async move {
+                let done = nis.patch(&name, &pp, &Patch::Json::<()>(patch)).await;
+                let done = done.map_err(api_err(format!("patch nodeimage {name}")));
+                (name, done)
+            }
+        })
+        .collect();
+    let results: Vec<_> = futures::StreamExt::collect(futures::StreamExt::buffer_unordered(
+        futures::stream::iter(sends),
+        NODE_IMAGE_WRITES,
+    ))
+    .await;
+    let mut failure = None;
+    for (name, result) in results {
+        match result {
+            Ok(done) => ctx.expect(key, &name, done.metadata.resource_version),
+            Err(e) => failure = Some(e),
+        }
+    }
+    if let Some(e) = failure {
+        return Err(e);
     }
     if let Some(status) = &p.status {
         ctx.count("patchStatus");
