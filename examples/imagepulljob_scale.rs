@@ -47,6 +47,12 @@ const SETUP_CONCURRENCY: usize = 16;
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
     if args.first().map(String::as_str) == Some("--controller") {
+        if let Ok(filter) = std::env::var("RUST_LOG") {
+            tracing_subscriber::fmt()
+                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+                .with_writer(std::io::stderr)
+                .init();
+        }
         rollout_support::child(args[1].clone(), args[2].clone().into(), |c, s, m, shutdown| {
             kruise::controller::imagepulljob::run_alone(c, s, m, shutdown)
         });

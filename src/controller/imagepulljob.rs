@@ -55,6 +55,8 @@ use crate::metrics::{ControllerWriteLabels, Metrics};
 pub const CONTROLLER: &str = "imagepulljob";
 const FIELD_MANAGER: &str = "kruise-manager";
 const RECHECK: Duration = Duration::from_millis(500);
+/// How soon a job whose NodeImage patches met conflicts is looked at again.
+const CONFLICT_RECHECK: Duration = Duration::from_millis(200);
 /// NodeImage patches one round sends side by side.
 const NODE_IMAGE_WRITES: usize = 16;
 
@@ -556,9 +558,14 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     ))
     .await;
     let mut failure = None;
+    let mut conflicts = 0;
     for (name, result) in results {
         match result {
             Ok(done) => ctx.expect(key, &name, done.metadata.resource_version),
+            // Another job wrote that NodeImage first: contention, not failure (a failed round
+            // backs off exponentially, and with many jobs on few nodes every round would fail).
+            // The status still goes out; the NodeImage is decided again on its new version.
+            Err(e) if e.code() == Some(409) => conflicts += 1,
             Err(e) => failure = Some(e),
         }
     }
@@ -584,6 +591,10 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         ctx.expect(key, "", job_rv);
     }
     let mut requeue = p.requeue.and_then(|d| Duration::try_from(d).ok());
+    if conflicts > 0 {
+        tracing::debug!(job = key, conflicts, "NodeImages changed under this round; looking again");
+        requeue = Some(requeue.map_or(CONFLICT_RECHECK, |d| d.min(CONFLICT_RECHECK)));
+    }
     if !job.spec.fields.pull_secrets.is_empty() && requeue.is_none() && p.status.is_none() {
         requeue = Some(ctx.settings.resync);
     }
