@@ -50,6 +50,16 @@ pub trait Bench {
 /// The child: runs the controller in `namespace` until stdin closes; every line read on stdin is
 /// answered with the metrics text and [`END`].
 fn controller<B: Bench>(namespace: String, kubeconfig: std::path::PathBuf) {
+    child(namespace, kubeconfig, |c, s, m, shutdown| B::run(c, s, m, shutdown));
+}
+
+/// The child of [`controller`] for any set of controllers: `run(client, settings, metrics,
+/// shutdown)` with the settings of `namespace` (`imagepulljob_scale` runs the image controllers).
+pub fn child<F, Fut>(namespace: String, kubeconfig: std::path::PathBuf, run: F)
+where
+    F: FnOnce(kube::Client, Settings, Metrics, futures::future::BoxFuture<'static, ()>) -> Fut,
+    Fut: Future<Output = ()>,
+{
     let metrics = Metrics::new();
     let rt = tokio::runtime::Builder::new_current_thread().enable_all().build().unwrap();
     let (stop_tx, stop_rx) = tokio::sync::oneshot::channel::<()>();
@@ -66,15 +76,15 @@ fn controller<B: Bench>(namespace: String, kubeconfig: std::path::PathBuf) {
     rt.block_on(async move {
         let client = kruise_testenv::client_from_kubeconfig(&kubeconfig).await.unwrap();
         let settings = Settings { namespace: Some(namespace), ..Settings::default() };
-        B::run(client, settings, metrics, async move {
+        let shutdown: futures::future::BoxFuture<'static, ()> = Box::pin(async move {
             let _ = stop_rx.await;
-        })
-        .await;
+        });
+        run(client, settings, metrics, shutdown).await;
     });
 }
 
 /// The controller process, asked for snapshots through its stdin.
-struct Controller {
+pub struct Controller {
     child: Child,
     stdin: Option<ChildStdin>,
     stdout: BufReader<ChildStdout>,
@@ -82,7 +92,7 @@ struct Controller {
 }
 
 impl Controller {
-    fn start(namespace: &str, kubeconfig: &std::path::Path, name: &'static str) -> Controller {
+    pub fn start(namespace: &str, kubeconfig: &std::path::Path, name: &'static str) -> Controller {
         let mut child = Command::new(std::env::current_exe().unwrap())
             .arg("--controller")
             .arg(namespace)
@@ -97,16 +107,16 @@ impl Controller {
     }
 
     /// CPU time of the whole child.
-    fn cpu(&self) -> Duration {
+    pub fn cpu(&self) -> Duration {
         proc::cpu(self.child.id())
     }
 
     /// (peak, current) resident set of the child in MiB.
-    fn rss_mib(&self) -> (f64, f64) {
+    pub fn rss_mib(&self) -> (f64, f64) {
         proc::rss_mib(self.child.id())
     }
 
-    fn metrics(&mut self) -> String {
+    pub fn metrics(&mut self) -> String {
         let stdin = self.stdin.as_mut().unwrap();
         writeln!(stdin, "sample").unwrap();
         stdin.flush().unwrap();
@@ -121,7 +131,7 @@ impl Controller {
         }
     }
 
-    fn sample(&mut self) -> Sample {
+    pub fn sample(&mut self) -> Sample {
         let text = self.metrics();
         let name = self.name;
         Sample {
@@ -138,14 +148,14 @@ impl Controller {
         }
     }
 
-    fn stop(mut self) {
+    pub fn stop(mut self) {
         drop(self.stdin.take());
         let _ = self.child.wait();
     }
 }
 
 /// A metric's value from the text exposition (`name{labels} value`).
-fn metric(text: &str, prefix: &str) -> f64 {
+pub fn metric(text: &str, prefix: &str) -> f64 {
     text.lines()
         .find(|l| l.starts_with(prefix))
         .and_then(|l| l.rsplit(' ').next())
@@ -154,7 +164,7 @@ fn metric(text: &str, prefix: &str) -> f64 {
 }
 
 /// The controller's writes by kind (`kruise_controller_api_writes_total{controller,write}`).
-fn writes(text: &str, controller: &str) -> BTreeMap<String, f64> {
+pub fn writes(text: &str, controller: &str) -> BTreeMap<String, f64> {
     let prefix = format!("kruise_controller_api_writes_total{{controller=\"{controller}\",write=\"");
     text.lines()
         .filter_map(|l| l.strip_prefix(prefix.as_str()))
@@ -165,11 +175,11 @@ fn writes(text: &str, controller: &str) -> BTreeMap<String, f64> {
         .collect()
 }
 
-struct Sample {
-    cpu: Duration,
-    writes: BTreeMap<String, f64>,
-    reconciles: f64,
-    reconcile_seconds: f64,
+pub struct Sample {
+    pub cpu: Duration,
+    pub writes: BTreeMap<String, f64>,
+    pub reconciles: f64,
+    pub reconcile_seconds: f64,
 }
 
 fn count(status: &Value, field: &str) -> i64 {

@@ -7,7 +7,8 @@
 //!
 //! One thin file per controller wires them: [`cloneset`] (spec §5), [`statefulset`] (the Advanced
 //! StatefulSet, spec §6), [`sidecarset`] (spec §4.12), [`podreadiness`] (kruise's
-//! `podreadiness` controller), [`failopen`] (pods admitted without their sidecars);
+//! `podreadiness` controller), [`failopen`] (pods admitted without their sidecars),
+//! [`nodeimage`], [`imagepulljob`] and [`imagelistpulljob`] (image pre-download, issue 29);
 //! [`predownload`] is the image pre-download the CloneSet and StatefulSet rounds share (spec §7).
 //! [`Leader`] starts them all on one set of informers while this replica leads.
 
@@ -16,9 +17,12 @@ pub mod apply;
 pub mod budget_takes;
 pub mod cloneset;
 pub mod failopen;
+pub mod imagelistpulljob;
+pub mod imagepulljob;
 pub mod index;
 pub mod informers;
 pub mod launchpriority;
+pub mod nodeimage;
 pub mod podreadiness;
 pub mod podunavailablebudget;
 pub mod predownload;
@@ -217,6 +221,24 @@ impl Leader {
             &self.metrics,
             token,
         ));
+        // Image pre-download (issue 29): the NodeImage controller with KruiseDaemon, the job
+        // controllers with ImagePullJobGate too, on one watch per image kind.
+        if self.settings.gates.enabled(crate::core::features::Gate::KruiseDaemon) {
+            let images = imagepulljob::ImageInformers::default();
+            tasks.extend(nodeimage::start(&informers, &images, &self.client, &self.settings, &self.metrics, token));
+            if self.settings.gates.enabled(crate::core::features::Gate::ImagePullJobGate) {
+                tasks.extend(imagepulljob::start(
+                    &informers,
+                    &images,
+                    &self.client,
+                    &self.settings,
+                    &self.metrics,
+                    token,
+                ));
+                tasks.extend(imagelistpulljob::start(&images, &self.client, &self.settings, &self.metrics, token));
+            }
+            tasks.extend(images.start(&self.client, ns, &self.metrics, token));
+        }
         tasks.extend(informers.start(&self.client, ns, &self.metrics, token));
         tasks
     }

@@ -30,6 +30,8 @@
 //! - [`podreadiness`]: which pods get the `KruisePodReady` condition (kruise's podreadiness controller).
 //! - [`budget`]: PodUnavailableBudget: which operations on a pod its budget allows, what that
 //!   takes from the budget, and the status its controller writes (kruise `pubcontrol`).
+//! - [`imagepulljob`]: image pre-download on the leader: NodeImages per Node, ImagePullJobs
+//!   spread into them under `parallelism`, ImageListPullJobs (issue 29, spec §7.4).
 //! - [`leader`]: leader election on a Lease, as client-go decides it (§8.5).
 //! - [`imagepuller`]: `kruise daemon`'s pulls: workers per tag, retries, credentials, status writes.
 
@@ -42,6 +44,7 @@ pub mod expectations;
 pub mod features;
 pub mod history;
 pub mod imagepuller;
+pub mod imagepulljob;
 pub mod inplace;
 pub mod launchpriority;
 pub mod leader;
