@@ -200,7 +200,7 @@ async fn real_daemons_pull_image_pull_jobs_through_each_nodes_runtime() {
                 most_pulling.fetch_max(now, Ordering::SeqCst);
                 samples.fetch_add(1, Ordering::SeqCst);
                 // The NodeImages every 5th sample (100 ms): a list is dearer than a lock.
-                if tick % 5 == 0
+                if tick.is_multiple_of(5)
                     && let Ok(nis) = node_images.list(&ListParams::default()).await
                 {
                     most_unfinished.fetch_max(unfinished(&nis.items, &repo, "1"), Ordering::SeqCst);
