@@ -44,16 +44,6 @@ struct Context {
     pending: Mutex<HashMap<String, Pending>>,
 }
 
-fn api_err(what: String) -> impl FnOnce(kube::Error) -> ReconcileError {
-    move |e| {
-        let code = match &e {
-            kube::Error::Api(s) => Some(s.code),
-            _ => None,
-        };
-        ReconcileError::Api { what, code, message: e.to_string() }
-    }
-}
-
 /// Registers the controller and starts its runner. Start the informers after this.
 pub fn start(
     images: &ImageInformers,
@@ -143,7 +133,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         let done = lists
             .patch(&name, &pp, &Patch::Merge(&merge))
             .await
-            .map_err(api_err(format!("patch imagelistpulljob {key}")))?;
+            .map_err(ReconcileError::api_err(format!("patch imagelistpulljob {key}")))?;
         rv = done.metadata.resource_version.unwrap_or_default();
     }
     if p.delete {
@@ -155,7 +145,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         match lists.delete(&name, &dp).await {
             Ok(_) => return Ok(None),
             Err(kube::Error::Api(e)) if e.code == 404 => return Ok(None),
-            Err(e) => return Err(api_err(format!("delete imagelistpulljob {key}"))(e)),
+            Err(e) => return Err(ReconcileError::api_err(format!("delete imagelistpulljob {key}"))(e)),
         }
     }
     let mut expect = Vec::new();
@@ -168,7 +158,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
                 expect.push((child.spec.fields.image.clone(), true, created.metadata.name.unwrap_or_default()))
             }
             Err(e) => {
-                failure = Some(api_err(format!("create imagepulljob for {key}"))(e));
+                failure = Some(ReconcileError::api_err(format!("create imagepulljob for {key}"))(e));
                 break;
             }
         }
@@ -183,7 +173,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
             Ok(_) => expect.push((String::new(), false, child.clone())),
             Err(kube::Error::Api(e)) if e.code == 404 => {}
             Err(e) => {
-                failure = Some(api_err(format!("delete imagepulljob {ns}/{child}"))(e));
+                failure = Some(ReconcileError::api_err(format!("delete imagepulljob {ns}/{child}"))(e));
                 break;
             }
         }
@@ -210,7 +200,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         lists
             .patch_status(&name, &pp, &Patch::Json::<()>(patch))
             .await
-            .map_err(api_err(format!("patch status of imagelistpulljob {key}")))?;
+            .map_err(ReconcileError::api_err(format!("patch status of imagelistpulljob {key}")))?;
     }
     Ok(p.requeue.and_then(|d| Duration::try_from(d).ok()).map(|d| d.min(ctx.settings.resync)))
 }

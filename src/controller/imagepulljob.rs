@@ -280,16 +280,6 @@ pub fn start(
     vec![tokio::spawn(runner.run(reconcile, token.clone()))]
 }
 
-fn api_err(what: String) -> impl FnOnce(kube::Error) -> ReconcileError {
-    move |e| {
-        let code = match &e {
-            kube::Error::Api(s) => Some(s.code),
-            _ => None,
-        };
-        ReconcileError::Api { what, code, message: e.to_string() }
-    }
-}
-
 fn ptr(tokens: &[&str]) -> PointerBuf {
     PointerBuf::from_tokens(tokens.iter().copied())
 }
@@ -378,7 +368,7 @@ impl Context {
         let config = namespaces
             .get_opt(DAEMON_CONFIG_NAMESPACE)
             .await
-            .map_err(api_err(format!("get namespace {DAEMON_CONFIG_NAMESPACE}")))?;
+            .map_err(ReconcileError::api_err(format!("get namespace {DAEMON_CONFIG_NAMESPACE}")))?;
         let Some(config) = config else {
             if !secrets::running(job) {
                 // No namespace, no copies to release.
@@ -401,7 +391,7 @@ impl Context {
         let listed = copies
             .list(&ListParams::default())
             .await
-            .map_err(api_err(format!("list secrets in {DAEMON_CONFIG_NAMESPACE}")))?;
+            .map_err(ReconcileError::api_err(format!("list secrets in {DAEMON_CONFIG_NAMESPACE}")))?;
         let (desired, released) = secrets::classify(job, &listed.items);
         for s in &released {
             self.send_secret(&copies, secrets::release(job, s)).await?;
@@ -409,7 +399,9 @@ impl Context {
         let sources: Api<Secret> = Api::namespaced(self.client.clone(), &ns);
         let mut refs = Vec::new();
         for ((_, name), copy) in desired {
-            let Some(source) = sources.get_opt(&name).await.map_err(api_err(format!("get secret {ns}/{name}")))? else {
+            let Some(source) =
+                sources.get_opt(&name).await.map_err(ReconcileError::api_err(format!("get secret {ns}/{name}")))?
+            else {
                 tracing::warn!(job = %meta_key(&job.metadata), "pullSecret {name} not found");
                 continue;
             };
@@ -433,7 +425,7 @@ impl Context {
                 let name = s.metadata.name.clone().unwrap_or_default();
                 api.create(&pp, &s)
                     .await
-                    .map_err(api_err(format!("create secret {DAEMON_CONFIG_NAMESPACE}/{name}")))?;
+                    .map_err(ReconcileError::api_err(format!("create secret {DAEMON_CONFIG_NAMESPACE}/{name}")))?;
             }
             SecretWrite::Update(s) => {
                 self.count("updateSecret");
@@ -441,7 +433,9 @@ impl Context {
                 match api.replace(&name, &pp, &s).await {
                     Ok(_) => {}
                     Err(kube::Error::Api(e)) if e.code == 404 => {}
-                    Err(e) => return Err(api_err(format!("update secret {DAEMON_CONFIG_NAMESPACE}/{name}"))(e)),
+                    Err(e) => {
+                        return Err(ReconcileError::api(format!("update secret {DAEMON_CONFIG_NAMESPACE}/{name}"), &e));
+                    }
                 }
             }
             SecretWrite::Delete { name, uid, resource_version } => {
@@ -451,7 +445,9 @@ impl Context {
                 match api.delete(&name, &dp).await {
                     Ok(_) => {}
                     Err(kube::Error::Api(e)) if e.code == 404 => {}
-                    Err(e) => return Err(api_err(format!("delete secret {DAEMON_CONFIG_NAMESPACE}/{name}"))(e)),
+                    Err(e) => {
+                        return Err(ReconcileError::api(format!("delete secret {DAEMON_CONFIG_NAMESPACE}/{name}"), &e));
+                    }
                 }
             }
         }
@@ -483,7 +479,7 @@ impl Context {
         let done = api
             .patch(&name, &pp, &Patch::Json::<()>(patch))
             .await
-            .map_err(api_err(format!("patch imagepulljob {}", meta_key(&job.metadata))))?;
+            .map_err(ReconcileError::api_err(format!("patch imagepulljob {}", meta_key(&job.metadata))))?;
         Ok(done.metadata.resource_version)
     }
 }
@@ -528,7 +524,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         match api.delete(job.metadata.name.as_deref().unwrap_or(""), &dp).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => return Err(api_err(format!("delete imagepulljob {key}"))(e)),
+            Err(e) => return Err(ReconcileError::api(format!("delete imagepulljob {key}"), &e)),
         }
         return Ok(None);
     }
@@ -547,7 +543,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
             ctx.count("patchNodeImage");
             async move {
                 let done = nis.patch(&name, &pp, &Patch::Json::<()>(patch)).await;
-                let done = done.map_err(api_err(format!("patch nodeimage {name}")));
+                let done = done.map_err(ReconcileError::api_err(format!("patch nodeimage {name}")));
                 (name, done)
             }
         })
@@ -584,7 +580,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         let done = api
             .patch_status(job.metadata.name.as_deref().unwrap_or(""), &pp, &Patch::Json::<()>(patch))
             .await
-            .map_err(api_err(format!("patch status of imagepulljob {key}")))?;
+            .map_err(ReconcileError::api_err(format!("patch status of imagepulljob {key}")))?;
         job_rv = done.metadata.resource_version;
     }
     if job_rv != job.metadata.resource_version {

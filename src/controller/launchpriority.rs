@@ -67,14 +67,6 @@ pub fn start(
     tokio::spawn(runner.run(reconcile, token.clone()))
 }
 
-fn api_error(what: String, e: kube::Error) -> ReconcileError {
-    let code = match &e {
-        kube::Error::Api(s) => Some(s.code),
-        _ => None,
-    };
-    ReconcileError::Api { what, code, message: e.to_string() }
-}
-
 /// One round for the pod `key`: observe (the cached pod, the barrier by GET), decide, write.
 pub async fn reconcile(pods: &Informer<Pod>, client: &Client, key: &str) -> Result<Option<Duration>, ReconcileError> {
     let Some(pod) = pods.index().get_object(key).filter(|p| wants_launch(p)) else {
@@ -85,8 +77,10 @@ pub async fn reconcile(pods: &Informer<Pod>, client: &Client, key: &str) -> Resu
     let name = pods::name(&pod).to_string();
     let barriers: Api<ConfigMap> = Api::namespaced(client.clone(), &namespace);
     let barrier_name = barrier_name(&name);
-    let barrier =
-        barriers.get_opt(&barrier_name).await.map_err(|e| api_error(format!("get {namespace}/{barrier_name}"), e))?;
+    let barrier = barriers
+        .get_opt(&barrier_name)
+        .await
+        .map_err(|e| ReconcileError::api(format!("get {namespace}/{barrier_name}"), &e))?;
     let plan = plan(&pod, barrier.as_ref());
     if let Some(uid) = &plan.replace {
         // An earlier pod's barrier (the garbage collector's job, done sooner); by uid, so a
@@ -98,7 +92,7 @@ pub async fn reconcile(pods: &Informer<Pod>, client: &Client, key: &str) -> Resu
         match barriers.delete(&barrier_name, &params).await {
             Ok(_) => tracing::debug!(pod = %key, "an earlier pod's barrier deleted"),
             Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
-            Err(e) => return Err(api_error(format!("delete {namespace}/{barrier_name}"), e)),
+            Err(e) => return Err(ReconcileError::api(format!("delete {namespace}/{barrier_name}"), &e)),
         }
         return Ok(Some(Duration::ZERO));
     }
@@ -107,14 +101,14 @@ pub async fn reconcile(pods: &Informer<Pod>, client: &Client, key: &str) -> Resu
         barriers
             .create(&PostParams::default(), cm)
             .await
-            .map_err(|e| api_error(format!("create {namespace}/{barrier_name}"), e))?;
+            .map_err(|e| ReconcileError::api(format!("create {namespace}/{barrier_name}"), &e))?;
         tracing::debug!(pod = %key, released = ?cm.data.as_ref().map(|d| d.keys().collect::<Vec<_>>()), "barrier created");
     }
     if let Some(k) = &plan.release {
         barriers
             .patch(&barrier_name, &PatchParams::default(), &Patch::Merge(release_patch(k)))
             .await
-            .map_err(|e| api_error(format!("release {k} in {namespace}/{barrier_name}"), e))?;
+            .map_err(|e| ReconcileError::api(format!("release {k} in {namespace}/{barrier_name}"), &e))?;
         tracing::debug!(pod = %key, released = %k, "priority released");
     }
     if plan.complete {
@@ -122,7 +116,7 @@ pub async fn reconcile(pods: &Informer<Pod>, client: &Client, key: &str) -> Resu
         match api.patch(&name, &PatchParams::default(), &Patch::Merge(completed_patch())).await {
             Ok(_) => tracing::debug!(pod = %key, "launch priority completed"),
             Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(api_error(format!("mark pod {key} completed"), e)),
+            Err(e) => return Err(ReconcileError::api(format!("mark pod {key} completed"), &e)),
         }
     }
     Ok(None)

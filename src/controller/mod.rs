@@ -106,6 +106,20 @@ pub enum ReconcileError {
 }
 
 impl ReconcileError {
+    /// A failed API call `what`, with the server's status code when it answered.
+    pub fn api(what: String, e: &kube::Error) -> Self {
+        let code = match e {
+            kube::Error::Api(s) => Some(s.code),
+            _ => None,
+        };
+        ReconcileError::Api { what, code, message: e.to_string() }
+    }
+
+    /// [`ReconcileError::api`] for `map_err`.
+    pub fn api_err(what: String) -> impl FnOnce(kube::Error) -> Self {
+        move |e| Self::api(what, &e)
+    }
+
     /// The API status code, when the server answered (the runner's backoff class).
     pub fn code(&self) -> Option<u16> {
         match self {

@@ -44,16 +44,6 @@ struct Context {
     created: Mutex<HashMap<String, Instant>>,
 }
 
-fn api_err(what: String) -> impl FnOnce(kube::Error) -> ReconcileError {
-    move |e| {
-        let code = match &e {
-            kube::Error::Api(s) => Some(s.code),
-            _ => None,
-        };
-        ReconcileError::Api { what, code, message: e.to_string() }
-    }
-}
-
 /// Registers the NodeImage controller and starts its runner. Start the informers after this.
 pub fn start(
     informers: &Informers,
@@ -185,7 +175,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
             Err(kube::Error::Api(e)) if e.code == 409 => {}
             Err(e) => {
                 ctx.created.lock().unwrap_or_else(|e| e.into_inner()).remove(&name);
-                return Err(api_err(format!("create nodeimage {name}"))(e));
+                return Err(ReconcileError::api_err(format!("create nodeimage {name}"))(e));
             }
         }
         return Ok(None);
@@ -194,7 +184,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         let Some(ni) = ni else { return Ok(None) };
         // The cache may lag behind the Node: never delete a NodeImage whose Node exists.
         let nodes: Api<Node> = Api::all(ctx.client.clone());
-        if let Some(live) = nodes.get_opt(&name).await.map_err(api_err(format!("get node {name}")))?
+        if let Some(live) = nodes.get_opt(&name).await.map_err(ReconcileError::api_err(format!("get node {name}")))?
             && live.metadata.deletion_timestamp.is_none()
         {
             return Ok(Some(super::act::EXPECTATION_RECHECK));
@@ -207,13 +197,15 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         match api.delete(&name, &dp).await {
             Ok(_) => tracing::info!(node_image = %name, "deleted: its Node is gone"),
             Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => return Err(api_err(format!("delete nodeimage {name}"))(e)),
+            Err(e) => return Err(ReconcileError::api_err(format!("delete nodeimage {name}"))(e)),
         }
         return Ok(None);
     }
     if let Some((patch, why)) = round.update {
         ctx.count("patch");
-        api.patch(&name, &pp, &Patch::Json::<()>(patch)).await.map_err(api_err(format!("patch nodeimage {name}")))?;
+        api.patch(&name, &pp, &Patch::Json::<()>(patch))
+            .await
+            .map_err(ReconcileError::api_err(format!("patch nodeimage {name}")))?;
         tracing::info!(node_image = %name, message = ?why, "updated");
         return Ok(None);
     }
@@ -232,7 +224,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         ctx.count("patchStatus");
         api.patch_status(&name, &pp, &Patch::Json::<()>(patch))
             .await
-            .map_err(api_err(format!("patch status of nodeimage {name}")))?;
+            .map_err(ReconcileError::api_err(format!("patch status of nodeimage {name}")))?;
         for w in warnings {
             let reference = w.on.clone().unwrap_or_else(|| ObjectReference {
                 api_version: Some("apps.kruise.io/v1beta1".into()),

@@ -214,7 +214,7 @@ async fn annotate(ctx: &Context, ns: &str, name: &str, targets: &Targets<'_>) ->
         match api.patch(pod_name, &PatchParams::default(), &Patch::Strategic(&body)).await {
             Ok(_) => {}
             Err(kube::Error::Api(s)) if s.code == 404 => {}
-            Err(e) => return Err(api_error(format!("annotate pod {ns}/{pod_name}"), &e)),
+            Err(e) => return Err(ReconcileError::api(format!("annotate pod {ns}/{pod_name}"), &e)),
         }
     }
     Ok(())
@@ -269,9 +269,9 @@ async fn write_status(
             Err(kube::Error::Api(s)) if s.code == 409 => match api.get_opt(&name).await {
                 Ok(Some(fresh)) => budget = fresh,
                 Ok(None) => return Ok(None),
-                Err(e) => return Err(api_error(format!("read budget {ns}/{name}"), &e)),
+                Err(e) => return Err(ReconcileError::api(format!("read budget {ns}/{name}"), &e)),
             },
-            Err(e) => return Err(api_error(format!("write status of budget {ns}/{name}"), &e)),
+            Err(e) => return Err(ReconcileError::api(format!("write status of budget {ns}/{name}"), &e)),
         }
     }
     Err(ReconcileError::Api {
@@ -279,14 +279,6 @@ async fn write_status(
         code: Some(409),
         message: "conflicts on every attempt".into(),
     })
-}
-
-fn api_error(what: String, e: &kube::Error) -> ReconcileError {
-    let code = match e {
-        kube::Error::Api(s) => Some(s.code),
-        _ => None,
-    };
-    ReconcileError::Api { what, code, message: e.to_string() }
 }
 
 /// kruise's controller finder over the API: workloads read when a budget is reconciled.
@@ -338,7 +330,7 @@ impl Finder<'_> {
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), self.namespace, &resource);
         match api.get_opt(name).await {
             Ok(o) => Ok(o.map(|o| serde_json::to_value(o).unwrap_or(Value::Null))),
-            Err(e) => Err(api_error(format!("get {kind} {}/{name}", self.namespace), &e)),
+            Err(e) => Err(ReconcileError::api(format!("get {kind} {}/{name}", self.namespace), &e)),
         }
     }
 
@@ -366,10 +358,9 @@ impl Finder<'_> {
             .ok()
             .and_then(|s| crate::compat::selector::to_selector_string(&s).ok())
             .unwrap_or_default();
-        let list = api
-            .list(&ListParams::default().labels(&selector))
-            .await
-            .map_err(|e| api_error(format!("list replicasets of deployment {}/{name}", self.namespace), &e))?;
+        let list = api.list(&ListParams::default().labels(&selector)).await.map_err(|e| {
+            ReconcileError::api(format!("list replicasets of deployment {}/{name}", self.namespace), &e)
+        })?;
         let mut uids: Vec<String> = list
             .items
             .iter()
