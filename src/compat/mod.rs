@@ -37,4 +37,5 @@ pub mod patch;
 pub mod podspec;
 pub mod quantity;
 pub mod selector;
+pub mod spew;
 pub mod yaml;

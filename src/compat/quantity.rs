@@ -180,6 +180,20 @@ impl Quantity {
         self.format
     }
 
+    /// Go's `int64Amount` after `ParseQuantity` (`i.value`, `i.scale`) when the int64 fast path
+    /// was taken; `None` on the `inf.Dec` path. With [`Quantity::cached_text`] (`s`) and the
+    /// format, what spew prints of a parsed quantity (`compat::spew`).
+    pub fn go_int64_amount(&self) -> Option<(i128, i32)> {
+        let scale = self.int_scale?;
+        let magnitude = to_i128(&self.digits)?;
+        Some((if self.negative { -magnitude } else { magnitude }, scale))
+    }
+
+    /// Go's `q.s`: the input text when it was kept as canonical.
+    pub fn cached_text(&self) -> Option<&str> {
+        self.cached.as_deref()
+    }
+
     pub fn is_zero(&self) -> bool {
         self.digits.is_empty()
     }

@@ -7,6 +7,7 @@ pub mod budget;
 pub mod convert;
 pub mod http;
 pub mod mutate_cloneset;
+pub mod mutate_daemonset;
 pub mod mutate_imagelistpulljob;
 pub mod mutate_imagepulljob;
 pub mod mutate_nodeimage;
@@ -17,6 +18,7 @@ pub mod paths;
 pub mod request;
 pub mod review;
 pub mod validate_cloneset;
+pub mod validate_daemonset;
 pub mod validate_deletion;
 pub mod validate_imagelistpulljob;
 pub mod validate_imagepulljob;
@@ -163,6 +165,8 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::ValidateImageListPullJob => Some(validate_imagelistpulljob::validate(ctx, review)),
         Handler::MutateNodeImage => Some(mutate_nodeimage::mutate(ctx, review)),
         Handler::ValidateNodeImage => Some(validate_nodeimage::validate(ctx, review)),
+        Handler::MutateDaemonSet => Some(mutate_daemonset::mutate(ctx, review)),
+        Handler::ValidateDaemonSet => Some(validate_daemonset::validate(ctx, review)),
         Handler::Missing => None,
     }
 }

@@ -47,6 +47,10 @@ pub enum Handler {
     MutateNodeImage,
     /// NodeImage validation (kruise `pkg/webhook/nodeimage/validating`).
     ValidateNodeImage,
+    /// Advanced DaemonSet defaults (kruise `pkg/webhook/daemonset/mutating`).
+    MutateDaemonSet,
+    /// Advanced DaemonSet validation (kruise `pkg/webhook/daemonset/validating`).
+    ValidateDaemonSet,
     /// Not implemented yet: the path answers 404.
     Missing,
 }
@@ -274,13 +278,13 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-daemonset"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["daemonsets"],
             operations: CREATE_UPDATE,
         }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::MutateDaemonSet,
     },
     Webhook {
         name: "vdaemonset.kb.io",
@@ -289,13 +293,13 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/validate-apps-kruise-io-v1alpha1-daemonset"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["daemonsets"],
             operations: CREATE_UPDATE,
         }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
-        handler: Handler::Missing,
+        handler: Handler::ValidateDaemonSet,
     },
     Webhook {
         name: "mimagepulljob.kb.io",

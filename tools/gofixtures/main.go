@@ -60,6 +60,16 @@ func vctHash(templates []v1.PersistentVolumeClaim) string {
 }
 
 func main() {
+	if len(os.Args) > 1 {
+		switch os.Args[1] {
+		case "layout":
+			layout()
+			return
+		case "templatehash":
+			templateHash()
+			return
+		}
+	}
 	raw, _ := io.ReadAll(os.Stdin)
 	var fixtures []fixture
 	if err := json.Unmarshal(raw, &fixtures); err != nil {

@@ -3,9 +3,10 @@
 //! [`statefulset`] default their resource; [`pod`] the pod templates both carry, and decides when
 //! template defaults apply at all ([`pod::should_inject_template_defaults`]).
 //! [`imagepulljob`], [`imagelistpulljob`] and [`nodeimage`] are the image-pull kinds' defaults
-//! (issue 29 item 1).
+//! (issue 29 item 1). [`daemonset`]: the Advanced DaemonSet's (issue 33).
 
 pub mod cloneset;
+pub mod daemonset;
 pub mod imagelistpulljob;
 pub mod imagepulljob;
 pub mod nodeimage;

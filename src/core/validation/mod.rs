@@ -7,10 +7,12 @@
 //! template), [`update_order`] (priority and scatter strategies), [`template_update`] (the
 //! InPlaceOnly guard and the recreate warning), [`protection`] (deletion protection),
 //! [`podunavailablebudget`] (PodUnavailableBudget objects), [`imagepulljob`],
-//! [`imagelistpulljob`] and [`nodeimage`] (the image-pull kinds).
+//! [`imagelistpulljob`] and [`nodeimage`] (the image-pull kinds), [`daemonset`] (the Advanced
+//! DaemonSet).
 
 pub mod cloneset;
 pub mod cloneset_v1beta1;
+pub mod daemonset;
 pub mod imagelistpulljob;
 pub mod imagepulljob;
 pub mod meta;
