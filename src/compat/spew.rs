@@ -195,7 +195,10 @@ impl<'a> Printer<'a, '_> {
                 let (t, i, s) = match v {
                     None => (0, 0, ""),
                     Some(Value::Number(n)) => {
-                        let i = n.as_i64().and_then(|i| i32::try_from(i).ok()).ok_or_else(|| decode(path, "not an int32"))?;
+                        let i = n
+                            .as_i64()
+                            .and_then(|i| i32::try_from(i).ok())
+                            .ok_or_else(|| decode(path, "not an int32"))?;
                         (0, i, "")
                     }
                     Some(Value::String(s)) => (1, 0, s.as_str()),

@@ -25,7 +25,12 @@ pub fn mutate(_ctx: &Context, review: &Review) -> Verdict {
                 Err(v) => return v,
             };
             let s = &mut ds.spec;
-            default_daemonset(&mut s.burst_replicas, &mut s.update_strategy, &mut s.revision_history_limit, Version::V1alpha1);
+            default_daemonset(
+                &mut s.burst_replicas,
+                &mut s.update_strategy,
+                &mut s.revision_history_limit,
+                Version::V1alpha1,
+            );
             overlay_patch_typed(raw, &SpecOf(&ds.spec)).map_or_else(encode_error, Verdict::patched)
         }
         "v1beta1" => {
@@ -34,7 +39,12 @@ pub fn mutate(_ctx: &Context, review: &Review) -> Verdict {
                 Err(v) => return v,
             };
             let s = &mut ds.spec;
-            default_daemonset(&mut s.burst_replicas, &mut s.update_strategy, &mut s.revision_history_limit, Version::V1beta1);
+            default_daemonset(
+                &mut s.burst_replicas,
+                &mut s.update_strategy,
+                &mut s.revision_history_limit,
+                Version::V1beta1,
+            );
             overlay_patch_typed(raw, &SpecOf(&ds.spec)).map_or_else(encode_error, Verdict::patched)
         }
         other => Verdict::errored(400, format!("unsupported version: {other}")),

@@ -75,12 +75,20 @@ fn spec_rules() {
     assert!(got.contains("`selector` does not match template `labels`"), "{got}");
     // "invalid restart policy"
     let got = create(ds(json!({"template": {"spec": {"restartPolicy": "Never"}}})));
-    assert!(got.contains("spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\""), "{got}");
+    assert!(
+        got.contains("spec.template.spec.restartPolicy: Unsupported value: \"Never\": supported values: \"Always\""),
+        "{got}"
+    );
     // an unset restartPolicy is defaulted to Always first, as kruise's ConvertPodTemplateSpec does
     assert_eq!(create(ds(json!({"template": {"spec": {"restartPolicy": null}}}))), "");
     // "with activeDeadlineSeconds"
     let got = create(ds(json!({"template": {"spec": {"activeDeadlineSeconds": 10}}})));
-    assert!(got.contains("spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in DaemonSet is not Supported"), "{got}");
+    assert!(
+        got.contains(
+            "spec.template.spec.activeDeadlineSeconds: Forbidden: activeDeadlineSeconds in DaemonSet is not Supported"
+        ),
+        "{got}"
+    );
     // "with revisionHistoryLimit"
     assert_eq!(create(ds(json!({"revisionHistoryLimit": 5}))), "");
     let got = create(ds(json!({"revisionHistoryLimit": -1})));
@@ -147,7 +155,11 @@ fn test_validate_rolling_update_daemonset() {
             json!({"rollingUpdateType": "InPlaceIfPossible", "maxSurge": 1}),
             "spec.updateStrategy.rollingUpdate.maxSurge: Required value: must be 0 for InPlaceIfPossible type",
         ),
-        ("InplaceRollingUpdate with maxUnavailable", json!({"rollingUpdateType": "InPlaceIfPossible", "maxUnavailable": 1}), ""),
+        (
+            "InplaceRollingUpdate with maxUnavailable",
+            json!({"rollingUpdateType": "InPlaceIfPossible", "maxUnavailable": 1}),
+            "",
+        ),
         (
             "DeprecatedSurgingRollingUpdate with maxUnavailable",
             json!({"rollingUpdateType": "Surging", "maxUnavailable": 1}),
@@ -204,7 +216,8 @@ fn update(new: Value, old: Value) -> String {
 #[test]
 fn test_validate_daemonset_update() {
     let with = |sel: Value, burst: i32, surge: Option<i32>| {
-        let mut v = ds(json!({"selector": {"matchLabels": sel.clone()}, "template": {"metadata": {"labels": {"a": "b"}}},
+        let mut v =
+            ds(json!({"selector": {"matchLabels": sel.clone()}, "template": {"metadata": {"labels": {"a": "b"}}},
                              "burstReplicas": burst}));
         v["spec"]["template"]["metadata"]["labels"] = json!({"a": "b"});
         v["spec"]["selector"] = json!({"matchLabels": sel});
