@@ -1,7 +1,7 @@
 package main
 
-// The layout of a Go type as spew prints it (`layout` subcommand): every named and composite
-// type reachable from v1.PodTemplateSpec, with its printed name, its kind and, for structs, the
+// The layout of a Go type as spew prints it (`layout [podtemplate|imagepulljobtemplate]`): every
+// named and composite type reachable from v1.PodTemplateSpec (or kruise's ImagePullJobTemplate), with its printed name, its kind and, for structs, the
 // fields in declaration order with their JSON names. src/compat/spew.rs walks a JSON object with
 // it to print what hashutil.DeepHashObject prints for the Go object the JSON decodes to.
 
@@ -11,6 +11,7 @@ import (
 	"reflect"
 	"strings"
 
+	kruise "gofixtures/kruisev1beta1"
 	v1 "k8s.io/api/core/v1"
 )
 
@@ -115,9 +116,17 @@ func walk(t reflect.Type, out map[string]node) string {
 	return k
 }
 
-func layout() {
+func layout(which string) {
 	out := map[string]node{}
-	root := walk(reflect.TypeOf(v1.PodTemplateSpec{}), out)
+	var root string
+	switch which {
+	case "", "podtemplate":
+		root = walk(reflect.TypeOf(v1.PodTemplateSpec{}), out)
+	case "imagepulljobtemplate":
+		root = walk(reflect.TypeOf(kruise.ImagePullJobTemplate{}), out)
+	default:
+		panic("unknown layout " + which)
+	}
 	enc := json.NewEncoder(os.Stdout)
 	enc.SetIndent("", " ")
 	_ = enc.Encode(map[string]interface{}{"root": root, "types": out})

@@ -63,10 +63,10 @@ func main() {
 	if len(os.Args) > 1 {
 		switch os.Args[1] {
 		case "layout":
-			layout()
+			layout(arg(2))
 			return
 		case "templatehash":
-			templateHash()
+			templateHash(arg(2))
 			return
 		}
 	}
@@ -100,4 +100,11 @@ func main() {
 	enc.SetIndent("", " ")
 	enc.SetEscapeHTML(false)
 	_ = enc.Encode(fixtures)
+}
+
+func arg(i int) string {
+	if len(os.Args) > i {
+		return os.Args[i]
+	}
+	return ""
 }

@@ -1,6 +1,6 @@
 package main
 
-// `templatehash` subcommand: kubecontroller.ComputeHash (k8s.io/kubernetes v1.32.10,
+// `templatehash [podtemplate|imagepulljobtemplate]` subcommand: kubecontroller.ComputeHash (k8s.io/kubernetes v1.32.10,
 // pkg/controller/controller_utils.go), what kruise's Advanced DaemonSet names its revisions by.
 // Reads a JSON list of {"template": <PodTemplateSpec>, "collisionCount": n|null} and writes it
 // back with "hash" and "printed" (spew's %#v print) filled in.
@@ -14,6 +14,7 @@ import (
 	"io"
 	"os"
 
+	kruise "gofixtures/kruisev1beta1"
 	v1 "k8s.io/api/core/v1"
 	"k8s.io/apimachinery/pkg/util/rand"
 )
@@ -37,7 +38,7 @@ func computeHash(template *v1.PodTemplateSpec, collisionCount *int32) string {
 	return rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
 }
 
-func templateHash() {
+func templateHash(which string) {
 	raw, _ := io.ReadAll(os.Stdin)
 	var fixtures []hashFixture
 	if err := json.Unmarshal(raw, &fixtures); err != nil {
@@ -45,13 +46,25 @@ func templateHash() {
 	}
 	for i := range fixtures {
 		f := &fixtures[i]
-		var t v1.PodTemplateSpec
-		if err := json.Unmarshal(f.Template, &t); err != nil {
-			panic(err)
-		}
-		f.Hash = computeHash(&t, f.CollisionCount)
 		var b bytes.Buffer
-		deepHash(&b, t)
+		if which == "imagepulljobtemplate" {
+			// kruise's imagelistpulljob refreshJobTemplateHash: no collision count.
+			var t kruise.ImagePullJobTemplate
+			if err := json.Unmarshal(f.Template, &t); err != nil {
+				panic(err)
+			}
+			h := fnv.New32a()
+			deepHash(h, t)
+			f.Hash = rand.SafeEncodeString(fmt.Sprint(h.Sum32()))
+			deepHash(&b, t)
+		} else {
+			var t v1.PodTemplateSpec
+			if err := json.Unmarshal(f.Template, &t); err != nil {
+				panic(err)
+			}
+			f.Hash = computeHash(&t, f.CollisionCount)
+			deepHash(&b, t)
+		}
 		f.Printed = b.String()
 	}
 	enc := json.NewEncoder(os.Stdout)

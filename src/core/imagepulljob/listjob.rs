@@ -7,9 +7,10 @@
 //! succeeded), the failed ones by name; with `completionPolicy: Always` the list completes when
 //! every image's job has, and is deleted `ttlSecondsAfterFinished` later.
 //!
-//! Not kruise's hash: kruise hashes the template with `hashutil.DeepHashObject` (spew's print of
-//! the Go struct); ours is FNV-1a over the template's JSON, safe-encoded the same way. A list job
-//! taken over from kruise therefore replaces its children once.
+//! The template hash is kruise's: `hashutil.DeepHashObject` (spew's print of the Go struct,
+//! [`crate::compat::spew`]), FNV-32a, safe-encoded, so a list job taken over from Go kruise keeps
+//! its children. A template spew cannot reproduce (none today: its fields are plain) falls back
+//! to FNV-1a over its JSON, which replaces the children once.
 
 use std::collections::BTreeMap;
 use std::sync::Arc;
@@ -28,8 +29,11 @@ pub const HASH_LABEL: &str = "controller-revision-hash";
 
 /// The template hash (see the module note).
 pub fn template_hash(t: &ImagePullJobTemplate) -> String {
-    let bytes = serde_json::to_vec(t).unwrap_or_default();
-    crate::core::history::safe_encode(&fnv1a_32(&bytes).to_string())
+    let json = serde_json::to_value(t).unwrap_or_default();
+    crate::compat::spew::image_pull_job_template_hash(&json).unwrap_or_else(|_| {
+        let bytes = serde_json::to_vec(t).unwrap_or_default();
+        crate::core::history::safe_encode(&fnv1a_32(&bytes).to_string())
+    })
 }
 
 /// What a round does.
