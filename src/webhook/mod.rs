@@ -5,6 +5,7 @@
 
 pub mod budget;
 pub mod convert;
+pub mod mutate_broadcastjob;
 pub mod http;
 pub mod mutate_cloneset;
 pub mod mutate_imagelistpulljob;
@@ -16,6 +17,7 @@ pub mod mutate_statefulset;
 pub mod paths;
 pub mod request;
 pub mod review;
+pub mod validate_broadcastjob;
 pub mod validate_cloneset;
 pub mod validate_deletion;
 pub mod validate_imagelistpulljob;
@@ -163,6 +165,8 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::ValidateImageListPullJob => Some(validate_imagelistpulljob::validate(ctx, review)),
         Handler::MutateNodeImage => Some(mutate_nodeimage::mutate(ctx, review)),
         Handler::ValidateNodeImage => Some(validate_nodeimage::validate(ctx, review)),
+        Handler::MutateBroadcastJob => Some(mutate_broadcastjob::mutate(ctx, review)),
+        Handler::ValidateBroadcastJob => Some(validate_broadcastjob::validate(ctx, review)),
         Handler::Missing => None,
     }
 }
