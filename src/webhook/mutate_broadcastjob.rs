@@ -9,7 +9,9 @@ use kube::core::admission::Operation;
 use super::review::{Review, Verdict};
 use super::{Context, decode_object, writes_object};
 use crate::apis::broadcastjob::BroadcastJob;
-use crate::compat::patch::{SpecOf, overlay_patch_typed};
+use serde_json::{Value, json};
+
+use crate::compat::patch::{Overlay, SpecOf, overlay_patch_typed};
 use crate::core::defaults::broadcastjob::default_broadcastjob;
 use crate::core::defaults::pod::should_inject_template_defaults;
 
@@ -40,6 +42,20 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
         return Verdict::errored(400, e.to_string());
     }
     let Some(raw) = review.object.as_ref() else { return Verdict::allow() };
-    overlay_patch_typed(raw, &SpecOf(&job.spec))
-        .map_or_else(|e| Verdict::errored(500, format!("cannot encode BroadcastJob: {e}")), Verdict::patched)
+    let encode_error = |e: serde_json::Error| Verdict::errored(500, format!("cannot encode BroadcastJob: {e}"));
+    let null_containers = raw.pointer("/spec/template/spec/containers").is_some_and(Value::is_null);
+    if !null_containers {
+        return overlay_patch_typed(raw, &SpecOf(&job.spec)).map_or_else(encode_error, Verdict::patched);
+    }
+    // Go decodes `containers: null` to a nil slice and writes it back as null: no change there.
+    let mut spec = match serde_json::to_value(&job.spec) {
+        Ok(spec) => spec,
+        Err(e) => return encode_error(e),
+    };
+    if let Some(c) = spec.pointer_mut("/template/spec/containers")
+        && c.as_array().is_some_and(Vec::is_empty)
+    {
+        *c = Value::Null;
+    }
+    Verdict::patched(Overlay::new(raw, &json!({ "spec": spec })).patch())
 }
