@@ -80,7 +80,10 @@ async fn defaulted_then_valid_on_every_path_and_version() {
             assert_eq!(defaulted["spec"]["completionPolicy"]["type"], "Always");
             assert_eq!(defaulted["spec"]["failurePolicy"]["type"], "FailFast");
             let pod = &defaulted["spec"]["template"]["spec"];
-            assert_eq!((pod["dnsPolicy"].as_str(), pod["restartPolicy"].as_str()), (Some("ClusterFirst"), Some("Never")));
+            assert_eq!(
+                (pod["dnsPolicy"].as_str(), pod["restartPolicy"].as_str()),
+                (Some("ClusterFirst"), Some("Never"))
+            );
             assert_eq!(pod["containers"][0]["imagePullPolicy"], "Always");
             let v = app.send(validate, &review(version, Operation::Create, &defaulted)).await;
             assert_eq!(v["allowed"], true, "{mutate} {version}: {v}");

@@ -102,12 +102,25 @@ async fn broadcast_jobs_run_one_pod_per_node_to_completion() {
     let e = jobs.create(&PostParams::default(), &never_ttl).await.unwrap_err().to_string();
     assert!(e.contains("ttlSecondsAfterFinished can just work with Always CompletionPolicyType"), "{e}");
     let mut labelled = job("bad-labels", "0", json!({}));
-    labelled.spec.template.metadata.as_mut().unwrap().labels.as_mut().unwrap().insert("broadcastjob-name".into(), "x".into());
+    labelled
+        .spec
+        .template
+        .metadata
+        .as_mut()
+        .unwrap()
+        .labels
+        .as_mut()
+        .unwrap()
+        .insert("broadcastjob-name".into(), "x".into());
     let e = jobs.create(&PostParams::default(), &labelled).await.unwrap_err().to_string();
     assert!(e.contains("are not allowed to preset in pod labels"), "{e}");
 
     // 2. One pod per node, each exiting 0 after half a second: Complete, then deleted after its TTL.
-    let ok = job("warm", "0@500", json!({"parallelism": 2, "completionPolicy": {"type": "Always", "ttlSecondsAfterFinished": 5}}));
+    let ok = job(
+        "warm",
+        "0@500",
+        json!({"parallelism": 2, "completionPolicy": {"type": "Always", "ttlSecondsAfterFinished": 5}}),
+    );
     let created = jobs.create(&PostParams::default(), &ok).await.unwrap();
     // The mutating webhook's defaults.
     assert_eq!(created.spec.failure_policy.type_, "FailFast");
@@ -122,11 +135,8 @@ async fn broadcast_jobs_run_one_pod_per_node_to_completion() {
     let cond = s.conditions.last().unwrap();
     assert_eq!((cond.type_.as_str(), cond.status.as_str()), ("Complete", "True"));
     assert!(s.start_time.is_some() && s.completion_time.is_some());
-    let owned: Vec<Pod> = pods
-        .list(&ListParams::default().labels(&format!("broadcastjob-controller-uid={uid}")))
-        .await
-        .unwrap()
-        .items;
+    let owned: Vec<Pod> =
+        pods.list(&ListParams::default().labels(&format!("broadcastjob-controller-uid={uid}"))).await.unwrap().items;
     let on: BTreeSet<String> = owned.iter().filter_map(|p| p.spec.as_ref()?.node_name.clone()).collect();
     assert_eq!(on, nodes, "one pod on every node");
     assert_eq!(owned.len(), nodes.len(), "no second pod on a node");

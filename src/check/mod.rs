@@ -587,7 +587,12 @@ mod tests {
                    "spec": {"template": {"spec": {"restartPolicy": restart,
                        "containers": [{"name": "c", "image": "busybox"}]}}}})
         };
-        let out = check(&[manifest(job("ok", json!("Never"))), manifest(job("bad", json!("Always")))], &[], &Snapshot::default(), &settings);
+        let out = check(
+            &[manifest(job("ok", json!("Never"))), manifest(job("bad", json!("Always")))],
+            &[],
+            &Snapshot::default(),
+            &settings,
+        );
         assert_eq!(out[0].status, Status::Mutated, "defaulted: {}", out[0].message);
         assert_eq!(out[1].status, Status::Denied);
         assert_eq!(out[1].code, 422);

@@ -138,7 +138,9 @@ impl Context {
             let shown = if *created {
                 pods.iter().any(|p| assigned_node(p) == *node)
             } else {
-                !pods.iter().any(|p| p.metadata.name.as_deref() == Some(name) && p.metadata.deletion_timestamp.is_none())
+                !pods
+                    .iter()
+                    .any(|p| p.metadata.name.as_deref() == Some(name) && p.metadata.deletion_timestamp.is_none())
             };
             !shown
         });
@@ -164,7 +166,9 @@ impl Context {
 }
 
 async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, ReconcileError> {
-    if !(ctx.jobs.index().is_synced() && ctx.informers.pods.index().is_synced() && ctx.informers.nodes.index().is_synced())
+    if !(ctx.jobs.index().is_synced()
+        && ctx.informers.pods.index().is_synced()
+        && ctx.informers.nodes.index().is_synced())
     {
         return Ok(Some(EXPECTATION_RECHECK));
     }
@@ -251,4 +255,3 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     }
     Ok(Some(super::next_round(p.requeue, ctx.settings.resync)))
 }
-

@@ -5,8 +5,8 @@
 
 pub mod budget;
 pub mod convert;
-pub mod mutate_broadcastjob;
 pub mod http;
+pub mod mutate_broadcastjob;
 pub mod mutate_cloneset;
 pub mod mutate_imagelistpulljob;
 pub mod mutate_imagepulljob;

@@ -64,11 +64,8 @@ pub fn check(pod: &Pod, node: &Node) -> Result<(), Unfit> {
     {
         return Err(Unfit::Taint(t.key.clone(), t.value.clone().unwrap_or_default()));
     }
-    let unschedulable_taint = Taint {
-        key: "node.kubernetes.io/unschedulable".into(),
-        effect: "NoSchedule".into(),
-        ..Default::default()
-    };
+    let unschedulable_taint =
+        Taint { key: "node.kubernetes.io/unschedulable".into(), effect: "NoSchedule".into(), ..Default::default() };
     let unschedulable = node.spec.as_ref().and_then(|s| s.unschedulable).unwrap_or(false);
     if unschedulable && !tolerations.iter().any(|tol| tolerates(tol, &unschedulable_taint)) {
         return Err(Unfit::Unschedulable);
@@ -111,7 +108,9 @@ fn term_matches(term: &NodeSelectorTerm, labels: &BTreeMap<String, String>, name
     exprs.iter().all(|r| requirement_matches(r, labels.get(&r.key).map(String::as_str)))
         && fields.iter().all(|r| {
             // Only `metadata.name` with In / NotIn is a valid field requirement.
-            r.key == "metadata.name" && matches!(r.operator.as_str(), "In" | "NotIn") && requirement_matches(r, Some(name))
+            r.key == "metadata.name"
+                && matches!(r.operator.as_str(), "In" | "NotIn")
+                && requirement_matches(r, Some(name))
         })
 }
 
@@ -200,10 +199,11 @@ mod tests {
 
     fn node(v: serde_json::Value) -> Node {
         let mut n: Node = serde_json::from_value(v).unwrap();
-        n.status.get_or_insert_with(Default::default).allocatable.get_or_insert_with(BTreeMap::new).insert(
-            "pods".into(),
-            k8s_openapi::apimachinery::pkg::api::resource::Quantity("10".into()),
-        );
+        n.status
+            .get_or_insert_with(Default::default)
+            .allocatable
+            .get_or_insert_with(BTreeMap::new)
+            .insert("pods".into(), k8s_openapi::apimachinery::pkg::api::resource::Quantity("10".into()));
         n
     }
 
@@ -279,13 +279,19 @@ mod tests {
             Err(Unfit::Insufficient(vec!["Insufficient memory".into()])),
             "an init container's request counts alone"
         );
-        n.status.as_mut().unwrap().allocatable.as_mut().unwrap().insert(
-            "memory".into(),
-            k8s_openapi::apimachinery::pkg::api::resource::Quantity("4Gi".into()),
-        );
+        n.status
+            .as_mut()
+            .unwrap()
+            .allocatable
+            .as_mut()
+            .unwrap()
+            .insert("memory".into(), k8s_openapi::apimachinery::pkg::api::resource::Quantity("4Gi".into()));
         assert_eq!(check(&req("1500m"), &n), Ok(()));
         assert_eq!(check(&req("3"), &n), Err(Unfit::Insufficient(vec!["Insufficient cpu".into()])));
         let no_slots: Node = serde_json::from_value(json!({"metadata": {"name": "n3"}})).unwrap();
-        assert_eq!(check(&pod(json!({"containers": []})), &no_slots), Err(Unfit::Insufficient(vec!["Too many pods".into()])));
+        assert_eq!(
+            check(&pod(json!({"containers": []})), &no_slots),
+            Err(Unfit::Insufficient(vec!["Too many pods".into()]))
+        );
     }
 }

@@ -407,8 +407,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
     {
         let ns = job.metadata.namespace.as_deref().unwrap_or("");
         let name = job.metadata.name.as_deref().unwrap_or("");
-        job_failed =
-            Some(("DeadlineExceeded", format!("Job {ns}/{name} was active longer than specified deadline")));
+        job_failed = Some(("DeadlineExceeded", format!("Job {ns}/{name} was active longer than specified deadline")));
     }
     // 7. Act.
     if let Some((reason, message)) = job_failed {
@@ -419,7 +418,8 @@ pub fn plan(input: &Input<'_>) -> Plan {
         }
         status.phase = PHASE_FAILED.into();
         plan.requeue = finish_job(&mut status, job, JOB_FAILED, message.clone(), now);
-        plan.events.push(Event::warning(reason, format!("{message}: {succeeded} pods succeeded, {failed} pods failed")));
+        plan.events
+            .push(Event::warning(reason, format!("{message}: {succeeded} pods succeeded, {failed} pods failed")));
     } else {
         for p in &misfits {
             plan.delete.push(to_delete(p));
@@ -451,9 +451,8 @@ pub fn plan(input: &Input<'_>) -> Plan {
                 Err(e) => plan.events.push(Event::warning("InvalidParallelism", e)),
             }
         }
-        let complete = always
-            && !desired_nodes.is_empty()
-            && desired_nodes.values().all(|p| p.is_some_and(|p| !is_pod_active(p)));
+        let complete =
+            always && !desired_nodes.is_empty() && desired_nodes.values().all(|p| p.is_some_and(|p| !is_pod_active(p)));
         if complete {
             let message = format!("Job completed, {succeeded} pods succeeded, {failed} pods failed");
             status.phase = PHASE_COMPLETED.into();
@@ -479,7 +478,11 @@ fn len32(n: usize) -> i32 {
 }
 
 fn to_delete(p: &Pod) -> PodToDelete {
-    PodToDelete { name: p.metadata.name.clone().unwrap_or_default(), uid: p.metadata.uid.clone(), node: assigned_node(p) }
+    PodToDelete {
+        name: p.metadata.name.clone().unwrap_or_default(),
+        uid: p.metadata.uid.clone(),
+        node: assigned_node(p),
+    }
 }
 
 /// `finishJob`: the condition, `completionTime`, and a look again one second after the TTL.

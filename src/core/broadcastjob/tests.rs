@@ -21,7 +21,9 @@ fn job(name: &str, parallelism: serde_json::Value) -> BroadcastJob {
 
 /// kruise `createNode`: allocatable pods 10.
 fn node(name: &str) -> Arc<Node> {
-    Arc::new(serde_json::from_value(json!({"metadata": {"name": name}, "status": {"allocatable": {"pods": "10"}}})).unwrap())
+    Arc::new(
+        serde_json::from_value(json!({"metadata": {"name": name}, "status": {"allocatable": {"pods": "10"}}})).unwrap(),
+    )
 }
 
 /// kruise `createPod`.
@@ -54,12 +56,15 @@ fn nodes(names: &[&str]) -> Vec<Arc<Node>> {
 #[test]
 fn get_node_to_pod_map() {
     let bound = |name: &str, node: &str| -> Pod {
-        serde_json::from_value(json!({"metadata": {"name": name}, "spec": {"containers": [], "affinity": {"nodeAffinity": {
+        serde_json::from_value(
+            json!({"metadata": {"name": name}, "spec": {"containers": [], "affinity": {"nodeAffinity": {
             "requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [{"matchFields": [
-                {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}}))
+                {"key": "metadata.name", "operator": "In", "values": [node]}]}]}}}}}),
+        )
         .unwrap()
     };
-    let named = |node: &str| -> Pod { serde_json::from_value(json!({"spec": {"nodeName": node, "containers": []}})).unwrap() };
+    let named =
+        |node: &str| -> Pod { serde_json::from_value(json!({"spec": {"nodeName": node, "containers": []}})).unwrap() };
     assert_eq!(assigned_node(&named("n01")), "n01");
     assert_eq!(assigned_node(&bound("p02", "n02")), "n02");
     assert_eq!(assigned_node(&named("n03")), "n03");
@@ -189,7 +194,8 @@ fn job_set_paused() {
     j.spec.paused = true;
     let names: Vec<String> = (0..10).map(|i| format!("node-{i}")).collect();
     let ns: Vec<Arc<Node>> = names.iter().map(|n| node(n)).collect();
-    let pods: Vec<Arc<Pod>> = (0..3).map(|i| pod(&j, &format!("pod{i}node{i}"), &format!("node{i}"), "Running")).collect();
+    let pods: Vec<Arc<Pod>> =
+        (0..3).map(|i| pod(&j, &format!("pod{i}node{i}"), &format!("node{i}"), "Running")).collect();
     let p = run(&j, &pods, &ns, at(0));
     let s = status(&p);
     assert_eq!(s.phase, PHASE_PAUSED);
@@ -208,10 +214,7 @@ fn job_failed_after_active_deadline() {
     let p = run(&j, &pods, &nodes(&["node1", "node2"]), at(0));
     let s = status(&p);
     assert_eq!(s.conditions.last().unwrap().type_, JOB_FAILED);
-    assert_eq!(
-        s.conditions.last().unwrap().message,
-        "Job default/job10 was active longer than specified deadline"
-    );
+    assert_eq!(s.conditions.last().unwrap().message, "Job default/job10 was active longer than specified deadline");
     assert_eq!((s.failed, s.active, s.phase.as_str()), (2, 0, PHASE_FAILED));
     assert_eq!(p.delete.len(), 2);
 }
@@ -219,7 +222,8 @@ fn job_failed_after_active_deadline() {
 #[test]
 fn completes_when_every_desired_node_has_a_finished_pod_then_is_deleted_after_its_ttl() {
     let mut j = job("done", json!(10));
-    j.spec.completion_policy = serde_json::from_value(json!({"type": "Always", "ttlSecondsAfterFinished": 30})).unwrap();
+    j.spec.completion_policy =
+        serde_json::from_value(json!({"type": "Always", "ttlSecondsAfterFinished": 30})).unwrap();
     let ns = nodes(&["node1", "node2"]);
     let one = [pod(&j, "a", "node1", "Succeeded")];
     let p = run(&j, &one, &ns, at(0));
@@ -262,7 +266,8 @@ fn restart_limit_counts_an_on_failure_pod_failed() {
         p.spec.as_mut().unwrap().restart_policy = Some("OnFailure".into());
         p.status.as_mut().unwrap().container_statuses = Some(vec![
             serde_json::from_value(json!({"name": "c", "image": "i", "imageID": "", "ready": false,
-                "restartCount": restarts})).unwrap(),
+                "restartCount": restarts}))
+            .unwrap(),
         ]);
         Arc::new(p)
     };
@@ -293,7 +298,8 @@ fn a_pod_that_no_longer_fits_is_deleted_and_a_labelled_node_gets_one() {
 #[test]
 fn created_pods_are_kruises() {
     let mut j = job("warm", json!(10));
-    j.spec.template.metadata = Some(serde_json::from_value(json!({"labels": {"app": "w"}, "annotations": {"a": "b"}})).unwrap());
+    j.spec.template.metadata =
+        Some(serde_json::from_value(json!({"labels": {"app": "w"}, "annotations": {"a": "b"}})).unwrap());
     let pod = new_pod(&j, "node7");
     assert_eq!(pod.metadata.generate_name.as_deref(), Some("warm-"));
     assert_eq!(pod.metadata.namespace.as_deref(), Some("default"));

@@ -146,7 +146,8 @@ mod tests {
     fn a_valid_job_passes() {
         assert_eq!(validate(&job("bcj-1", good()), &FeatureGates::default()), vec![]);
         let mut always = good();
-        always["completionPolicy"] = json!({"type": "Always", "ttlSecondsAfterFinished": 5, "activeDeadlineSeconds": 9});
+        always["completionPolicy"] =
+            json!({"type": "Always", "ttlSecondsAfterFinished": 5, "activeDeadlineSeconds": 9});
         always["template"]["spec"]["restartPolicy"] = json!("OnFailure");
         assert_eq!(validate(&job("bcj", always), &FeatureGates::default()), vec![]);
     }

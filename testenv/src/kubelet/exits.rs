@@ -16,8 +16,7 @@
 
 use jiff::Timestamp;
 use k8s_openapi::api::core::v1::{
-    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, Pod,
-    PodStatus,
+    ContainerState, ContainerStateRunning, ContainerStateTerminated, ContainerStateWaiting, Pod, PodStatus,
 };
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -207,7 +206,8 @@ mod tests {
     fn pod(policy: &str, exit: Option<&str>, containers: &[&str]) -> Pod {
         let cs: Vec<_> = containers.iter().map(|c| json!({"name": c, "image": "busybox"})).collect();
         let mut p: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "namespace": "ns"},
-            "spec": {"restartPolicy": policy, "containers": cs}})).unwrap();
+            "spec": {"restartPolicy": policy, "containers": cs}}))
+        .unwrap();
         if let Some(e) = exit {
             p.metadata.annotations = Some([(EXIT_ANNOTATION.to_string(), e.to_string())].into());
         }
@@ -223,16 +223,19 @@ mod tests {
             containers: containers
                 .iter()
                 .map(|c| {
-                    (c.to_string(), ContainerRuntime {
-                        image: "docker.io/library/busybox:latest".into(),
-                        state: RunState::Running {
-                            container_id: format!("containerd://{c}"),
-                            image_id: "sha".into(),
-                            started_at: at(0),
+                    (
+                        c.to_string(),
+                        ContainerRuntime {
+                            image: "docker.io/library/busybox:latest".into(),
+                            state: RunState::Running {
+                                container_id: format!("containerd://{c}"),
+                                image_id: "sha".into(),
+                                started_at: at(0),
+                            },
+                            restart_count: 0,
+                            last: None,
                         },
-                        restart_count: 0,
-                        last: None,
-                    })
+                    )
                 })
                 .collect(),
         }
