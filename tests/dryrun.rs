@@ -33,6 +33,7 @@ fn fixtures(handler: Handler) -> Vec<&'static str> {
         Handler::MutateImageListPullJob | Handler::ValidateImageListPullJob => vec!["imagelistpulljob-create.json"],
         Handler::MutateNodeImage | Handler::ValidateNodeImage => vec!["nodeimage-create.json"],
         Handler::MutateDaemonSet | Handler::ValidateDaemonSet => vec!["daemonset-create.json"],
+        Handler::MutateBroadcastJob | Handler::ValidateBroadcastJob => vec!["broadcastjob-create.json"],
         Handler::Missing => vec![],
     }
 }

@@ -576,4 +576,26 @@ mod tests {
         assert_eq!(out[0].status, Status::Denied, "{}", out[0].message);
         assert_eq!(out[0].code, 403);
     }
+
+    /// BroadcastJobs go through their mutating and validating webhooks (issue 33): defaulted then
+    /// valid, or denied with kruise's field error.
+    #[test]
+    fn broadcast_jobs_are_checked() {
+        let settings = Settings { namespace: "default".into(), gates: FeatureGates::default() };
+        let job = |name: &str, restart: Value| {
+            json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "BroadcastJob", "metadata": {"name": name},
+                   "spec": {"template": {"spec": {"restartPolicy": restart,
+                       "containers": [{"name": "c", "image": "busybox"}]}}}})
+        };
+        let out = check(
+            &[manifest(job("ok", json!("Never"))), manifest(job("bad", json!("Always")))],
+            &[],
+            &Snapshot::default(),
+            &settings,
+        );
+        assert_eq!(out[0].status, Status::Mutated, "defaulted: {}", out[0].message);
+        assert_eq!(out[1].status, Status::Denied);
+        assert_eq!(out[1].code, 422);
+        assert!(out[1].message.contains("pod restartPolicy can only be Never or OnFailure"), "{}", out[1].message);
+    }
 }

@@ -9,11 +9,13 @@
 //! StatefulSet, spec §6), [`sidecarset`] (spec §4.12), [`podreadiness`] (kruise's
 //! `podreadiness` controller), [`failopen`] (pods admitted without their sidecars),
 //! [`nodeimage`], [`imagepulljob`] and [`imagelistpulljob`] (image pre-download, issue 29);
+//! [`broadcastjob`] (issue 33);
 //! [`predownload`] is the image pre-download the CloneSet and StatefulSet rounds share (spec §7).
 //! [`Leader`] starts them all on one set of informers while this replica leads.
 
 pub mod act;
 pub mod apply;
+pub mod broadcastjob;
 pub mod budget_takes;
 pub mod cloneset;
 pub mod failopen;
@@ -235,6 +237,7 @@ impl Leader {
             &self.metrics,
             token,
         ));
+        tasks.extend(broadcastjob::start(&informers, &self.client, &self.settings, &self.metrics, token));
         // Image pre-download (issue 29): the NodeImage controller with KruiseDaemon, the job
         // controllers with ImagePullJobGate too, on one watch per image kind.
         if self.settings.gates.enabled(crate::core::features::Gate::KruiseDaemon) {

@@ -32,9 +32,11 @@
 //!   takes from the budget, and the status its controller writes (kruise `pubcontrol`).
 //! - [`imagepulljob`]: image pre-download on the leader: NodeImages per Node, ImagePullJobs
 //!   spread into them under `parallelism`, ImageListPullJobs (issue 29, spec §7.4).
+//! - [`broadcastjob`]: one BroadcastJob round: a pod to completion on every fitting node (issue 33).
 //! - [`leader`]: leader election on a Lease, as client-go decides it (§8.5).
 //! - [`imagepuller`]: `kruise daemon`'s pulls: workers per tag, retries, credentials, status writes.
 
+pub mod broadcastjob;
 pub mod budget;
 pub mod cert_margin;
 pub mod certs;

@@ -6,6 +6,7 @@
 pub mod budget;
 pub mod convert;
 pub mod http;
+pub mod mutate_broadcastjob;
 pub mod mutate_cloneset;
 pub mod mutate_daemonset;
 pub mod mutate_imagelistpulljob;
@@ -17,6 +18,7 @@ pub mod mutate_statefulset;
 pub mod paths;
 pub mod request;
 pub mod review;
+pub mod validate_broadcastjob;
 pub mod validate_cloneset;
 pub mod validate_daemonset;
 pub mod validate_deletion;
@@ -167,6 +169,8 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::ValidateNodeImage => Some(validate_nodeimage::validate(ctx, review)),
         Handler::MutateDaemonSet => Some(mutate_daemonset::mutate(ctx, review)),
         Handler::ValidateDaemonSet => Some(validate_daemonset::validate(ctx, review)),
+        Handler::MutateBroadcastJob => Some(mutate_broadcastjob::mutate(ctx, review)),
+        Handler::ValidateBroadcastJob => Some(validate_broadcastjob::validate(ctx, review)),
         Handler::Missing => None,
     }
 }

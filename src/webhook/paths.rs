@@ -51,6 +51,10 @@ pub enum Handler {
     MutateDaemonSet,
     /// Advanced DaemonSet validation (kruise `pkg/webhook/daemonset/validating`).
     ValidateDaemonSet,
+    /// BroadcastJob defaults (kruise `pkg/webhook/broadcastjob/mutating`).
+    MutateBroadcastJob,
+    /// BroadcastJob validation (kruise `pkg/webhook/broadcastjob/validating`).
+    ValidateBroadcastJob,
     /// Not implemented yet: the path answers 404.
     Missing,
 }
@@ -300,6 +304,36 @@ pub const WEBHOOKS: &[Webhook] = &[
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
         handler: Handler::ValidateDaemonSet,
+    },
+    Webhook {
+        name: "mbroadcastjob.kb.io",
+        kind: Kind::Mutating,
+        path: "/mutate-apps-kruise-io-broadcastjob",
+        legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-broadcastjob"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["broadcastjobs"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::MutateBroadcastJob,
+    },
+    Webhook {
+        name: "vbroadcastjob.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-apps-kruise-io-broadcastjob",
+        legacy_path: Some("/validate-apps-kruise-io-v1alpha1-broadcastjob"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["broadcastjobs"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::ValidateBroadcastJob,
     },
     Webhook {
         name: "mimagepulljob.kb.io",

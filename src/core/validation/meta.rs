@@ -29,20 +29,30 @@ pub fn name_is_dns_subdomain(name: &str, prefix: bool) -> Vec<String> {
 /// Advanced StatefulSet names are DNS-1123 subdomains (kruise vendors Kubernetes 1.32, where
 /// `ValidateStatefulSetName` is still the subdomain rule).
 pub fn validate_object_meta(meta: &ObjectMeta, requires_namespace: bool, path: &str) -> Vec<FieldError> {
+    validate_object_meta_with(meta, requires_namespace, name_is_dns_subdomain, path)
+}
+
+/// `ValidateObjectMeta(meta, requiresNamespace, name_fn, path)` with the kind's own name rule
+/// (`name_fn(name, prefix)`, prefix for generateName), as BroadcastJob's
+/// `validateBroadcastJobName`.
+pub fn validate_object_meta_with(
+    meta: &ObjectMeta,
+    requires_namespace: bool,
+    name_fn: fn(&str, bool) -> Vec<String>,
+    path: &str,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let generate_name = meta.generate_name.as_deref().unwrap_or("");
     if !generate_name.is_empty() {
         let p = child(path, "generateName");
-        errs.extend(
-            name_is_dns_subdomain(generate_name, true).into_iter().map(|m| FieldError::invalid(&p, generate_name, m)),
-        );
+        errs.extend(name_fn(generate_name, true).into_iter().map(|m| FieldError::invalid(&p, generate_name, m)));
     }
     let name = meta.name.as_deref().unwrap_or("");
     let name_path = child(path, "name");
     if name.is_empty() {
         errs.push(FieldError::required(&name_path, "name or generateName is required"));
     } else {
-        errs.extend(name_is_dns_subdomain(name, false).into_iter().map(|m| FieldError::invalid(&name_path, name, m)));
+        errs.extend(name_fn(name, false).into_iter().map(|m| FieldError::invalid(&name_path, name, m)));
     }
     if requires_namespace {
         let namespace = meta.namespace.as_deref().unwrap_or("");

@@ -10,6 +10,7 @@
 //! [`imagelistpulljob`] and [`nodeimage`] (the image-pull kinds), [`daemonset`] (the Advanced
 //! DaemonSet).
 
+pub mod broadcastjob;
 pub mod cloneset;
 pub mod cloneset_v1beta1;
 pub mod daemonset;

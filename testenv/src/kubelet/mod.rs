@@ -10,6 +10,7 @@
 //! pod annotation [`READY_DELAY_ANNOTATION`] overrides the ready delay of one pod.
 
 pub mod cri;
+pub mod exits;
 pub mod nodes;
 pub mod pods;
 pub mod runtime;

@@ -327,7 +327,9 @@ impl Driver {
         for _ in restarts_before..restarts_after {
             bump(&self.kubelet.counters().restarts);
         }
-        let (status, wake) = runtime::render(&pod, &next, &rs, now);
+        let (mut status, wake) = runtime::render(&pod, &next, &rs, now);
+        let wake =
+            super::exits::apply(&pod, &next, &mut status, now).map_or(wake, |w| Some(wake.map_or(w, |x| x.min(w))));
         self.runtimes.insert(uid.clone(), next);
         if let Some(w) = wake {
             self.at(&k, now, w);
