@@ -16,6 +16,7 @@ pub mod act;
 pub mod apply;
 pub mod budget_takes;
 pub mod cloneset;
+pub mod daemonset;
 pub mod failopen;
 pub mod imagelistpulljob;
 pub mod imagepulljob;
@@ -209,6 +210,7 @@ impl Leader {
             Arc::clone(&self.view),
             token,
         ));
+        tasks.extend(daemonset::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.extend(sidecarset::start(
             &informers,
             Arc::clone(&self.view),
