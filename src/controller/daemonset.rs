@@ -192,3 +192,20 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     tracing::debug!(actions = planned.actions.len(), waiting = ?planned.waiting, "round applied");
     Ok(Some(super::next_round(planned.requeue_after, ctx.settings.resync)))
 }
+
+/// Runs the Advanced DaemonSet controller alone, on informers of its own, until `shutdown`
+/// completes (benchmarks; `kruise serve` runs it through [`super::Leader`]).
+pub async fn run_alone(
+    client: Client,
+    settings: Settings,
+    metrics: Metrics,
+    shutdown: impl std::future::Future<Output = ()> + Send + 'static,
+) {
+    let token = CancellationToken::new();
+    let informers = Informers::for_gates(&settings.gates);
+    let mut tasks = start(&informers, &client, &settings, &metrics, &token);
+    tasks.extend(informers.start(&client, settings.namespace.as_deref(), &metrics, &token));
+    shutdown.await;
+    token.cancel();
+    futures::future::join_all(tasks).await;
+}
