@@ -87,7 +87,9 @@ fn node_of(p: &Pod) -> String {
 async fn settled(pods: &Api<Pod>, name: &str, nodes: usize) -> Option<BTreeMap<String, Pod>> {
     let list = pods.list(&ListParams::default().labels(&format!("app={name}"))).await.ok()?.items;
     let live: Vec<Pod> = list.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()).collect();
-    if live.len() != nodes || !live.iter().all(|p| ready(p) && !node_of(p).is_empty() && image(p) == running_image(p)) {
+    // The kubelet reports images normalized (`docker.io/library/busybox:1.36`).
+    let runs_spec = |p: &Pod| running_image(p) == image(p) || running_image(p).ends_with(&format!("/{}", image(p)));
+    if live.len() != nodes || !live.iter().all(|p| ready(p) && !node_of(p).is_empty() && runs_spec(p)) {
         return None;
     }
     let by: BTreeMap<String, Pod> = live.into_iter().map(|p| (node_of(&p), p)).collect();
@@ -97,8 +99,21 @@ async fn settled(pods: &Api<Pod>, name: &str, nodes: usize) -> Option<BTreeMap<S
 /// Waits for set `name`'s status to count `updated` updated of `desired`, the generation
 /// observed, and its pods settled.
 async fn rolled(sets: &Api<DaemonSet>, pods: &Api<Pod>, name: &str, desired: i32, updated: i32) -> BTreeMap<String, Pod> {
+    let last = std::sync::Mutex::new(String::new());
     poll(&format!("{name}: {updated} of {desired} updated"), || async {
         let ds = sets.get(name).await.ok()?;
+        let listed = pods.list(&ListParams::default().labels(&format!("app={name}"))).await.ok()?.items;
+        let seen = format!(
+            "{name} status {:?}; pods {:?}",
+            ds.status,
+            listed.iter().map(|p| (p.metadata.name.clone(), node_of(p), image(p), running_image(p), ready(p))).collect::<Vec<_>>()
+        );
+        let mut last = last.lock().unwrap();
+        if *last != seen {
+            eprintln!("{seen}");
+            *last = seen;
+        }
+        drop(last);
         let s = ds.status.clone()?;
         let done = s.observed_generation == ds.metadata.generation.unwrap_or(0)
             && s.desired_number_scheduled == desired
