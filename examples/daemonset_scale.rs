@@ -102,9 +102,11 @@ fn kubelet_status(pod: &Pod) -> Option<Value> {
         })
         .collect();
     let conditions = status.conditions.clone().unwrap_or_default();
-    let gates_ok = spec.readiness_gates.iter().flatten().all(|g| {
-        conditions.iter().any(|c| c.type_ == g.condition_type && c.status == "True")
-    });
+    let gates_ok = spec
+        .readiness_gates
+        .iter()
+        .flatten()
+        .all(|g| conditions.iter().any(|c| c.type_ == g.condition_type && c.status == "True"));
     let ready = if gates_ok { "True" } else { "False" };
     let has = |t: &str, s: &str| conditions.iter().any(|c| c.type_ == t && c.status == s);
     changed |= !has("Ready", ready) || !has("ContainersReady", "True");
@@ -132,7 +134,9 @@ async fn kubelet(api: Api<Pod>) {
             let name = pod.metadata.name.clone().unwrap();
             let api = api.clone();
             tokio::spawn(async move {
-                let _ = api.delete(&name, &kube::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() }).await;
+                let _ = api
+                    .delete(&name, &kube::api::DeleteParams { grace_period_seconds: Some(0), ..Default::default() })
+                    .await;
             });
             continue;
         }
@@ -156,7 +160,11 @@ async fn drive(nodes: usize, max_unavailable: String) {
 
     let node_api: Api<Node> = Api::all(client.clone());
     let infos: Vec<NodeInfo> = (0..nodes)
-        .map(|i| NodeInfo { name: format!("bench-ads-node-{i:05}"), ip: format!("198.18.{}.{}", i / 250, i % 250 + 1), index: 1000 + i })
+        .map(|i| NodeInfo {
+            name: format!("bench-ads-node-{i:05}"),
+            ip: format!("198.18.{}.{}", i / 250, i % 250 + 1),
+            index: 1000 + i,
+        })
         .collect();
     let started = Instant::now();
     futures::stream::iter(infos.clone())
@@ -230,7 +238,8 @@ async fn drive(nodes: usize, max_unavailable: String) {
 
     let before = controller.sample();
     let started = Instant::now();
-    let patch = json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "registry.bench/agent:v2"}]}}}});
+    let patch =
+        json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "registry.bench/agent:v2"}]}}}});
     sets.patch("agent", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
     wait(&sets, nodes, "every pod to be updated and ready").await;
     let after = controller.sample();
@@ -238,7 +247,8 @@ async fn drive(nodes: usize, max_unavailable: String) {
     report("in-place rollout", &before, &after, started.elapsed(), nodes);
     println!("  controller RSS: {rss:.1} MiB now, peak {peak:.1} MiB");
     let now: Vec<Pod> = pods.list(&ListParams::default()).await.unwrap().items;
-    let kept = now.iter().filter(|p| uids.get(p.metadata.name.as_deref().unwrap_or("")) == p.metadata.uid.as_ref()).count();
+    let kept =
+        now.iter().filter(|p| uids.get(p.metadata.name.as_deref().unwrap_or("")) == p.metadata.uid.as_ref()).count();
     println!("  pods updated in place (same uid): {kept}/{}", now.len());
 
     let idle = controller.sample();
@@ -300,5 +310,9 @@ fn report(phase: &str, before: &Sample, after: &Sample, wall: Duration, nodes: u
         (after.reconcile_seconds - before.reconcile_seconds) * 1000.0 / reconciles.max(1.0)
     );
     println!("  API writes: {kinds:?} (total {total:.0}, {:.2} per pod)", total / nodes as f64);
-    println!("  controller CPU: {cpu:.2}s ({:.1} ms per pod, {:.0}% of a core)", cpu * 1000.0 / nodes as f64, 100.0 * cpu / secs);
+    println!(
+        "  controller CPU: {cpu:.2}s ({:.1} ms per pod, {:.0}% of a core)",
+        cpu * 1000.0 / nodes as f64,
+        100.0 * cpu / secs
+    );
 }

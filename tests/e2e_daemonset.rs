@@ -98,7 +98,13 @@ async fn settled(pods: &Api<Pod>, name: &str, nodes: usize) -> Option<BTreeMap<S
 
 /// Waits for set `name`'s status to count `updated` updated of `desired`, the generation
 /// observed, and its pods settled.
-async fn rolled(sets: &Api<DaemonSet>, pods: &Api<Pod>, name: &str, desired: i32, updated: i32) -> BTreeMap<String, Pod> {
+async fn rolled(
+    sets: &Api<DaemonSet>,
+    pods: &Api<Pod>,
+    name: &str,
+    desired: i32,
+    updated: i32,
+) -> BTreeMap<String, Pod> {
     let last = std::sync::Mutex::new(String::new());
     poll(&format!("{name}: {updated} of {desired} updated"), || async {
         let ds = sets.get(name).await.ok()?;
@@ -106,14 +112,18 @@ async fn rolled(sets: &Api<DaemonSet>, pods: &Api<Pod>, name: &str, desired: i32
         let seen = format!(
             "{name} status {:?}; pods {:?}",
             ds.status,
-            listed.iter().map(|p| (p.metadata.name.clone(), node_of(p), image(p), running_image(p), ready(p))).collect::<Vec<_>>()
+            listed
+                .iter()
+                .map(|p| (p.metadata.name.clone(), node_of(p), image(p), running_image(p), ready(p)))
+                .collect::<Vec<_>>()
         );
-        let mut last = last.lock().unwrap();
-        if *last != seen {
-            eprintln!("{seen}");
-            *last = seen;
+        {
+            let mut last = last.lock().unwrap();
+            if *last != seen {
+                eprintln!("{seen}");
+                *last = seen;
+            }
         }
-        drop(last);
         let s = ds.status.clone()?;
         let done = s.observed_generation == ds.metadata.generation.unwrap_or(0)
             && s.desired_number_scheduled == desired

@@ -136,7 +136,8 @@ fn term_matches(term: &NodeSelectorTerm, labels: &BTreeMap<String, String>, node
     if exprs.is_empty() && fields.is_empty() {
         return false;
     }
-    exprs.iter().all(|r| label_requirement_matches(r, labels)) && fields.iter().all(|r| field_requirement_matches(r, node_name))
+    exprs.iter().all(|r| label_requirement_matches(r, labels))
+        && fields.iter().all(|r| field_requirement_matches(r, node_name))
 }
 
 /// `GetRequiredNodeAffinity(pod).Match(node)`: `nodeSelector` and the required node affinity.
@@ -254,13 +255,7 @@ mod tests {
     fn node_eligibility_rows() {
         let rows: Vec<(&str, Node, PodSpec, bool, bool)> = vec![
             ("plain node", node("n", json!({}), json!([])), spec(json!({})), true, true),
-            (
-                "nodeName matches",
-                node("n", json!({}), json!([])),
-                spec(json!({"nodeName": "n"})),
-                true,
-                true,
-            ),
+            ("nodeName matches", node("n", json!({}), json!([])), spec(json!({"nodeName": "n"})), true, true),
             ("nodeName elsewhere", node("n", json!({}), json!([])), spec(json!({"nodeName": "m"})), false, false),
             (
                 "nodeSelector matches",
@@ -361,14 +356,22 @@ mod tests {
             ),
             (
                 "network-unavailable only for host network",
-                node("n", json!({}), json!([{"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule"}])),
+                node(
+                    "n",
+                    json!({}),
+                    json!([{"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule"}]),
+                ),
                 spec(json!({})),
                 false,
                 true,
             ),
             (
                 "network-unavailable tolerated with hostNetwork",
-                node("n", json!({}), json!([{"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule"}])),
+                node(
+                    "n",
+                    json!({}),
+                    json!([{"key": "node.kubernetes.io/network-unavailable", "effect": "NoSchedule"}]),
+                ),
                 spec(json!({"hostNetwork": true})),
                 true,
                 true,

@@ -51,7 +51,11 @@ impl Manage<'_> {
 /// `getBurstReplicas` over the desired number the set's status holds.
 pub fn burst_replicas(ds: &DaemonSet) -> usize {
     let desired = ds.status.as_ref().map_or(0, |s| s.desired_number_scheduled);
-    let burst = ds.spec.burst_replicas.clone().unwrap_or(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(BURST_REPLICAS as i32));
+    let burst = ds
+        .spec
+        .burst_replicas
+        .clone()
+        .unwrap_or(k8s_openapi::apimachinery::pkg::util::intstr::IntOrString::Int(BURST_REPLICAS as i32));
     k8s_scaled_value(Some(&burst), i64::from(desired), false).unwrap_or(0).max(0) as usize
 }
 
@@ -61,7 +65,13 @@ pub fn allow_surge(ds: &DaemonSet) -> bool {
 }
 
 /// `GetNodesNeedingPods`.
-pub fn nodes_needing_pods(new_pods: i64, desire: i64, partition: i64, progressive: bool, mut nodes: Vec<String>) -> Vec<String> {
+pub fn nodes_needing_pods(
+    new_pods: i64,
+    desire: i64,
+    partition: i64,
+    progressive: bool,
+    mut nodes: Vec<String>,
+) -> Vec<String> {
     nodes.sort();
     if !progressive {
         return nodes;
@@ -97,7 +107,11 @@ pub fn manage<'p>(input: &Input<'_, 'p>, backoff: &mut Backoff) -> Manage<'p> {
     let (mut desired, mut new_pods) = (0i64, 0i64);
     for node in input.nodes {
         let name = node.metadata.name.as_deref().unwrap_or("");
-        let e = input.eligibility.get(name).copied().unwrap_or(Eligibility { should_run: false, should_continue_running: false });
+        let e = input
+            .eligibility
+            .get(name)
+            .copied()
+            .unwrap_or(Eligibility { should_run: false, should_continue_running: false });
         let pods = input.by_node.get(name);
         desired += i64::from(e.should_run);
         if pods.and_then(|p| updated_and_old(p, input.hash, input.generation)).is_some_and(|(n, _)| n.is_some()) {
@@ -106,7 +120,9 @@ pub fn manage<'p>(input: &Input<'_, 'p>, backoff: &mut Backoff) -> Manage<'p> {
         match pods {
             None if e.should_run => out.create_on.push(name.to_string()),
             None => {}
-            Some(pods) if e.should_continue_running => on_node(input, name, pods, e.should_run, surge, backoff, &mut out),
+            Some(pods) if e.should_continue_running => {
+                on_node(input, name, pods, e.should_run, surge, backoff, &mut out)
+            }
             Some(pods) => {
                 for p in pods.iter().filter(|p| p.metadata.deletion_timestamp.is_none()) {
                     out.delete.push((p, format!("node {name} should not run a daemon pod")));
@@ -133,7 +149,8 @@ pub fn manage<'p>(input: &Input<'_, 'p>, backoff: &mut Backoff) -> Manage<'p> {
             && partition != 0
         {
             let progressive = ds.spec.scale_strategy.as_ref().is_some_and(|s| s.partitioned_scaling);
-            out.create_on = nodes_needing_pods(new_pods, desired, partition, progressive, std::mem::take(&mut out.create_on));
+            out.create_on =
+                nodes_needing_pods(new_pods, desired, partition, progressive, std::mem::take(&mut out.create_on));
         }
     }
     out
@@ -189,7 +206,11 @@ fn on_node<'p>(
     }
     let (mut oldest_new, mut oldest_old): (Option<&Pod>, Option<&Pod>) = (None, None);
     for p in running {
-        let slot = if pods::label(p, CONTROLLER_REVISION_HASH) == Some(input.hash) { &mut oldest_new } else { &mut oldest_old };
+        let slot = if pods::label(p, CONTROLLER_REVISION_HASH) == Some(input.hash) {
+            &mut oldest_new
+        } else {
+            &mut oldest_old
+        };
         if slot.is_none() {
             *slot = Some(p);
         } else {
@@ -202,10 +223,11 @@ fn on_node<'p>(
             out.delete.push((old, "surge: it is not ready and a new pod is there".into()));
         } else if pods::is_available(new, min_ready, input.now) {
             out.delete.push((old, "surge: the new pod on its node is available".into()));
-        } else if pods::is_ready(new) && min_ready > 0 {
-            if let Some(d) = pods::becomes_available_in(new, min_ready, input.now) {
-                out.requeue_after(d);
-            }
+        } else if pods::is_ready(new)
+            && min_ready > 0
+            && let Some(d) = pods::becomes_available_in(new, min_ready, input.now)
+        {
+            out.requeue_after(d);
         }
     }
 }
@@ -220,80 +242,183 @@ mod tests {
     fn nodes_needing_pods_rows() {
         let n = |names: &[&str]| names.iter().map(|s| s.to_string()).collect::<Vec<_>>();
         let nodes10: Vec<String> = (0..10).map(|i| format!("node-{i}")).collect();
-        let rows: Vec<(&str, i64, i64, i64, bool, Vec<String>, Vec<String>)> = vec![
+        type Row<'a> = (&'a str, i64, i64, i64, bool, Vec<String>, Vec<String>);
+        let rows: Vec<Row<'_>> = vec![
             ("no changes applied on daemonset, all pods are new version", 10, 10, 0, false, n(&[]), n(&[])),
             ("create daemonset step1: create a daemonset, partition=10", 0, 10, 10, true, nodes10.clone(), n(&[])),
-            ("create daemonset step2: decrease the partition, partition=9", 0, 10, 9, true, nodes10.clone(), n(&["node-0"])),
+            (
+                "create daemonset step2: decrease the partition, partition=9",
+                0,
+                10,
+                9,
+                true,
+                nodes10.clone(),
+                n(&["node-0"]),
+            ),
             (
                 "create daemonset step3: decrease the partition, partition=5",
-                1, 10, 5, true,
+                1,
+                10,
+                5,
+                true,
                 nodes10[1..].to_vec(),
                 n(&["node-1", "node-2", "node-3", "node-4"]),
             ),
             (
                 "create daemonset step4: importing 2 new nodes(node-10, node-11), partition=5",
-                5, 12, 5, true,
+                5,
+                12,
+                5,
+                true,
                 n(&["node-5", "node-6", "node-7", "node-8", "node-9", "node-10", "node-11"]),
                 n(&["node-10", "node-11"]),
             ),
             (
                 "create daemonset step5: offline 3 nodes(node-4, node-8, node-11), partition=5",
-                4, 9, 5, true,
+                4,
+                9,
+                5,
+                true,
                 n(&["node-5", "node-6", "node-7", "node-9", "node-10"]),
                 n(&[]),
             ),
             (
                 "create daemonset step6: decrease the partition, partition=0",
-                4, 9, 0, true,
+                4,
+                9,
+                0,
+                true,
                 n(&["node-5", "node-6", "node-7", "node-9", "node-10"]),
                 n(&["node-10", "node-5", "node-6", "node-7", "node-9"]),
             ),
             (
                 "create daemonset step7: importing 3 nodes, partition=0",
-                9, 12, 0, true,
+                9,
+                12,
+                0,
+                true,
                 n(&["node-12", "node-13", "node-14"]),
                 n(&["node-12", "node-13", "node-14"]),
             ),
             ("update daemonset step1: update spec and set partition=10", 0, 10, 10, false, n(&[]), n(&[])),
-            ("update daemonset step2: decrease partition and pod has not been deleted by rolling update method", 0, 10, 9, false, n(&[]), n(&[])),
-            ("update daemonset step3: decrease partition and pod has been deleted by rolling update method", 0, 10, 9, false, n(&["node-1"]), n(&["node-1"])),
-            ("update daemonset step4: keep decreasing partition and pod has not been deleted by rolling update method", 1, 10, 5, false, n(&[]), n(&[])),
+            (
+                "update daemonset step2: decrease partition and pod has not been deleted by rolling update method",
+                0,
+                10,
+                9,
+                false,
+                n(&[]),
+                n(&[]),
+            ),
+            (
+                "update daemonset step3: decrease partition and pod has been deleted by rolling update method",
+                0,
+                10,
+                9,
+                false,
+                n(&["node-1"]),
+                n(&["node-1"]),
+            ),
+            (
+                "update daemonset step4: keep decreasing partition and pod has not been deleted by rolling update method",
+                1,
+                10,
+                5,
+                false,
+                n(&[]),
+                n(&[]),
+            ),
             (
                 "update daemonset step5: keep decreasing partition and pod has been deleted by rolling update method",
-                1, 10, 5, false,
+                1,
+                10,
+                5,
+                false,
                 n(&["node-2", "node-3", "node-4", "node-5"]),
                 n(&["node-2", "node-3", "node-4", "node-5"]),
             ),
-            ("update daemonset step6: importing 2 new node", 5, 12, 5, false, n(&["node-11", "node-12"]), n(&["node-11", "node-12"])),
-            ("update daemonset step7: keep decreasing partition and pod has not been deleted by rolling update method", 7, 12, 0, false, n(&[]), n(&[])),
+            (
+                "update daemonset step6: importing 2 new node",
+                5,
+                12,
+                5,
+                false,
+                n(&["node-11", "node-12"]),
+                n(&["node-11", "node-12"]),
+            ),
+            (
+                "update daemonset step7: keep decreasing partition and pod has not been deleted by rolling update method",
+                7,
+                12,
+                0,
+                false,
+                n(&[]),
+                n(&[]),
+            ),
             (
                 "update daemonset step7: keep decreasing partition and pod has been deleted by rolling update method",
-                7, 12, 0, false,
+                7,
+                12,
+                0,
+                false,
                 n(&["node-6", "node-7", "node-8", "node-9", "node-10"]),
                 n(&["node-10", "node-6", "node-7", "node-8", "node-9"]),
             ),
-            ("update daemonset selector step1: update node selector and desire number has changed", 0, 20, 20, false, n(&[]), n(&[])),
+            (
+                "update daemonset selector step1: update node selector and desire number has changed",
+                0,
+                20,
+                20,
+                false,
+                n(&[]),
+                n(&[]),
+            ),
             (
                 "update daemonset selector step2: decrease partition",
-                0, 20, 15, true,
+                0,
+                20,
+                15,
+                true,
                 (11..=20).map(|i| format!("node-{i}")).collect(),
                 n(&["node-11", "node-12", "node-13", "node-14", "node-15"]),
             ),
             (
                 "update daemonset selector step3: decrease partition",
-                5, 20, 10, true,
+                5,
+                20,
+                10,
+                true,
                 n(&["node-16", "node-17", "node-18", "node-19", "node-20"]),
                 n(&["node-16", "node-17", "node-18", "node-19", "node-20"]),
             ),
             ("bad case 1: partition is set too large", 10, 10, 100, false, n(&[]), n(&[])),
             (
                 "bad case 2: partition is set too large when create daemonset",
-                5, 10, 100, true,
+                5,
+                10,
+                100,
+                true,
                 n(&["node-5", "node-6", "node-7", "node-8", "node-9", "node-10"]),
                 n(&[]),
             ),
-            ("bad case 3: an old pod was deleted manually in rolling update", 5, 10, 5, false, n(&["node-6"]), n(&["node-6"])),
-            ("bad case 4: an old pod was deleted manually in rolling update and new pod has created", 6, 10, 5, false, n(&[]), n(&[])),
+            (
+                "bad case 3: an old pod was deleted manually in rolling update",
+                5,
+                10,
+                5,
+                false,
+                n(&["node-6"]),
+                n(&["node-6"]),
+            ),
+            (
+                "bad case 4: an old pod was deleted manually in rolling update and new pod has created",
+                6,
+                10,
+                5,
+                false,
+                n(&[]),
+                n(&[]),
+            ),
         ];
         for (name, new_pods, desire, partition, progressive, nodes, want) in rows {
             assert_eq!(nodes_needing_pods(new_pods, desire, partition, progressive, nodes), want, "{name}");

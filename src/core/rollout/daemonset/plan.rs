@@ -129,7 +129,13 @@ impl Round<'_> {
                     let writes = self.changes.change(p, after);
                     let reason = format!("{why}; its preDelete hook holds it: -> PreparingDelete");
                     let rev = pods::label(p, CONTROLLER_REVISION_HASH).unwrap_or("");
-                    self.step.actions.push(Action::new(ActionKind::SetLifecycle, Some(pods::name(p)), rev, reason, writes));
+                    self.step.actions.push(Action::new(
+                        ActionKind::SetLifecycle,
+                        Some(pods::name(p)),
+                        rev,
+                        reason,
+                        writes,
+                    ));
                     wrote = true;
                 }
                 continue;
@@ -237,7 +243,13 @@ pub fn plan(input: &Input<'_>) -> Plan {
             return out;
         }
     };
-    let owner = Owner { group: "apps.kruise.io", kind: "DaemonSet", meta: &ds.metadata, selector: Some(&selector), adopt_orphans: true };
+    let owner = Owner {
+        group: "apps.kruise.io",
+        kind: "DaemonSet",
+        meta: &ds.metadata,
+        selector: Some(&selector),
+        adopt_orphans: true,
+    };
     let sorted = owner.sort(input.pods.iter().copied(), [], input.revisions.iter().copied());
     let mut r = Round {
         ds,
@@ -287,7 +299,13 @@ pub fn plan(input: &Input<'_>) -> Plan {
         after.metadata.owner_references.get_or_insert_with(Vec::new).push(controller_ref(ds));
         let rname = rev.metadata.name.clone().unwrap_or_default();
         let reason = "an orphan revision matching the selector is adopted".to_string();
-        r.step.actions.push(Action::new(ActionKind::UpdateRevision, None, &rname, reason, vec![revision_patch(rev, &after)]));
+        r.step.actions.push(Action::new(
+            ActionKind::UpdateRevision,
+            None,
+            &rname,
+            reason,
+            vec![revision_patch(rev, &after)],
+        ));
         revisions.push(rev);
     }
     let history = revision::construct_history(ds, &revisions, &owned);
@@ -299,9 +317,19 @@ pub fn plan(input: &Input<'_>) -> Plan {
             Change::Label { name: rname } => {
                 if let Some(observed) = by_name(rname) {
                     let mut after = observed.clone();
-                    after.metadata.labels.get_or_insert_with(Default::default).insert(CONTROLLER_REVISION_HASH.into(), rname.clone());
+                    after
+                        .metadata
+                        .labels
+                        .get_or_insert_with(Default::default)
+                        .insert(CONTROLLER_REVISION_HASH.into(), rname.clone());
                     let reason = "it lacks the controller-revision-hash label".to_string();
-                    r.step.actions.push(Action::new(ActionKind::UpdateRevision, None, rname, reason, vec![revision_patch(observed, &after)]));
+                    r.step.actions.push(Action::new(
+                        ActionKind::UpdateRevision,
+                        None,
+                        rname,
+                        reason,
+                        vec![revision_patch(observed, &after)],
+                    ));
                 }
             }
             Change::Create { revision, data } => {
@@ -315,7 +343,13 @@ pub fn plan(input: &Input<'_>) -> Plan {
                     let mut after = observed.clone();
                     after.revision = *number;
                     let reason = format!("the template is back to this revision: it becomes the newest ({number})");
-                    r.step.actions.push(Action::new(ActionKind::UpdateRevision, None, rname, reason, vec![revision_patch(observed, &after)]));
+                    r.step.actions.push(Action::new(
+                        ActionKind::UpdateRevision,
+                        None,
+                        rname,
+                        reason,
+                        vec![revision_patch(observed, &after)],
+                    ));
                 }
             }
             Change::DeleteDuplicate { name: rname } => {
@@ -353,7 +387,15 @@ pub fn plan(input: &Input<'_>) -> Plan {
     let mut backoff = input.backoff.clone();
     backoff.gc(now);
     let managed = manage::manage(
-        &manage::Input { ds, nodes: input.nodes, eligibility: &eligibility, by_node: &by_node, hash: &r.hash, generation, now },
+        &manage::Input {
+            ds,
+            nodes: input.nodes,
+            eligibility: &eligibility,
+            by_node: &by_node,
+            hash: &r.hash,
+            generation,
+            now,
+        },
         &mut backoff,
     );
     out.backoff = backoff;
@@ -366,7 +408,8 @@ pub fn plan(input: &Input<'_>) -> Plan {
     if !manage_wrote {
         // 4. refreshUpdateStates.
         let gates = input.gates;
-        let opts = Options { grace_period_seconds: 0, vertical_scaling: gates.enabled(Gate::InPlaceWorkloadVerticalScaling) };
+        let opts =
+            Options { grace_period_seconds: 0, vertical_scaling: gates.enabled(Gate::InPlaceWorkloadVerticalScaling) };
         let hash = r.hash.clone();
         let machine = Machine {
             lifecycle: ds.spec.lifecycle.as_ref(),
@@ -376,7 +419,8 @@ pub fn plan(input: &Input<'_>) -> Plan {
             at_revision: at_hash,
             write_revision: &write_hash,
         };
-        for p in owned.iter().copied().filter(|p| p.metadata.deletion_timestamp.is_none() && !pods::phase(p).is_empty()) {
+        for p in owned.iter().copied().filter(|p| p.metadata.deletion_timestamp.is_none() && !pods::phase(p).is_empty())
+        {
             if let Err(e) = machine.refresh(&mut r.changes, &mut r.step, p) {
                 out.errors.push(format!("refresh {}: {e}", pods::name(p)));
             }
@@ -390,7 +434,17 @@ pub fn plan(input: &Input<'_>) -> Plan {
             let update_data: Value = serde_json::from_str(&revision_data(&ds.spec.template)).unwrap_or_default();
             let mut all_revisions: Vec<&ControllerRevision> = history.old.iter().collect();
             all_revisions.push(&history.current);
-            rolling(&mut r, &mut out, input, &eligibility, &by_node, generation, &machine, &all_revisions, &update_data);
+            rolling(
+                &mut r,
+                &mut out,
+                input,
+                &eligibility,
+                &by_node,
+                generation,
+                &machine,
+                &all_revisions,
+                &update_data,
+            );
         }
 
         // 6. cleanupHistory.
@@ -412,8 +466,13 @@ pub fn plan(input: &Input<'_>) -> Plan {
         r.step.requeue_after(d);
     }
     if status::needs_write(ds, &st) {
-        out.status_write =
-            status_write(ds, name, ds.metadata.resource_version.as_deref().unwrap_or(""), |s| s.status = Some(st.clone()), false);
+        out.status_write = status_write(
+            ds,
+            name,
+            ds.metadata.resource_version.as_deref().unwrap_or(""),
+            |s| s.status = Some(st.clone()),
+            false,
+        );
     }
     out.status = st;
     let step = r.step;
@@ -443,13 +502,14 @@ fn rolling(
     update_data: &Value,
 ) {
     let ds = r.ds;
-    let (max_surge, max_unavailable, node_pods) = match update::desired_node_counts(ds, input.nodes, eligibility, by_node) {
-        Ok(x) => x,
-        Err(e) => {
-            out.errors.push(format!("couldn't get unavailable numbers: {e}"));
-            return;
-        }
-    };
+    let (max_surge, max_unavailable, node_pods) =
+        match update::desired_node_counts(ds, input.nodes, eligibility, by_node) {
+            Ok(x) => x,
+            Err(e) => {
+                out.errors.push(format!("couldn't get unavailable numbers: {e}"));
+                return;
+            }
+        };
     let existing: BTreeMap<String, &Node> =
         input.nodes.iter().map(|n| (n.metadata.name.clone().unwrap_or_default(), *n)).collect();
     let node_pods: update::NodePods<'_> = node_pods.into_iter().filter(|(n, _)| existing.contains_key(n)).collect();
@@ -476,7 +536,9 @@ fn rolling(
             }
             match in_place_spec(p, revisions, update_data, input.gates) {
                 Ok(spec) => updates.push((p, spec)),
-                Err(why) => deletes.push((p, format!("its revision is not {hash} and it cannot be updated in place: {why}"))),
+                Err(why) => {
+                    deletes.push((p, format!("its revision is not {hash} and it cannot be updated in place: {why}")))
+                }
             }
         }
         for (p, spec) in updates.into_iter().take(burst_replicas(ds)) {
@@ -490,7 +552,11 @@ fn rolling(
         }
         r.sync_nodes(deletes, Vec::new());
     } else {
-        let deletes = rolling.delete.into_iter().map(|p| (p, "surge: the new pod on its node is available".to_string())).collect();
+        let deletes = rolling
+            .delete
+            .into_iter()
+            .map(|p| (p, "surge: the new pod on its node is available".to_string()))
+            .collect();
         r.sync_nodes(deletes, rolling.create_on);
     }
 }

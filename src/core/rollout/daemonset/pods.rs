@@ -34,8 +34,8 @@ pub fn template_generation(ds: &DaemonSet) -> Option<i64> {
 
 /// `IsPodUpdated`.
 pub fn is_updated(pod: &Pod, hash: &str, generation: Option<i64>) -> bool {
-    let template = generation
-        .is_some_and(|g| pods::label(pod, POD_TEMPLATE_GENERATION).is_some_and(|l| l == g.to_string()));
+    let template =
+        generation.is_some_and(|g| pods::label(pod, POD_TEMPLATE_GENERATION).is_some_and(|l| l == g.to_string()));
     let by_hash = !hash.is_empty() && pods::label(pod, CONTROLLER_REVISION_HASH) == Some(hash);
     by_hash || template
 }
@@ -57,7 +57,11 @@ pub fn by_node<'a>(pods: &[&'a Pod]) -> BTreeMap<String, Vec<&'a Pod>> {
 }
 
 /// The new and old pod of a node; `None` when a node has two of either (`ok == false`).
-pub fn updated_and_old<'a>(pods: &[&'a Pod], hash: &str, generation: Option<i64>) -> Option<(Option<&'a Pod>, Option<&'a Pod>)> {
+pub fn updated_and_old<'a>(
+    pods: &[&'a Pod],
+    hash: &str,
+    generation: Option<i64>,
+) -> Option<(Option<&'a Pod>, Option<&'a Pod>)> {
     let (mut new, mut old) = (None, None);
     for p in pods.iter().copied().filter(|p| p.metadata.deletion_timestamp.is_none()) {
         let slot = if is_updated(p, hash, generation) { &mut new } else { &mut old };
@@ -83,7 +87,8 @@ pub fn creation_order(a: &Pod, b: &Pod) -> Ordering {
 /// Whether the set updates in place when it can.
 pub fn in_place_if_possible(ds: &DaemonSet) -> bool {
     let s = &ds.spec.update_strategy;
-    s.type_ == ROLLING_UPDATE && s.rolling_update.as_ref().is_some_and(|r| r.rolling_update_type == IN_PLACE_IF_POSSIBLE)
+    s.type_ == ROLLING_UPDATE
+        && s.rolling_update.as_ref().is_some_and(|r| r.rolling_update_type == IN_PLACE_IF_POSSIBLE)
 }
 
 /// The pod `syncNodes` creates on `node` at revision `hash`, named `name` (what the API server
@@ -123,7 +128,10 @@ mod tests {
         if let Some(g) = generation {
             labels["pod-template-generation"] = json!(g);
         }
-        serde_json::from_value(json!({"metadata": {"name": name, "labels": labels}, "spec": {"containers": [], "nodeName": "n"}})).unwrap()
+        serde_json::from_value(
+            json!({"metadata": {"name": name, "labels": labels}, "spec": {"containers": [], "nodeName": "n"}}),
+        )
+        .unwrap()
     }
 
     /// kruise's `TestGetTemplateGeneration` and upstream's `TestIsPodUpdated`.
@@ -157,9 +165,8 @@ mod tests {
         assert_eq!((new.map(pods::name), old.map(pods::name)), (Some("b"), Some("a")));
         assert!(updated_and_old(&[&b, &c], "v2", None).is_none());
         let mut gone = c.clone();
-        gone.metadata.deletion_timestamp = Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(
-            k8s_openapi::jiff::Timestamp::UNIX_EPOCH,
-        ));
+        gone.metadata.deletion_timestamp =
+            Some(k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(k8s_openapi::jiff::Timestamp::UNIX_EPOCH));
         assert!(updated_and_old(&[&b, &gone], "v2", None).is_some(), "terminating pods are not counted");
     }
 

@@ -6,10 +6,11 @@
 //! 1. the writes apply;
 //! 2. without surge no node ever has two live daemon pods; with surge at most two, and at most
 //!    `maxSurge` nodes have two;
-//! 3. without surge, nodes without an available pod never exceed `maxUnavailable` more than
-//!    they were before the round (a round never takes more than the budget allows);
+//! 3. without surge, a round never leaves more nodes without an available pod than
+//!    `maxUnavailable` or than there were before it (it never takes more than the budget allows);
 //! 4. at the end: exactly `nodes − partition` pods run the new image, one pod per node, and with
 //!    InPlaceIfPossible every pod kept its uid.
+//!
 //! Scenario tests below follow a rollout step by step (partition and selector order, paused, a new
 //! node, a failed pod replaced with backoff, an ineligible node's pod deleted).
 
@@ -162,7 +163,8 @@ fn the_selector_picks_the_nodes_updated_first() {
 
 #[test]
 fn paused_sets_create_but_do_not_update_and_new_nodes_get_pods() {
-    let ds = daemon_set("app:1", json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "paused": true}}));
+    let ds =
+        daemon_set("app:1", json!({"type": "RollingUpdate", "rollingUpdate": {"maxUnavailable": 1, "paused": true}}));
     let mut w = World::new(ds, 2);
     w.settle(20);
     w.edit(|d| d.spec.template.spec.as_mut().unwrap().containers[0].image = Some("app:2".into()));
@@ -182,7 +184,8 @@ fn ineligible_nodes_lose_their_pods_and_failed_pods_come_back_with_backoff() {
     let mut w = World::new(ds, 2);
     w.settle(20);
     // A NoExecute taint not tolerated: the pod goes and none comes back.
-    w.cluster.nodes[1].spec = Some(serde_json::from_value(json!({"taints": [{"key": "k", "effect": "NoExecute"}]})).unwrap());
+    w.cluster.nodes[1].spec =
+        Some(serde_json::from_value(json!({"taints": [{"key": "k", "effect": "NoExecute"}]})).unwrap());
     w.settle(20);
     assert_eq!(w.pods_by_node().keys().cloned().collect::<Vec<_>>(), ["node-0"]);
     assert_eq!(w.ds.status.as_ref().unwrap().desired_number_scheduled, 1);
@@ -225,6 +228,12 @@ fn a_pod_on_each_node_is_bound_by_affinity_and_labelled_with_the_hash() {
         assert_eq!(p.metadata.generate_name.as_deref(), Some("ds-"));
     }
     let st = w.ds.status.clone().unwrap();
-    assert_eq!((st.desired_number_scheduled, st.current_number_scheduled, st.number_ready, st.number_available), (3, 3, 3, 3));
-    assert_eq!((st.updated_number_scheduled, st.observed_generation, st.update_revision.as_str()), (3, 1, hash.as_str()));
+    assert_eq!(
+        (st.desired_number_scheduled, st.current_number_scheduled, st.number_ready, st.number_available),
+        (3, 3, 3, 3)
+    );
+    assert_eq!(
+        (st.updated_number_scheduled, st.observed_generation, st.update_revision.as_str()),
+        (3, 1, hash.as_str())
+    );
 }

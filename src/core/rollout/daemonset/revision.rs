@@ -83,7 +83,10 @@ pub fn construct_history(ds: &DaemonSet, controlled: &[&ControllerRevision], pod
         let mut r = (*r).clone();
         if !r.metadata.labels.as_ref().is_some_and(|l| l.contains_key(CONTROLLER_REVISION_HASH)) {
             let name = r.metadata.name.clone().unwrap_or_default();
-            r.metadata.labels.get_or_insert_with(Default::default).insert(CONTROLLER_REVISION_HASH.into(), name.clone());
+            r.metadata
+                .labels
+                .get_or_insert_with(Default::default)
+                .insert(CONTROLLER_REVISION_HASH.into(), name.clone());
             changes.push(Change::Label { name });
         }
         if history::data_bytes(&r) == data {
@@ -202,7 +205,10 @@ mod tests {
         let h = construct_history(&d, &[], &[]);
         let [Change::Create { revision, data }] = h.changes.as_slice() else { panic!("{:?}", h.changes) };
         assert_eq!(data, &revision_data(&d.spec.template));
-        assert_eq!(data, r#"{"spec":{"template":{"$patch":"replace","metadata":{"creationTimestamp":null,"labels":{"app":"d"}},"spec":{"containers":[{"image":"i:1","name":"c","resources":{}}]}}}}"#);
+        assert_eq!(
+            data,
+            r#"{"spec":{"template":{"$patch":"replace","metadata":{"creationTimestamp":null,"labels":{"app":"d"}},"spec":{"containers":[{"image":"i:1","name":"c","resources":{}}]}}}}"#
+        );
         assert_eq!(revision.metadata.name.as_deref(), Some(format!("ds-{}", h.hash).as_str()));
         assert_eq!(revision.revision, 1);
         let labels = revision.metadata.labels.as_ref().unwrap();
@@ -227,7 +233,9 @@ mod tests {
         );
         // Duplicates: the highest is kept, pods move to its hash, the others go.
         let dup = rev("ds-ccc", &data, 5, Some("ccc"));
-        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "labels": {"controller-revision-hash": "aaa"}}})).unwrap();
+        let pod: Pod =
+            serde_json::from_value(json!({"metadata": {"name": "p", "labels": {"controller-revision-hash": "aaa"}}}))
+                .unwrap();
         let h = construct_history(&d, &[&cur, &dup], &[&pod]);
         assert_eq!(h.hash, "ccc");
         assert!(h.changes.contains(&Change::RelabelPod { pod: "p".into(), hash: "ccc".into() }));
@@ -238,9 +246,13 @@ mod tests {
     fn cleanup_keeps_the_limit_and_revisions_live_pods_use() {
         let mut d = ds();
         d.spec.revision_history_limit = Some(1);
-        let old = vec![rev("ds-a", "{}", 1, Some("a")), rev("ds-b", "{}", 2, Some("b")), rev("ds-c", "{}", 3, Some("c"))];
-        let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "p", "labels": {"controller-revision-hash": "a"}}})).unwrap();
-        let gone: Vec<&str> = to_clean_up(&d, &old, &[&pod]).iter().map(|r| r.metadata.name.as_deref().unwrap()).collect();
+        let old =
+            vec![rev("ds-a", "{}", 1, Some("a")), rev("ds-b", "{}", 2, Some("b")), rev("ds-c", "{}", 3, Some("c"))];
+        let pod: Pod =
+            serde_json::from_value(json!({"metadata": {"name": "p", "labels": {"controller-revision-hash": "a"}}}))
+                .unwrap();
+        let gone: Vec<&str> =
+            to_clean_up(&d, &old, &[&pod]).iter().map(|r| r.metadata.name.as_deref().unwrap()).collect();
         assert_eq!(gone, ["ds-b", "ds-c"]);
         d.spec.revision_history_limit = None;
         assert!(to_clean_up(&d, &old, &[]).is_empty());

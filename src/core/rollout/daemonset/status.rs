@@ -31,6 +31,7 @@ pub fn is_daemon_pod_available(pod: &Pod, min_ready_seconds: i32, now: Timestamp
 
 /// The round's status (with `observedGeneration` when `observe`), and when to look again for a
 /// pod becoming available (kruise resyncs after `minReadySeconds` when ready ≠ available).
+#[allow(clippy::too_many_arguments)]
 pub fn status(
     ds: &DaemonSet,
     nodes: &[&Node],
@@ -103,7 +104,8 @@ mod tests {
     #[test]
     fn counters_follow_the_oldest_pod_of_each_node() {
         let ds: DaemonSet = serde_json::from_value(json!({"metadata": {"name": "d", "generation": 4},
-            "spec": {"selector": {}, "template": {}}, "status": {"observedGeneration": 3}})).unwrap();
+            "spec": {"selector": {}, "template": {}}, "status": {"observedGeneration": 3}}))
+        .unwrap();
         let node = |n: &str| -> Node { serde_json::from_value(json!({"metadata": {"name": n}})).unwrap() };
         let (a, b, c) = (node("a"), node("b"), node("c"));
         let nodes = [&a, &b, &c];
@@ -116,7 +118,10 @@ mod tests {
                 "status": {"conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}});
             if let Some(g) = gate {
                 v["spec"]["readinessGates"] = json!([{"conditionType": "InPlaceUpdateReady"}]);
-                v["status"]["conditions"].as_array_mut().unwrap().push(json!({"type": "InPlaceUpdateReady", "status": g}));
+                v["status"]["conditions"]
+                    .as_array_mut()
+                    .unwrap()
+                    .push(json!({"type": "InPlaceUpdateReady", "status": g}));
             }
             serde_json::from_value(v).unwrap()
         };

@@ -62,7 +62,8 @@ pub fn desired_node_counts<'p>(
         desired += 1;
         out.entry(name.to_string()).or_default();
     }
-    let max_unavailable = unavailable_count(ds, desired).map_err(|e| format!("invalid value for MaxUnavailable: {e}"))?;
+    let max_unavailable =
+        unavailable_count(ds, desired).map_err(|e| format!("invalid value for MaxUnavailable: {e}"))?;
     let max_surge = surge_count(ds, desired).map_err(|e| format!("invalid value for MaxSurge: {e}"))?;
     if desired > 0 && max_unavailable == 0 && max_surge == 0 {
         return Ok((0, 1, out));
@@ -83,7 +84,8 @@ pub fn nodes_to_update(
     let partition = match ru.and_then(|r| r.partition.as_ref()) {
         Some(p) => {
             let desired = ds.status.as_ref().map_or(0, |s| s.desired_number_scheduled);
-            k8s_scaled_value(Some(p), i64::from(desired), false).map_err(|e| format!("failed to get partition value: {e}"))?
+            k8s_scaled_value(Some(p), i64::from(desired), false)
+                .map_err(|e| format!("failed to get partition value: {e}"))?
         }
         None => 0,
     };
@@ -197,7 +199,8 @@ pub fn rolling_update<'p>(
     }
     let remaining = (max_surge - surging).max(0).min(candidates.len() as i64) as usize;
     if remaining < candidates.len() {
-        out.waiting.push(format!("maxSurge {max_surge}: {surging} surging, {} nodes wait", candidates.len() - remaining));
+        out.waiting
+            .push(format!("maxSurge {max_surge}: {surging} surging, {} nodes wait", candidates.len() - remaining));
     }
     out.create_on = allowed;
     out.create_on.extend(candidates.into_iter().take(remaining));
@@ -244,9 +247,18 @@ mod tests {
     #[test]
     fn desired_node_counts_rows() {
         let ready = |n: &str, node: &str| pod(n, node, "h", true, false);
-        let rows: Vec<(&str, Value, usize, Vec<Pod>, i64, i64, usize)> = vec![
+        type Row<'a> = (&'a str, Value, usize, Vec<Pod>, i64, i64, usize);
+        let rows: Vec<Row<'_>> = vec![
             ("No nodes", unavailable(json!(0)), 0, vec![], 0, 0, 0),
-            ("Two nodes with ready pods", unavailable(json!(1)), 2, vec![ready("pod-0", "node-0"), ready("pod-1", "node-1")], 0, 1, 0),
+            (
+                "Two nodes with ready pods",
+                unavailable(json!(1)),
+                2,
+                vec![ready("pod-0", "node-0"), ready("pod-1", "node-1")],
+                0,
+                1,
+                0,
+            ),
             ("Two nodes, one node without pods", unavailable(json!(0)), 2, vec![ready("pod-0", "node-0")], 0, 1, 1),
             ("Two nodes, one node without pods, surge", surge(json!(0)), 2, vec![ready("pod-0", "node-0")], 0, 1, 1),
             (
@@ -292,7 +304,9 @@ mod tests {
             let node_refs: Vec<&Node> = nodes.iter().collect();
             let elig: BTreeMap<String, Eligibility> = nodes
                 .iter()
-                .map(|n| (n.metadata.name.clone().unwrap(), Eligibility { should_run: true, should_continue_running: true }))
+                .map(|n| {
+                    (n.metadata.name.clone().unwrap(), Eligibility { should_run: true, should_continue_running: true })
+                })
                 .collect();
             let refs: Vec<&Pod> = pods_list.iter().collect();
             let by = super::super::pods::by_node(&refs);
@@ -350,7 +364,11 @@ mod tests {
             let refs: Vec<&Pod> = owned.iter().collect();
             let by = super::super::pods::by_node(&refs);
             let labels = |n: &str| {
-                Some(if canary.contains(&n) { [("node-type".to_string(), "canary".to_string())].into() } else { BTreeMap::new() })
+                Some(if canary.contains(&n) {
+                    [("node-type".to_string(), "canary".to_string())].into()
+                } else {
+                    BTreeMap::new()
+                })
             };
             assert_eq!(nodes_to_update(&d, "v2", None, &by, labels).unwrap(), want, "{name}");
         }
@@ -365,17 +383,48 @@ mod tests {
         let rows: Vec<Row<'_>> = vec![
             ("one at a time", 0, 1, vec![("a", "v1", true), ("b", "v1", true), ("c", "v1", true)], vec!["p-a"], vec![]),
             // Old pods being replaced do not count against the budget (only new pods do).
-            ("unavailable old pods always", 0, 1, vec![("a", "v1", false), ("b", "v1", false), ("c", "v1", true)], vec!["p-a", "p-b", "p-c"], vec![]),
-            ("unavailable old pods beyond the budget", 0, 1, vec![("a", "v1", false), ("b", "v2", false), ("c", "v1", true)], vec!["p-a"], vec![]),
+            (
+                "unavailable old pods always",
+                0,
+                1,
+                vec![("a", "v1", false), ("b", "v1", false), ("c", "v1", true)],
+                vec!["p-a", "p-b", "p-c"],
+                vec![],
+            ),
+            (
+                "unavailable old pods beyond the budget",
+                0,
+                1,
+                vec![("a", "v1", false), ("b", "v2", false), ("c", "v1", true)],
+                vec!["p-a"],
+                vec![],
+            ),
             ("a new unready pod takes the budget", 0, 1, vec![("a", "v2", false), ("b", "v1", true)], vec![], vec![]),
-            ("a node without pods takes the budget", 0, 2, vec![("a", "", false), ("b", "v1", true), ("c", "v1", true)], vec!["p-b"], vec![]),
+            (
+                "a node without pods takes the budget",
+                0,
+                2,
+                vec![("a", "", false), ("b", "v1", true), ("c", "v1", true)],
+                vec!["p-b"],
+                vec![],
+            ),
             ("surge onto one node", 1, 0, vec![("a", "v1", true), ("b", "v1", true)], vec![], vec!["a"]),
-            ("surge: old unavailable always", 1, 0, vec![("a", "v1", false), ("b", "v1", false)], vec![], vec!["a", "b"]),
+            (
+                "surge: old unavailable always",
+                1,
+                0,
+                vec![("a", "v1", false), ("b", "v1", false)],
+                vec![],
+                vec!["a", "b"],
+            ),
         ];
         for (name, s, u, pods_list, want_replace, want_create) in rows {
             let d = ds(json!({"type": "RollingUpdate"}));
-            let owned: Vec<Pod> =
-                pods_list.iter().filter(|(_, h, _)| !h.is_empty()).map(|(n, h, r)| pod(&format!("p-{n}"), n, h, *r, false)).collect();
+            let owned: Vec<Pod> = pods_list
+                .iter()
+                .filter(|(_, h, _)| !h.is_empty())
+                .map(|(n, h, r)| pod(&format!("p-{n}"), n, h, *r, false))
+                .collect();
             let refs: Vec<&Pod> = owned.iter().collect();
             let mut by = super::super::pods::by_node(&refs);
             for (n, _, _) in &pods_list {
