@@ -17,6 +17,12 @@
 //! The controller runs in a child process of its own ([`rollout_support`](rollout_support/mod.rs)'s
 //! `Controller`, on a current-thread runtime, with the `kruise` binary's allocator), so the CPU and
 //! memory figures are its alone.
+//!
+//! One run (debug build, 500 nodes, `maxUnavailable` 20%, on a 2-core machine shared with other
+//! builds): creation 500 pods in 72 s, 2.01 writes per pod (create, `InPlaceUpdateReady` True),
+//! controller CPU 4.2 s (8.5 ms per pod); in-place rollout 103 s, 3.03 writes per pod (readiness
+//! False, the images, readiness True), CPU 5.9 s (11.8 ms per pod), 500/500 pods kept their uid;
+//! RSS peak 59 MiB; idle afterwards 0 reconciles.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic, dead_code)]
 
 #[path = "rollout_support/mod.rs"]
