@@ -18,6 +18,7 @@ pub mod apply;
 pub mod broadcastjob;
 pub mod budget_takes;
 pub mod cloneset;
+pub mod daemonset;
 pub mod failopen;
 pub mod imagelistpulljob;
 pub mod imagepulljob;
@@ -211,6 +212,7 @@ impl Leader {
             Arc::clone(&self.view),
             token,
         ));
+        tasks.extend(daemonset::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.extend(sidecarset::start(
             &informers,
             Arc::clone(&self.view),

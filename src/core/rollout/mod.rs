@@ -8,6 +8,7 @@
 
 pub mod actions;
 pub mod cloneset;
+pub mod daemonset;
 pub mod order;
 pub mod ownership;
 pub mod plan;
