@@ -35,6 +35,7 @@
 //! - [`leader`]: leader election on a Lease, as client-go decides it (§8.5).
 //! - [`imagepuller`]: `kruise daemon`'s pulls: workers per tag, retries, credentials, status writes.
 
+pub mod advancedcronjob;
 pub mod budget;
 pub mod cert_margin;
 pub mod certs;

@@ -6,6 +6,7 @@
 pub mod budget;
 pub mod convert;
 pub mod http;
+pub mod mutate_advancedcronjob;
 pub mod mutate_cloneset;
 pub mod mutate_imagelistpulljob;
 pub mod mutate_imagepulljob;
@@ -16,6 +17,7 @@ pub mod mutate_statefulset;
 pub mod paths;
 pub mod request;
 pub mod review;
+pub mod validate_advancedcronjob;
 pub mod validate_cloneset;
 pub mod validate_deletion;
 pub mod validate_imagelistpulljob;
@@ -163,6 +165,8 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::ValidateImageListPullJob => Some(validate_imagelistpulljob::validate(ctx, review)),
         Handler::MutateNodeImage => Some(mutate_nodeimage::mutate(ctx, review)),
         Handler::ValidateNodeImage => Some(validate_nodeimage::validate(ctx, review)),
+        Handler::MutateAdvancedCronJob => Some(mutate_advancedcronjob::mutate(ctx, review)),
+        Handler::ValidateAdvancedCronJob => Some(validate_advancedcronjob::validate(ctx, review)),
         Handler::Missing => None,
     }
 }

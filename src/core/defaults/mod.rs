@@ -5,6 +5,7 @@
 //! [`imagepulljob`], [`imagelistpulljob`] and [`nodeimage`] are the image-pull kinds' defaults
 //! (issue 29 item 1).
 
+pub mod advancedcronjob;
 pub mod cloneset;
 pub mod imagelistpulljob;
 pub mod imagepulljob;

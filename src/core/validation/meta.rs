@@ -29,12 +29,23 @@ pub fn name_is_dns_subdomain(name: &str, prefix: bool) -> Vec<String> {
 /// Advanced StatefulSet names are DNS-1123 subdomains (kruise vendors Kubernetes 1.32, where
 /// `ValidateStatefulSetName` is still the subdomain rule).
 pub fn validate_object_meta(meta: &ObjectMeta, requires_namespace: bool, path: &str) -> Vec<FieldError> {
+    validate_object_meta_with(meta, requires_namespace, name_is_dns_subdomain, path)
+}
+
+/// `ValidateObjectMeta(meta, requiresNamespace, nameFn, path)` with a kind's own name rule
+/// (`nameFn(name, prefix)` returns the messages).
+pub fn validate_object_meta_with(
+    meta: &ObjectMeta,
+    requires_namespace: bool,
+    name_fn: fn(&str, bool) -> Vec<String>,
+    path: &str,
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let generate_name = meta.generate_name.as_deref().unwrap_or("");
     if !generate_name.is_empty() {
         let p = child(path, "generateName");
         errs.extend(
-            name_is_dns_subdomain(generate_name, true).into_iter().map(|m| FieldError::invalid(&p, generate_name, m)),
+            name_fn(generate_name, true).into_iter().map(|m| FieldError::invalid(&p, generate_name, m)),
         );
     }
     let name = meta.name.as_deref().unwrap_or("");
@@ -42,7 +53,7 @@ pub fn validate_object_meta(meta: &ObjectMeta, requires_namespace: bool, path: &
     if name.is_empty() {
         errs.push(FieldError::required(&name_path, "name or generateName is required"));
     } else {
-        errs.extend(name_is_dns_subdomain(name, false).into_iter().map(|m| FieldError::invalid(&name_path, name, m)));
+        errs.extend(name_fn(name, false).into_iter().map(|m| FieldError::invalid(&name_path, name, m)));
     }
     if requires_namespace {
         let namespace = meta.namespace.as_deref().unwrap_or("");

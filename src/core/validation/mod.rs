@@ -9,6 +9,7 @@
 //! [`podunavailablebudget`] (PodUnavailableBudget objects), [`imagepulljob`],
 //! [`imagelistpulljob`] and [`nodeimage`] (the image-pull kinds).
 
+pub mod advancedcronjob;
 pub mod cloneset;
 pub mod cloneset_v1beta1;
 pub mod imagelistpulljob;
