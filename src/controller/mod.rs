@@ -13,6 +13,7 @@
 //! [`Leader`] starts them all on one set of informers while this replica leads.
 
 pub mod act;
+pub mod advancedcronjob;
 pub mod apply;
 pub mod budget_takes;
 pub mod cloneset;
@@ -253,6 +254,7 @@ impl Leader {
             }
             tasks.extend(images.start(&self.client, ns, &self.metrics, token));
         }
+        tasks.extend(advancedcronjob::start(&self.client, &self.settings, &self.metrics, token));
         tasks.extend(informers.start(&self.client, ns, &self.metrics, token));
         tasks
     }
