@@ -60,9 +60,11 @@ async fn runs(jobs: &Api<Job>, owner: &str) -> BTreeSet<String> {
     list.into_iter()
         .filter(|j| j.metadata.deletion_timestamp.is_none())
         .filter(|j| {
-            j.metadata.owner_references.iter().flatten().any(|r| {
-                r.controller == Some(true) && r.kind == "AdvancedCronJob" && r.name == owner
-            })
+            j.metadata
+                .owner_references
+                .iter()
+                .flatten()
+                .any(|r| r.controller == Some(true) && r.kind == "AdvancedCronJob" && r.name == owner)
         })
         .filter_map(|j| j.metadata.name)
         .collect()
@@ -72,8 +74,10 @@ async fn runs(jobs: &Api<Job>, owner: &str) -> BTreeSet<String> {
 /// runs beyond the ones it has now: that many ticks have passed for every AdvancedCronJob.
 async fn ticks(jobs: &Api<Job>, more: usize) {
     let start = runs(jobs, "witness").await.len();
-    poll("the witness to run again", TIMEOUT, || async { (runs(jobs, "witness").await.len() >= start + more).then_some(()) })
-        .await;
+    poll("the witness to run again", TIMEOUT, || async {
+        (runs(jobs, "witness").await.len() >= start + more).then_some(())
+    })
+    .await;
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -110,7 +114,9 @@ async fn advanced_cron_jobs_schedule_jobs() {
     .await;
     assert_eq!(denied.code, 422, "{denied:?}");
     assert!(
-        denied.message.contains("spec.schedule: Invalid value: \"61 * * * *\": end of range (61) above maximum (59): 61"),
+        denied
+            .message
+            .contains("spec.schedule: Invalid value: \"61 * * * *\": end of range (61) above maximum (59): 61"),
         "{}",
         denied.message
     );
@@ -127,13 +133,20 @@ async fn advanced_cron_jobs_schedule_jobs() {
     assert_eq!(job.metadata.labels.as_ref().unwrap()["run-of"], "forbid");
     let owner = &job.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(
-        (owner.api_version.as_str(), owner.kind.as_str(), owner.name.as_str(), owner.controller, owner.block_owner_deletion),
+        (
+            owner.api_version.as_str(),
+            owner.kind.as_str(),
+            owner.name.as_str(),
+            owner.controller,
+            owner.block_owner_deletion
+        ),
         ("apps.kruise.io/v1alpha1", "AdvancedCronJob", "forbid", Some(true), Some(true))
     );
     assert_eq!(Some(&owner.uid), created.metadata.uid.as_ref());
     poll("status.active and lastScheduleTime", TIMEOUT, || async {
         let s = acjs.get("forbid").await.ok()?.status?;
-        let listed = s.active.iter().any(|r| r.name.as_deref() == Some(first.as_str()) && r.kind.as_deref() == Some("Job"));
+        let listed =
+            s.active.iter().any(|r| r.name.as_deref() == Some(first.as_str()) && r.kind.as_deref() == Some("Job"));
         (listed && s.type_ == "Job" && s.last_schedule_time.is_some_and(|t| t.0.as_second() == unix)).then_some(())
     })
     .await;

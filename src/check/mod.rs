@@ -587,7 +587,12 @@ mod tests {
                    "spec": {"schedule": schedule, "template": {"jobTemplate": {"spec": {"template": {"spec": {
                        "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}})
         };
-        let out = check(&[manifest(acj("ok", "@every 10s")), manifest(acj("bad", "61 * * * *"))], &[], &Snapshot::default(), &settings);
+        let out = check(
+            &[manifest(acj("ok", "@every 10s")), manifest(acj("bad", "61 * * * *"))],
+            &[],
+            &Snapshot::default(),
+            &settings,
+        );
         assert_eq!(out[0].status, Status::Mutated, "defaulted: {}", out[0].message);
         assert_eq!(out[1].status, Status::Denied);
         assert!(out[1].message.contains("end of range (61) above maximum (59): 61"), "{}", out[1].message);

@@ -236,9 +236,11 @@ pub fn normalize_fields(fields: &[&str], options: u32) -> Result<Vec<String>, St
     Ok(PLACES
         .iter()
         .zip(DEFAULTS)
-        .map(|(place, default)| {
-            if options & place != 0 { given.next().unwrap_or(default).to_string() } else { default.to_string() }
-        })
+        .map(
+            |(place, default)| {
+                if options & place != 0 { given.next().unwrap_or(default).to_string() } else { default.to_string() }
+            },
+        )
         .collect())
 }
 
@@ -346,14 +348,9 @@ fn parse_descriptor(descriptor: &str, loc: Location) -> Result<Schedule, String>
     };
     let first = |b: Bounds| 1u64 << b.min;
     match descriptor {
-        "@yearly" | "@annually" => at(
-            first(SECONDS),
-            first(MINUTES),
-            first(HOURS),
-            first(DAYS_OF_MONTH),
-            first(MONTHS),
-            all(DAYS_OF_WEEK),
-        ),
+        "@yearly" | "@annually" => {
+            at(first(SECONDS), first(MINUTES), first(HOURS), first(DAYS_OF_MONTH), first(MONTHS), all(DAYS_OF_WEEK))
+        }
         "@monthly" => {
             at(first(SECONDS), first(MINUTES), first(HOURS), first(DAYS_OF_MONTH), all(MONTHS), all(DAYS_OF_WEEK))
         }
@@ -499,11 +496,7 @@ pub fn parse_duration(orig: &str) -> Result<i64, String> {
             b"m" => 60_000_000_000,
             b"h" => 3_600_000_000_000,
             _ => {
-                return Err(format!(
-                    "time: unknown unit {} in duration {}",
-                    time_quote(&unit_text),
-                    time_quote(orig)
-                ));
+                return Err(format!("time: unknown unit {} in duration {}", time_quote(&unit_text), time_quote(orig)));
             }
         };
         if v > LIMIT / unit {
@@ -607,9 +600,9 @@ impl Schedule {
         // Go's seconds are floored; jiff's nanoseconds carry the sign of the seconds.
         let secs = ts.as_second() - i64::from(ts.subsec_nanosecond() < 0);
         match self {
-            Schedule::Every { delay_seconds } => {
-                Timestamp::from_second(secs.checked_add(*delay_seconds)?).ok().map(|n| n.to_zoned(t.time_zone().clone()))
-            }
+            Schedule::Every { delay_seconds } => Timestamp::from_second(secs.checked_add(*delay_seconds)?)
+                .ok()
+                .map(|n| n.to_zoned(t.time_zone().clone())),
             Schedule::Spec(spec) => {
                 let next = spec.next_second(secs + 1, t.time_zone())?;
                 Timestamp::from_second(next).ok().map(|n| n.to_zoned(t.time_zone().clone()))

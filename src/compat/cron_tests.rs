@@ -256,7 +256,12 @@ fn normalize_fields_rows() {
     let sec_opt = SECOND_OPTIONAL | MINUTE | HOUR | DOM | MONTH | DOW | DESCRIPTOR;
     let rows: &[(&str, &[&str], u32, &[&str])] = &[
         ("AllFields_NoOptional", &["0", "5", "*", "*", "*", "*"], full, &["0", "5", "*", "*", "*", "*"]),
-        ("AllFields_SecondOptional_Provided", &["0", "5", "*", "*", "*", "*"], sec_opt, &["0", "5", "*", "*", "*", "*"]),
+        (
+            "AllFields_SecondOptional_Provided",
+            &["0", "5", "*", "*", "*", "*"],
+            sec_opt,
+            &["0", "5", "*", "*", "*", "*"],
+        ),
         ("AllFields_SecondOptional_NotProvided", &["5", "*", "*", "*", "*"], sec_opt, &["0", "5", "*", "*", "*", "*"]),
         ("SubsetFields_NoOptional", &["5", "15", "*"], HOUR | DOM | MONTH, &["0", "0", "5", "15", "*", "*"]),
         (

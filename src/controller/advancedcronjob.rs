@@ -78,7 +78,12 @@ impl Context {
 }
 
 /// Registers the controller on watches of its own and starts them with its runner (system clock).
-pub fn start(client: &Client, settings: &Settings, metrics: &Metrics, token: &CancellationToken) -> Vec<JoinHandle<()>> {
+pub fn start(
+    client: &Client,
+    settings: &Settings,
+    metrics: &Metrics,
+    token: &CancellationToken,
+) -> Vec<JoinHandle<()>> {
     start_with_clock(client, settings, metrics, system_clock(), token)
 }
 

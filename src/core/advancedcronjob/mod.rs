@@ -130,9 +130,11 @@ fn scheduled_at(meta: &ObjectMeta) -> Option<String> {
 /// Whether `meta`'s controller is the AdvancedCronJob `name` (kruise's `.metadata.controller`
 /// index: by owner name, apiVersion `apps.kruise.io/v1alpha1` and kind).
 pub fn is_child_of(meta: &ObjectMeta, name: &str) -> bool {
-    meta.owner_references.iter().flatten().find(|r| r.controller == Some(true)).is_some_and(|r| {
-        r.api_version == OWNER_API_VERSION && r.kind == OWNER_KIND && r.name == name
-    })
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+        .is_some_and(|r| r.api_version == OWNER_API_VERSION && r.kind == OWNER_KIND && r.name == name)
 }
 
 /// kruise's `formatSchedule`.

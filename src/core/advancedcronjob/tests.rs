@@ -111,10 +111,7 @@ fn reconcile_creates_a_job_and_sets_the_type() {
     assert_eq!(j.metadata.labels, Some(BTreeMap::from([("app".into(), "report".into())])));
     assert_eq!(
         j.metadata.annotations,
-        Some(BTreeMap::from([
-            ("note".into(), "x".into()),
-            (SCHEDULED_AT.into(), "2024-05-01T10:01:00Z".into())
-        ]))
+        Some(BTreeMap::from([("note".into(), "x".into()), (SCHEDULED_AT.into(), "2024-05-01T10:01:00Z".into())]))
     );
     let owner = &j.metadata.owner_references.as_ref().unwrap()[0];
     assert_eq!(owner, &owner_reference(&a));
@@ -295,4 +292,72 @@ fn time_zone_field_is_ignored_when_the_schedule_names_one_or_it_does_not_load() 
     assert_eq!(format_schedule(&a), "0 * * * *");
     a.spec.time_zone = Some("Asia/Shanghai".into());
     assert_eq!(format_schedule(&a), "TZ=Asia/Shanghai 0 * * * *");
+}
+
+mod props {
+    use super::*;
+    use proptest::prelude::*;
+
+    const SCHEDULES: &[&str] = &["* * * * *", "*/5 * * * *", "0 * * * *", "@every 10s", "@every 90s", "30 2 * * 1-5"];
+    const POLICIES: &[&str] = &[ALLOW, FORBID, REPLACE];
+    const BASE: i64 = 1_714_557_600; // 2024-05-01T10:00:00Z
+
+    fn at(secs: i64) -> Timestamp {
+        Timestamp::from_second(BASE + secs).unwrap()
+    }
+
+    proptest! {
+        /// Whatever the children and the clock: a run is created only when due (at or before now,
+        /// after the last one scheduled, within the deadline), never under Forbid with an active
+        /// child, never when paused; Replace deletes exactly the active children; the requeue is
+        /// in the future.
+        #[test]
+        fn runs_are_due_unique_and_respect_the_policy(
+            schedule in 0..SCHEDULES.len(),
+            policy in 0..POLICIES.len(),
+            paused in any::<bool>(),
+            deadline in proptest::option::of(0i64..600),
+            now in 0i64..20_000,
+            kids in proptest::collection::vec((0i64..20_000, 0u8..3), 0..6),
+        ) {
+            let mut a = acj("p", job_template(), "2024-05-01T10:00:00Z");
+            a.spec.schedule = SCHEDULES[schedule].into();
+            a.spec.concurrency_policy = POLICIES[policy].into();
+            a.spec.paused = Some(paused);
+            a.spec.starting_deadline_seconds = deadline;
+            let now = at(now);
+            let children: Vec<Child> = kids
+                .iter()
+                .enumerate()
+                .filter(|(_, (t, _))| at(*t) <= now)
+                .map(|(i, (t, f))| {
+                    let finished = match f { 0 => None, 1 => Some(Finished::Complete), _ => Some(Finished::Failed) };
+                    child(&format!("p-{i}"), Some(&build::rfc3339(at(*t))), finished, None)
+                })
+                .collect();
+            let p = plan(&a, &children, now);
+            let last = p.status.last_schedule_time.as_ref().map(|t| t.0);
+            let active: Vec<String> = children.iter().filter(|c| c.finished.is_none()).map(|c| c.name()).collect();
+            prop_assert_eq!(p.status.active.len(), active.len());
+            if let Some(run) = p.create {
+                prop_assert!(!paused);
+                prop_assert!(run <= now);
+                prop_assert!(last.is_none_or(|l| run > l), "{run} after {last:?}");
+                if let Some(d) = deadline {
+                    prop_assert!(run.checked_add(SignedDuration::from_secs(d)).unwrap() >= now);
+                }
+                prop_assert!(!(POLICIES[policy] == FORBID && !active.is_empty()));
+                if POLICIES[policy] == REPLACE {
+                    prop_assert_eq!(&p.replace, &active);
+                } else {
+                    prop_assert!(p.replace.is_empty());
+                }
+            } else {
+                prop_assert!(p.replace.is_empty());
+            }
+            if let Some(r) = p.requeue_after {
+                prop_assert!(r.is_positive());
+            }
+        }
+    }
 }

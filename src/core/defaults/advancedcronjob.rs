@@ -15,7 +15,9 @@ pub fn default_advancedcronjob(
     gates: &FeatureGates,
 ) -> Result<(), QuantityError> {
     if inject_template {
-        if let Some(pod) = spec.template.job_template.as_mut().and_then(|j| j.spec.as_mut()).and_then(|s| s.template.spec.as_mut()) {
+        if let Some(pod) =
+            spec.template.job_template.as_mut().and_then(|j| j.spec.as_mut()).and_then(|s| s.template.spec.as_mut())
+        {
             default_pod_spec(pod, gates, "spec.template.jobTemplate.spec.template.spec")?;
         }
         if let Some(pod) = spec.template.broadcast_job_template.as_mut().and_then(|b| b.spec.template.spec.as_mut()) {
@@ -49,7 +51,11 @@ mod tests {
                         template: PodTemplateSpec {
                             metadata: None,
                             spec: Some(PodSpec {
-                                containers: vec![Container { name: "c".into(), image: Some("busybox".into()), ..Default::default() }],
+                                containers: vec![Container {
+                                    name: "c".into(),
+                                    image: Some("busybox".into()),
+                                    ..Default::default()
+                                }],
                                 ..Default::default()
                             }),
                         },

@@ -71,12 +71,21 @@ fn validate_cron_job_spec_rows() {
 #[test]
 fn schedule_errors_read_as_kruise_answers_them() {
     let cases = [
-        ("", "[spec.schedule: Invalid value: \"\": schedule cannot be empty, please provide valid cron schedule., spec.schedule: Invalid value: \"\": empty spec string]"),
+        (
+            "",
+            "[spec.schedule: Invalid value: \"\": schedule cannot be empty, please provide valid cron schedule., spec.schedule: Invalid value: \"\": empty spec string]",
+        ),
         ("* * * *", "spec.schedule: Invalid value: \"* * * *\": expected exactly 5 fields, found 4: [* * * *]"),
         ("61 * * * *", "spec.schedule: Invalid value: \"61 * * * *\": end of range (61) above maximum (59): 61"),
-        ("@every 1x", "spec.schedule: Invalid value: \"@every 1x\": failed to parse duration @every 1x: time: unknown unit \"x\" in duration \"1x\""),
+        (
+            "@every 1x",
+            "spec.schedule: Invalid value: \"@every 1x\": failed to parse duration @every 1x: time: unknown unit \"x\" in duration \"1x\"",
+        ),
         ("@daily2", "spec.schedule: Invalid value: \"@daily2\": unrecognized descriptor: @daily2"),
-        ("TZ=Mars/Base * * * * *", "spec.schedule: Invalid value: \"TZ=Mars/Base * * * * *\": provided bad location Mars/Base: unknown time zone Mars/Base"),
+        (
+            "TZ=Mars/Base * * * * *",
+            "spec.schedule: Invalid value: \"TZ=Mars/Base * * * * *\": provided bad location Mars/Base: unknown time zone Mars/Base",
+        ),
     ];
     for (schedule, want) in cases {
         assert_eq!(aggregate(&validate_spec(&spec(schedule, None), "spec")), want, "{schedule}");

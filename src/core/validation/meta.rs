@@ -44,9 +44,7 @@ pub fn validate_object_meta_with(
     let generate_name = meta.generate_name.as_deref().unwrap_or("");
     if !generate_name.is_empty() {
         let p = child(path, "generateName");
-        errs.extend(
-            name_fn(generate_name, true).into_iter().map(|m| FieldError::invalid(&p, generate_name, m)),
-        );
+        errs.extend(name_fn(generate_name, true).into_iter().map(|m| FieldError::invalid(&p, generate_name, m)));
     }
     let name = meta.name.as_deref().unwrap_or("");
     let name_path = child(path, "name");
