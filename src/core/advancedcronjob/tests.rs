@@ -346,7 +346,7 @@ mod props {
                 if let Some(d) = deadline {
                     prop_assert!(run.checked_add(SignedDuration::from_secs(d)).unwrap() >= now);
                 }
-                prop_assert!(!(POLICIES[policy] == FORBID && !active.is_empty()));
+                prop_assert!(POLICIES[policy] != FORBID || active.is_empty());
                 if POLICIES[policy] == REPLACE {
                     prop_assert_eq!(&p.replace, &active);
                 } else {
