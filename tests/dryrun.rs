@@ -34,6 +34,7 @@ fn fixtures(handler: Handler) -> Vec<&'static str> {
         Handler::MutateNodeImage | Handler::ValidateNodeImage => vec!["nodeimage-create.json"],
         Handler::MutateDaemonSet | Handler::ValidateDaemonSet => vec!["daemonset-create.json"],
         Handler::MutateBroadcastJob | Handler::ValidateBroadcastJob => vec!["broadcastjob-create.json"],
+        Handler::MutateAdvancedCronJob | Handler::ValidateAdvancedCronJob => vec!["advancedcronjob-create.json"],
         Handler::Missing => vec![],
     }
 }

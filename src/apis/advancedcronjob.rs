@@ -1,7 +1,7 @@
 //! AdvancedCronJob `apps.kruise.io/v1alpha1`, kruise's
 //! `apis/apps/v1alpha1/advancedcronjob_types.go` (v1.9.0): a CronJob whose template is a Job or
-//! a BroadcastJob. Types only: the CRD is installed so existing objects stay readable and
-//! writable; nothing of ours reconciles it yet.
+//! a BroadcastJob. Types only: admission is `webhook::{mutate,validate}_advancedcronjob`, the
+//! schedule `core::advancedcronjob`, the controller `controller::advancedcronjob`.
 //!
 //! Served as kruise v1.9 serves it: v1alpha1 and [`v1beta1`] (which adds
 //! `template.imageListPullJobTemplate`) under `conversion: None`, stored as v1beta1: an object

@@ -598,4 +598,25 @@ mod tests {
         assert_eq!(out[1].code, 422);
         assert!(out[1].message.contains("pod restartPolicy can only be Never or OnFailure"), "{}", out[1].message);
     }
+
+    /// AdvancedCronJobs go through their mutating and validating webhooks: defaulted then
+    /// valid, or denied with kruise's schedule error.
+    #[test]
+    fn advanced_cron_jobs_are_checked() {
+        let settings = Settings { namespace: "default".into(), gates: FeatureGates::default() };
+        let acj = |name: &str, schedule: &str| {
+            json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "AdvancedCronJob", "metadata": {"name": name},
+                   "spec": {"schedule": schedule, "template": {"jobTemplate": {"spec": {"template": {"spec": {
+                       "restartPolicy": "Never", "containers": [{"name": "c", "image": "busybox"}]}}}}}}})
+        };
+        let out = check(
+            &[manifest(acj("ok", "@every 10s")), manifest(acj("bad", "61 * * * *"))],
+            &[],
+            &Snapshot::default(),
+            &settings,
+        );
+        assert_eq!(out[0].status, Status::Mutated, "defaulted: {}", out[0].message);
+        assert_eq!(out[1].status, Status::Denied);
+        assert!(out[1].message.contains("end of range (61) above maximum (59): 61"), "{}", out[1].message);
+    }
 }

@@ -27,6 +27,7 @@ pub const KINDS: &[KindInfo] = &[
     KindInfo { group: "apps.kruise.io", kind: "ImageListPullJob", resource: "imagelistpulljobs", namespaced: true },
     KindInfo { group: "apps.kruise.io", kind: "NodeImage", resource: "nodeimages", namespaced: false },
     KindInfo { group: "apps.kruise.io", kind: "BroadcastJob", resource: "broadcastjobs", namespaced: true },
+    KindInfo { group: "apps.kruise.io", kind: "AdvancedCronJob", resource: "advancedcronjobs", namespaced: true },
     KindInfo {
         group: "policy.kruise.io",
         kind: "PodUnavailableBudget",

@@ -19,9 +19,11 @@
 //! | [`jsondiff`] | `github.com/appscode/jsonpatch` v1.0.1 `CreatePatch` (kruise's JSON diff) |
 //! | [`metapatch`] | `k8s.io/apimachinery/pkg/util/strategicpatch.CreateTwoWayMergePatch` on `ObjectMeta` |
 //! | [`yaml`] | `sigs.k8s.io/yaml` over go-yaml v2 (YAML 1.1) and apimachinery's `YAMLOrJSONDecoder`: manifest text as kubectl reads it |
+//! | [`cron`] | `github.com/robfig/cron/v3` v3.0.1 (`ParseStandard`, `Schedule.Next`) with Go's `time.ParseDuration`, `time.LoadLocation` and `time.Date` offsets |
 //! | [`decode`] | `encoding/json` into Go structs (null is the zero value) with apimachinery's field-path decode errors as `field.Error`s |
 //! | [`patch`] | controller-runtime's `admission.PatchResponseFromRaw` (RFC 6902 patch from the raw request to the mutated object), except that fields our types do not know are kept (spec §11.7) |
 
+pub mod cron;
 pub mod decode;
 pub mod field;
 pub mod gojson;

@@ -14,6 +14,7 @@
 //! [`Leader`] starts them all on one set of informers while this replica leads.
 
 pub mod act;
+pub mod advancedcronjob;
 pub mod apply;
 pub mod broadcastjob;
 pub mod budget_takes;
@@ -258,6 +259,7 @@ impl Leader {
             }
             tasks.extend(images.start(&self.client, ns, &self.metrics, token));
         }
+        tasks.extend(advancedcronjob::start(&self.client, &self.settings, &self.metrics, token));
         tasks.extend(informers.start(&self.client, ns, &self.metrics, token));
         tasks
     }

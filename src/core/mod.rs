@@ -37,6 +37,7 @@
 //! - [`imagepuller`]: `kruise daemon`'s pulls: workers per tag, retries, credentials, status writes.
 
 pub mod broadcastjob;
+pub mod advancedcronjob;
 pub mod budget;
 pub mod cert_margin;
 pub mod certs;

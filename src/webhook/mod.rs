@@ -7,6 +7,7 @@ pub mod budget;
 pub mod convert;
 pub mod http;
 pub mod mutate_broadcastjob;
+pub mod mutate_advancedcronjob;
 pub mod mutate_cloneset;
 pub mod mutate_daemonset;
 pub mod mutate_imagelistpulljob;
@@ -19,6 +20,7 @@ pub mod paths;
 pub mod request;
 pub mod review;
 pub mod validate_broadcastjob;
+pub mod validate_advancedcronjob;
 pub mod validate_cloneset;
 pub mod validate_daemonset;
 pub mod validate_deletion;
@@ -171,6 +173,8 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::ValidateDaemonSet => Some(validate_daemonset::validate(ctx, review)),
         Handler::MutateBroadcastJob => Some(mutate_broadcastjob::mutate(ctx, review)),
         Handler::ValidateBroadcastJob => Some(validate_broadcastjob::validate(ctx, review)),
+        Handler::MutateAdvancedCronJob => Some(mutate_advancedcronjob::mutate(ctx, review)),
+        Handler::ValidateAdvancedCronJob => Some(validate_advancedcronjob::validate(ctx, review)),
         Handler::Missing => None,
     }
 }

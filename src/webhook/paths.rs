@@ -55,6 +55,10 @@ pub enum Handler {
     MutateBroadcastJob,
     /// BroadcastJob validation (kruise `pkg/webhook/broadcastjob/validating`).
     ValidateBroadcastJob,
+    /// AdvancedCronJob defaults (kruise `pkg/webhook/advancedcronjob/mutating`).
+    MutateAdvancedCronJob,
+    /// AdvancedCronJob validation (kruise `pkg/webhook/advancedcronjob/validating`).
+    ValidateAdvancedCronJob,
     /// Not implemented yet: the path answers 404.
     Missing,
 }
@@ -424,6 +428,36 @@ pub const WEBHOOKS: &[Webhook] = &[
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
         handler: Handler::ValidateNodeImage,
+    },
+    Webhook {
+        name: "madvancedcronjob.kb.io",
+        kind: Kind::Mutating,
+        path: "/mutate-apps-kruise-io-advancedcronjob",
+        legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-advancedcronjob"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1"],
+            resources: &["advancedcronjobs"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::MutateAdvancedCronJob,
+    },
+    Webhook {
+        name: "vadvancedcronjob.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-apps-kruise-io-advancedcronjob",
+        legacy_path: Some("/validate-apps-kruise-io-v1alpha1-advancedcronjob"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1"],
+            resources: &["advancedcronjobs"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::ValidateAdvancedCronJob,
     },
     Webhook {
         name: "vpodunavailablebudget.kb.io",

@@ -186,6 +186,10 @@ func supervise(args []string) error {
 			"persistentvolume-binder-controller",
 			"persistentvolumeclaim-protection-controller",
 			"persistentvolume-protection-controller",
+			// The Jobs AdvancedCronJobs create; Deployments for later workloads.
+			"job-controller",
+			"deployment-controller",
+			"replicaset-controller",
 		}, ","),
 		"--node-monitor-grace-period=40s",
 		"--profiling=false",

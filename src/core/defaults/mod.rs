@@ -6,6 +6,7 @@
 //! (issue 29 item 1). [`daemonset`]: the Advanced DaemonSet's (issue 33).
 
 pub mod broadcastjob;
+pub mod advancedcronjob;
 pub mod cloneset;
 pub mod daemonset;
 pub mod imagelistpulljob;

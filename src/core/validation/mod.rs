@@ -11,6 +11,7 @@
 //! DaemonSet).
 
 pub mod broadcastjob;
+pub mod advancedcronjob;
 pub mod cloneset;
 pub mod cloneset_v1beta1;
 pub mod daemonset;
