@@ -3,9 +3,10 @@
 //! watch each, shared by the three image controllers) and the shared pod informer feed the
 //! runner; a round reads the cache, syncs the job's pull secrets into `kruise-daemon-config`
 //! through the API ([`crate::core::imagepulljob::secrets`]), and sends the plan of
-//! [`crate::core::imagepulljob::plan::plan`]: NodeImage patches pinned to the version they were
-//! computed from (a 409 ends the round; the runner retries on a fresh view), the finalizer, the
-//! status (pinned), the TTL deletion.
+//! [`crate::core::imagepulljob::plan::plan`]: the NodeImages to write, handed to the one writer
+//! per NodeImage ([`super::nodeimage_writer`]) that merges every job's wishes into one patch
+//! pinned to the version it was computed from, retrying a 409 on a fresh read; the finalizer,
+//! the status (pinned), the TTL deletion.
 //!
 //! Triggers are narrow, so a storm of events does not become a storm of rounds (kruise PR #2483:
 //! 887 reconciles/s for 198 jobs × 989 nodes): a NodeImage change queues only the jobs owning a
@@ -36,6 +37,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::nodeimage_writer::{Outcome as WriteOutcome, Writer};
 use super::index::{meta_key, namespace_key, node_key, owner_uids};
 use super::informers::{Change, Informer, Informers, Invalid};
 use super::queue::WorkQueue;
@@ -46,6 +48,7 @@ use crate::apis::imagepulljob::v1beta1::ImagePullJob;
 use crate::apis::nodeimage::v1beta1::{NodeImage, ReferenceObject};
 use crate::core::expectations::resource_version_newer;
 use crate::core::imagepulljob::PROTECTION_FINALIZER;
+use crate::core::imagepulljob::coalesce::Intent;
 use crate::core::imagepulljob::plan::{Input, plan};
 use crate::core::imagepulljob::secrets::{self, DAEMON_CONFIG_NAMESPACE, SecretWrite};
 use crate::core::imagepulljob::targets::{Targeting, concerns_node, targeting};
@@ -57,8 +60,6 @@ const FIELD_MANAGER: &str = "kruise-manager";
 const RECHECK: Duration = Duration::from_millis(500);
 /// How soon a job whose NodeImage patches met conflicts is looked at again.
 const CONFLICT_RECHECK: Duration = Duration::from_millis(200);
-/// NodeImage patches one round sends side by side.
-const NODE_IMAGE_WRITES: usize = 16;
 
 /// A job's keys: its owners' uids (the ImageListPullJob finds its children) and its namespace.
 fn job_keys(j: &ImagePullJob) -> Vec<String> {
@@ -100,6 +101,35 @@ impl ImageInformers {
             self.jobs.start(super::informers::scoped(client, namespace), metrics.clone(), token.clone()),
             self.list_jobs.start(super::informers::scoped(client, namespace), metrics.clone(), token.clone()),
         ]
+    }
+
+    /// The image kinds' controllers' start as kruise's (`DiscoverGVK` in each controller's
+    /// `Add`): once the API server is found to serve NodeImage, ImagePullJob and
+    /// ImageListPullJob ([`super::discovery`]), the watches start; when it does not, `controllers`
+    /// (the token the image controllers' runners were started with) is cancelled and they stop.
+    pub fn start_when_served(
+        &self,
+        client: &Client,
+        namespace: Option<&str>,
+        metrics: &Metrics,
+        controllers: &CancellationToken,
+    ) -> JoinHandle<()> {
+        let (images, client, metrics, token) = (self.clone(), client.clone(), metrics.clone(), controllers.clone());
+        let namespace = namespace.map(str::to_string);
+        tokio::spawn(async move {
+            let kinds = ["NodeImage", "ImagePullJob", "ImageListPullJob"];
+            let served = tokio::select! {
+                s = super::discovery::served(&client, "apps.kruise.io/v1beta1", &kinds) => s,
+                () = token.cancelled() => return,
+            };
+            if !served {
+                tracing::warn!("the image kinds are not served: the NodeImage, ImagePullJob and ImageListPullJob controllers are off");
+                token.cancel();
+                return;
+            }
+            let tasks = images.start(&client, namespace.as_deref(), &metrics, &token);
+            futures::future::join_all(tasks).await;
+        })
     }
 
     /// Whether every kind has been listed once.
@@ -241,6 +271,8 @@ struct Context {
     informers: Informers,
     images: ImageInformers,
     metrics: Metrics,
+    /// The per-NodeImage coalescing writer.
+    writer: Writer,
     /// Per job: the versions its writes returned (NodeImage name or `""` for the job itself)
     /// and since when they are awaited.
     written: Mutex<HashMap<String, Written>>,
@@ -270,6 +302,7 @@ pub fn start(
         informers: informers.clone(),
         images: images.clone(),
         metrics: metrics.clone(),
+        writer: Writer::new(Api::all(client.clone()), &images.node_images, metrics, CONTROLLER, FIELD_MANAGER),
         written: Mutex::default(),
     });
     tracing::info!(controller = CONTROLLER, "starting");
@@ -531,38 +564,33 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     if p.add_finalizer {
         job_rv = ctx.set_finalizer(&api, &job, true).await?;
     }
-    let nis: Api<NodeImage> = Api::all(ctx.client.clone());
     let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
-    // Each write is to another NodeImage and pinned to its version: they go side by side; a
-    // conflict (another job wrote that NodeImage first) ends the round once the others are sent.
-    let sends: Vec<_> = p
+    // The NodeImages this round picked go to their writers, which merge every job's wishes for a
+    // NodeImage into one write (see `nodeimage_writer`); the round waits for them, so the next
+    // round of this job counts the pulls it started.
+    let waits: Vec<_> = p
         .node_images
         .iter()
         .map(|w| {
-            let (nis, pp, name, patch) = (nis.clone(), pp.clone(), w.name.clone(), w.patch.clone());
-            ctx.count("patchNodeImage");
-            async move {
-                let done = nis.patch(&name, &pp, &Patch::Json::<()>(patch)).await;
-                let done = done.map_err(ReconcileError::api_err(format!("patch nodeimage {name}")));
-                (name, done)
-            }
+            let intent = Intent { job: Arc::clone(&job), secrets: secrets.clone() };
+            let rx = ctx.writer.submit(&w.name, intent);
+            let name = w.name.clone();
+            async move { (name, rx.await) }
         })
         .collect();
-    let results: Vec<_> = futures::StreamExt::collect(futures::StreamExt::buffer_unordered(
-        futures::stream::iter(sends),
-        NODE_IMAGE_WRITES,
-    ))
-    .await;
-    let mut failure = None;
+    let results = futures::future::join_all(waits).await;
+    let mut failure: Option<ReconcileError> = None;
     let mut conflicts = 0;
     for (name, result) in results {
         match result {
-            Ok(done) => ctx.expect(key, &name, done.metadata.resource_version),
-            // Another job wrote that NodeImage first: contention, not failure (a failed round
-            // backs off exponentially, and with many jobs on few nodes every round would fail).
-            // The status still goes out; the NodeImage is decided again on its new version.
-            Err(e) if e.code() == Some(409) => conflicts += 1,
-            Err(e) => failure = Some(e),
+            Ok(Ok(WriteOutcome::At(rv) | WriteOutcome::Unchanged(rv))) => ctx.expect(key, &name, Some(rv)),
+            // The NodeImage kept changing under its writer: contention, not failure (a failed
+            // round backs off exponentially). The status still goes out; the NodeImage is
+            // decided again on its new version.
+            Ok(Err(e)) if e.code == Some(409) => conflicts += 1,
+            Ok(Err(e)) => failure = Some(e.into()),
+            // The writer went away (shutdown).
+            Err(_) => conflicts += 1,
         }
     }
     if let Some(e) = failure {
@@ -609,10 +637,11 @@ pub async fn run_alone(
     let token = CancellationToken::new();
     let informers = Informers::for_gates(&settings.gates);
     let images = ImageInformers::default();
-    let mut tasks = super::nodeimage::start(&informers, &images, &client, &settings, &metrics, &token);
-    tasks.extend(start(&informers, &images, &client, &settings, &metrics, &token));
-    tasks.extend(super::imagelistpulljob::start(&images, &client, &settings, &metrics, &token));
-    tasks.extend(images.start(&client, settings.namespace.as_deref(), &metrics, &token));
+    let image_token = token.child_token();
+    let mut tasks = super::nodeimage::start(&informers, &images, &client, &settings, &metrics, &image_token);
+    tasks.extend(start(&informers, &images, &client, &settings, &metrics, &image_token));
+    tasks.extend(super::imagelistpulljob::start(&images, &client, &settings, &metrics, &image_token));
+    tasks.push(images.start_when_served(&client, settings.namespace.as_deref(), &metrics, &image_token));
     tasks.extend(informers.start(&client, settings.namespace.as_deref(), &metrics, &token));
     shutdown.await;
     token.cancel();
