@@ -14,7 +14,8 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::APIResourceList;
 use kube::Client;
 
 /// kruise's `backOff`: Steps 4, Duration 500 ms, Factor 5 (its 10% jitter left out).
-pub const BACKOFF: [Duration; 3] = [Duration::from_millis(500), Duration::from_millis(2500), Duration::from_millis(12500)];
+pub const BACKOFF: [Duration; 3] =
+    [Duration::from_millis(500), Duration::from_millis(2500), Duration::from_millis(12500)];
 
 /// What one look at the resource list found.
 #[derive(Debug, PartialEq)]
@@ -81,8 +82,8 @@ mod tests {
     use bytes::Bytes;
     use http_body_util::Full;
     use serde_json::json;
-    use std::sync::atomic::{AtomicUsize, Ordering};
     use std::sync::Arc;
+    use std::sync::atomic::{AtomicUsize, Ordering};
 
     /// A fake API server answering the group's resource list with `kinds` (or `code` when not
     /// 200), counting the requests.
@@ -93,8 +94,10 @@ mod tests {
                 calls.fetch_add(1, Ordering::SeqCst);
                 let resources: Vec<_> = kinds
                     .iter()
-                    .map(|k| json!({"name": format!("{}s", k.to_lowercase()), "singularName": "", "namespaced": true,
-                        "kind": k, "verbs": ["get"]}))
+                    .map(|k| {
+                        json!({"name": format!("{}s", k.to_lowercase()), "singularName": "", "namespaced": true,
+                        "kind": k, "verbs": ["get"]})
+                    })
                     .collect();
                 let body = if code == 200 {
                     json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps.kruise.io/v1beta1",

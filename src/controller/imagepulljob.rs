@@ -15,9 +15,10 @@
 //! queues the running `podSelector` jobs of its namespace it matches, only when its node or labels
 //! changed. The runner folds what remains into one round per job at a time (its pacing).
 //!
-//! Written versions are expectations: until the cache shows every NodeImage and the job at the
-//! version a write returned, the job is looked at again shortly rather than planned on a stale
-//! view that would count too few active pulls.
+//! Written versions are expectations: until the writer has answered every NodeImage write of a
+//! round, and the cache shows every NodeImage and the job at the version a write returned, the job
+//! is not planned again (it would count too few active pulls: `parallelism` is counted atomically
+//! across rounds). The round itself does not wait for the writer; the answers queue the job.
 //!
 //! Secrets are not watched (kruise watches every Secret in the cluster): a job with pull secrets
 //! re-syncs them every resync period.
@@ -37,9 +38,9 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::nodeimage_writer::{Outcome as WriteOutcome, Writer};
 use super::index::{meta_key, namespace_key, node_key, owner_uids};
 use super::informers::{Change, Informer, Informers, Invalid};
+use super::nodeimage_writer::{Outcome as WriteOutcome, Writer};
 use super::queue::WorkQueue;
 use super::runner::Runner;
 use super::{ReconcileError, Settings};
@@ -58,6 +59,11 @@ use crate::metrics::{ControllerWriteLabels, Metrics};
 pub const CONTROLLER: &str = "imagepulljob";
 const FIELD_MANAGER: &str = "kruise-manager";
 const RECHECK: Duration = Duration::from_millis(500);
+/// How soon a job whose NodeImage writes are still unanswered is looked at again (their answers
+/// queue it; this is a fallback).
+const IN_FLIGHT_FALLBACK: Duration = Duration::from_secs(10);
+/// How soon a job a NodeImage write of which failed is looked at again.
+const FAILED_RECHECK: Duration = Duration::from_secs(5);
 /// How soon a job whose NodeImage patches met conflicts is looked at again.
 const CONFLICT_RECHECK: Duration = Duration::from_millis(200);
 
@@ -123,7 +129,9 @@ impl ImageInformers {
                 () = token.cancelled() => return,
             };
             if !served {
-                tracing::warn!("the image kinds are not served: the NodeImage, ImagePullJob and ImageListPullJob controllers are off");
+                tracing::warn!(
+                    "the image kinds are not served: the NodeImage, ImagePullJob and ImageListPullJob controllers are off"
+                );
                 token.cancel();
                 return;
             }
@@ -273,6 +281,11 @@ struct Context {
     metrics: Metrics,
     /// The per-NodeImage coalescing writer.
     writer: Writer,
+    /// The runner's queue (a job whose NodeImage writes are done is queued again).
+    queue: WorkQueue,
+    /// Per job: NodeImage writes handed to the writer and not answered yet. A job is not
+    /// planned again before they are (its next round must count the pulls they start).
+    in_flight: Mutex<HashMap<String, usize>>,
     /// Per job: the versions its writes returned (NodeImage name or `""` for the job itself)
     /// and since when they are awaited.
     written: Mutex<HashMap<String, Written>>,
@@ -303,6 +316,8 @@ pub fn start(
         images: images.clone(),
         metrics: metrics.clone(),
         writer: Writer::new(Api::all(client.clone()), &images.node_images, metrics, CONTROLLER, FIELD_MANAGER),
+        queue: runner.queue().clone(),
+        in_flight: Mutex::default(),
         written: Mutex::default(),
     });
     tracing::info!(controller = CONTROLLER, "starting");
@@ -517,13 +532,18 @@ impl Context {
     }
 }
 
-async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, ReconcileError> {
+async fn reconcile(ctx_arc: &Arc<Context>, key: &str) -> Result<Option<Duration>, ReconcileError> {
+    let ctx: &Context = ctx_arc;
     let Some(job) = ctx.images.jobs.index().get_object(key) else {
         ctx.written.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
         return Ok(None);
     };
     if !ctx.images.synced() || !ctx.informers.pods.index().is_synced() {
         return Ok(Some(RECHECK));
+    }
+    if ctx.in_flight.lock().unwrap_or_else(|e| e.into_inner()).get(key).is_some_and(|n| *n > 0) {
+        // Its writes' answers queue the job; this is only the fallback.
+        return Ok(Some(IN_FLIGHT_FALLBACK));
     }
     if !ctx.caught_up(key, &job) {
         return Ok(Some(RECHECK));
@@ -566,35 +586,59 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     }
     let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
     // The NodeImages this round picked go to their writers, which merge every job's wishes for a
-    // NodeImage into one write (see `nodeimage_writer`); the round waits for them, so the next
-    // round of this job counts the pulls it started.
-    let waits: Vec<_> = p
-        .node_images
-        .iter()
-        .map(|w| {
-            let intent = Intent { job: Arc::clone(&job), secrets: secrets.clone() };
-            let rx = ctx.writer.submit(&w.name, intent);
-            let name = w.name.clone();
-            async move { (name, rx.await) }
-        })
-        .collect();
-    let results = futures::future::join_all(waits).await;
-    let mut failure: Option<ReconcileError> = None;
-    let mut conflicts = 0;
-    for (name, result) in results {
-        match result {
-            Ok(Ok(WriteOutcome::At(rv) | WriteOutcome::Unchanged(rv))) => ctx.expect(key, &name, Some(rv)),
-            // The NodeImage kept changing under its writer: contention, not failure (a failed
-            // round backs off exponentially). The status still goes out; the NodeImage is
-            // decided again on its new version.
-            Ok(Err(e)) if e.code == Some(409) => conflicts += 1,
-            Ok(Err(e)) => failure = Some(e.into()),
-            // The writer went away (shutdown).
-            Err(_) => conflicts += 1,
-        }
-    }
-    if let Some(e) = failure {
-        return Err(e);
+    // NodeImage into one write (see `nodeimage_writer`). The round does not wait for them (a
+    // worker waiting would hold back every other job's wishes); until they are answered the job
+    // counts as not caught up, so its next round counts the pulls they start.
+    if !p.node_images.is_empty() {
+        let waits: Vec<_> = p
+            .node_images
+            .iter()
+            .map(|w| {
+                let intent = Intent { job: Arc::clone(&job), secrets: secrets.clone() };
+                let rx = ctx.writer.submit(&w.name, intent);
+                let name = w.name.clone();
+                async move { (name, rx.await) }
+            })
+            .collect();
+        *ctx.in_flight.lock().unwrap_or_else(|e| e.into_inner()).entry(key.to_string()).or_default() += waits.len();
+        let done = Arc::clone(ctx_arc);
+        let key = key.to_string();
+        tokio::spawn(async move {
+            let results = futures::future::join_all(waits).await;
+            let (mut conflicts, mut failures) = (0, 0);
+            let n = results.len();
+            for (name, result) in results {
+                match result {
+                    Ok(Ok(WriteOutcome::At(rv) | WriteOutcome::Unchanged(rv))) => done.expect(&key, &name, Some(rv)),
+                    // The NodeImage kept changing under its writer: contention, not failure. It
+                    // is decided again on its new version.
+                    Ok(Err(e)) if e.code == Some(409) => conflicts += 1,
+                    Ok(Err(e)) => {
+                        failures += 1;
+                        tracing::warn!(job = %key, "{}", ReconcileError::from(e));
+                    }
+                    // The writer went away (shutdown).
+                    Err(_) => conflicts += 1,
+                }
+            }
+            {
+                let mut in_flight = done.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(c) = in_flight.get_mut(&key) {
+                    *c = c.saturating_sub(n);
+                    if *c == 0 {
+                        in_flight.remove(&key);
+                    }
+                }
+            }
+            if failures > 0 {
+                done.queue.add_after(key, FAILED_RECHECK);
+            } else if conflicts > 0 {
+                tracing::debug!(job = %key, conflicts, "NodeImages changed under this round's writes; looking again");
+                done.queue.add_after(key, CONFLICT_RECHECK);
+            } else {
+                done.queue.add(key);
+            }
+        });
     }
     if let Some(status) = &p.status {
         ctx.count("patchStatus");
@@ -615,10 +659,6 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         ctx.expect(key, "", job_rv);
     }
     let mut requeue = p.requeue.and_then(|d| Duration::try_from(d).ok());
-    if conflicts > 0 {
-        tracing::debug!(job = key, conflicts, "NodeImages changed under this round; looking again");
-        requeue = Some(requeue.map_or(CONFLICT_RECHECK, |d| d.min(CONFLICT_RECHECK)));
-    }
     if !job.spec.fields.pull_secrets.is_empty() && requeue.is_none() && p.status.is_none() {
         requeue = Some(ctx.settings.resync);
     }

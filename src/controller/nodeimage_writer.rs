@@ -1,11 +1,11 @@
 //! One writer per NodeImage for the ImagePullJob controller (issue 29, write contention at scale):
-//! a job round hands its wishes ([`Intent`]) for the NodeImages it picked to [`Writer::submit`]
-//! and awaits them; each NodeImage has at most one write in flight, and every wish queued
-//! meanwhile goes into its next write, merged by [`crate::core::imagepulljob::coalesce::merge`]
-//! into one JSON patch pinned to the version it was computed from. On a 409 the writer reads the
-//! NodeImage from the API and merges again (the daemon's status writes move the version too), so
-//! jobs no longer race each other for the same object: with kruise's one-update-per-job (and our
-//! earlier one-patch-per-job) 50 jobs × 200 nodes spent most patches on conflicts.
+//! a job round hands its wishes ([`Intent`]) for the NodeImages it picked to [`Writer::submit`];
+//! each NodeImage has at most one write in flight, and every wish queued meanwhile goes into its
+//! next write, merged by [`crate::core::imagepulljob::coalesce::merge`] into one JSON patch pinned
+//! to the version it was computed from. On a 409 the writer reads the NodeImage from the API and
+//! merges again (the daemon's status writes move the version too), so jobs no longer race each
+//! other for the same object: with one patch per job and NodeImage, 50 jobs × 200 nodes spent
+//! most patches on conflicts.
 //!
 //! The base of a write is the newer of the cache's copy and the object the writer's last patch
 //! returned (kept only until the cache shows that version, so it does not double the memory of
@@ -254,7 +254,11 @@ impl Inner {
                         .outcomes
                         .into_iter()
                         .map(|o| {
-                            o.map(|changed| if changed { Outcome::At(rv.clone()) } else { Outcome::Unchanged(rv.clone()) })
+                            o.map(
+                                |changed| {
+                                    if changed { Outcome::At(rv.clone()) } else { Outcome::Unchanged(rv.clone()) }
+                                },
+                            )
                         })
                         .map(|o| o.map_err(invalid))
                         .collect();
@@ -377,10 +381,7 @@ mod tests {
     }
 
     fn intent(i: usize) -> Intent {
-        Intent {
-            job: Arc::new(job(&format!("j{i}"), json!({"image": format!("img-{i}:v1")}))),
-            secrets: Vec::new(),
-        }
+        Intent { job: Arc::new(job(&format!("j{i}"), json!({"image": format!("img-{i}:v1")}))), secrets: Vec::new() }
     }
 
     fn owners(fake: &Mutex<Fake>) -> usize {

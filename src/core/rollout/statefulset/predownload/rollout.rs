@@ -24,8 +24,11 @@ const PARALLELISM: &str = "apps.kruise.io/image-predownload-parallelism";
 const MIN_READY: &str = "apps.kruise.io/image-predownload-min-updated-ready-pods";
 
 fn ready_world(replicas: i32, rolling: serde_json::Value, annotations: &[(&str, &str)]) -> World {
-    let mut set =
-        stateful_set(replicas, "nginx:1", json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling}}));
+    let mut set = stateful_set(
+        replicas,
+        "nginx:1",
+        json!({"updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling}}),
+    );
     set.metadata.annotations = Some(annotations.iter().map(|(k, v)| (k.to_string(), v.to_string())).collect());
     let mut w = World::new(set);
     w.gates = FeatureGates::default().with(Gate::PreDownloadImageForInPlaceUpdate, true);
