@@ -397,9 +397,11 @@ mod tests {
         for r in results {
             assert!(matches!(r.unwrap().unwrap(), Outcome::At(rv) if rv == "2"));
         }
-        let f = fake.lock().unwrap();
-        assert_eq!((f.patches, f.gets), (1, 1), "one read (nothing cached) and one merged write");
-        drop(f);
+        let counts = {
+            let f = fake.lock().unwrap();
+            (f.patches, f.gets)
+        };
+        assert_eq!(counts, (1, 1), "one read (nothing cached) and one merged write");
         assert_eq!(owners(&fake), 20, "every job's entry is there");
         assert_eq!(writer.busy(), 0);
         // Asked again: the writer's last answer is the base, and nothing is written.
@@ -415,10 +417,12 @@ mod tests {
         for r in futures::future::join_all(waits).await {
             assert!(matches!(r.unwrap().unwrap(), Outcome::At(_)));
         }
-        let f = fake.lock().unwrap();
-        assert_eq!((f.patches, f.gets), (3, 3), "two refused writes, each followed by a read");
-        assert_eq!(f.object["status"]["desired"], 3, "the status written meanwhile is kept");
-        drop(f);
+        let (counts, desired) = {
+            let f = fake.lock().unwrap();
+            ((f.patches, f.gets), f.object["status"]["desired"].clone())
+        };
+        assert_eq!(counts, (3, 3), "two refused writes, each followed by a read");
+        assert_eq!(desired, 3, "the status written meanwhile is kept");
         assert_eq!(owners(&fake), 3);
     }
 
