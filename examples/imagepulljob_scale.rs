@@ -215,20 +215,39 @@ async fn drive(jobs: usize, nodes: usize, parallelism: usize) {
         tokio::time::sleep(Duration::from_millis(1000)).await;
     };
     let wall = started.elapsed();
+    let pulls: i64 = job_api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .iter()
+        .filter_map(|j| j.status.as_ref())
+        .map(|s| i64::from(s.succeeded))
+        .sum();
     let after = controller.sample();
     let after_ni = nodeimage_reconciles(&mut controller);
     let (peak, rss) = controller.rss_mib();
     report(&before, &after, after_ni - before_ni, wall, completed, jobs, nodes);
     println!("  fake daemon status writes: {}", daemon_writes.load(Ordering::Relaxed));
+    let patches = after.writes.get("patchNodeImage").copied().unwrap_or(0.0)
+        - before.writes.get("patchNodeImage").copied().unwrap_or(0.0);
+    let conflicts = after.writes.get("patchNodeImageConflict").copied().unwrap_or(0.0)
+        - before.writes.get("patchNodeImageConflict").copied().unwrap_or(0.0);
+    println!(
+        "  node pulls succeeded: {pulls} of {}; NodeImage patch attempts: {patches:.0} ({conflicts:.0} refused with 409), {:.2} per pull",
+        jobs * nodes,
+        patches / (pulls.max(1) as f64)
+    );
     println!("  controller process RSS: {rss:.1} MiB now, peak {peak:.1} MiB");
     // Idle: a minute with nothing to do.
     let idle_before = controller.sample();
     let idle_ni = nodeimage_reconciles(&mut controller);
     tokio::time::sleep(Duration::from_secs(60)).await;
     let idle_after = controller.sample();
-    let idle = (idle_after.reconciles - idle_before.reconciles) + (nodeimage_reconciles(&mut controller) - idle_ni);
+    let (idle_ipj, idle_nic) =
+        (idle_after.reconciles - idle_before.reconciles, nodeimage_reconciles(&mut controller) - idle_ni);
     println!(
-        "  idle minute after: {idle:.0} reconciles, {:.0} writes, CPU {:.2}s",
+        "  idle minute after: {idle_ipj:.0} ImagePullJob + {idle_nic:.0} NodeImage reconciles, {:.0} writes, CPU {:.2}s",
         idle_after.writes.values().sum::<f64>() - idle_before.writes.values().sum::<f64>(),
         (idle_after.cpu - idle_before.cpu).as_secs_f64()
     );

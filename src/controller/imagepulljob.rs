@@ -3,9 +3,10 @@
 //! watch each, shared by the three image controllers) and the shared pod informer feed the
 //! runner; a round reads the cache, syncs the job's pull secrets into `kruise-daemon-config`
 //! through the API ([`crate::core::imagepulljob::secrets`]), and sends the plan of
-//! [`crate::core::imagepulljob::plan::plan`]: NodeImage patches pinned to the version they were
-//! computed from (a 409 ends the round; the runner retries on a fresh view), the finalizer, the
-//! status (pinned), the TTL deletion.
+//! [`crate::core::imagepulljob::plan::plan`]: the NodeImages to write, handed to the one writer
+//! per NodeImage ([`super::nodeimage_writer`]) that merges every job's wishes into one patch
+//! pinned to the version it was computed from, retrying a 409 on a fresh read; the finalizer,
+//! the status (pinned), the TTL deletion.
 //!
 //! Triggers are narrow, so a storm of events does not become a storm of rounds (kruise PR #2483:
 //! 887 reconciles/s for 198 jobs × 989 nodes): a NodeImage change queues only the jobs owning a
@@ -14,9 +15,10 @@
 //! queues the running `podSelector` jobs of its namespace it matches, only when its node or labels
 //! changed. The runner folds what remains into one round per job at a time (its pacing).
 //!
-//! Written versions are expectations: until the cache shows every NodeImage and the job at the
-//! version a write returned, the job is looked at again shortly rather than planned on a stale
-//! view that would count too few active pulls.
+//! Written versions are expectations: until the writer has answered every NodeImage write of a
+//! round, and the cache shows every NodeImage and the job at the version a write returned, the job
+//! is not planned again (it would count too few active pulls: `parallelism` is counted atomically
+//! across rounds). The round itself does not wait for the writer; the answers queue the job.
 //!
 //! Secrets are not watched (kruise watches every Secret in the cluster): a job with pull secrets
 //! re-syncs them every resync period.
@@ -38,6 +40,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::index::{meta_key, namespace_key, node_key, owner_uids};
 use super::informers::{Change, Informer, Informers, Invalid};
+use super::nodeimage_writer::{Outcome as WriteOutcome, Writer};
 use super::queue::WorkQueue;
 use super::runner::Runner;
 use super::{ReconcileError, Settings};
@@ -46,6 +49,7 @@ use crate::apis::imagepulljob::v1beta1::ImagePullJob;
 use crate::apis::nodeimage::v1beta1::{NodeImage, ReferenceObject};
 use crate::core::expectations::resource_version_newer;
 use crate::core::imagepulljob::PROTECTION_FINALIZER;
+use crate::core::imagepulljob::coalesce::Intent;
 use crate::core::imagepulljob::plan::{Input, plan};
 use crate::core::imagepulljob::secrets::{self, DAEMON_CONFIG_NAMESPACE, SecretWrite};
 use crate::core::imagepulljob::targets::{Targeting, concerns_node, targeting};
@@ -55,10 +59,13 @@ use crate::metrics::{ControllerWriteLabels, Metrics};
 pub const CONTROLLER: &str = "imagepulljob";
 const FIELD_MANAGER: &str = "kruise-manager";
 const RECHECK: Duration = Duration::from_millis(500);
+/// How soon a job whose NodeImage writes are still unanswered is looked at again (their answers
+/// queue it; this is a fallback).
+const IN_FLIGHT_FALLBACK: Duration = Duration::from_secs(10);
+/// How soon a job a NodeImage write of which failed is looked at again.
+const FAILED_RECHECK: Duration = Duration::from_secs(5);
 /// How soon a job whose NodeImage patches met conflicts is looked at again.
 const CONFLICT_RECHECK: Duration = Duration::from_millis(200);
-/// NodeImage patches one round sends side by side.
-const NODE_IMAGE_WRITES: usize = 16;
 
 /// A job's keys: its owners' uids (the ImageListPullJob finds its children) and its namespace.
 fn job_keys(j: &ImagePullJob) -> Vec<String> {
@@ -100,6 +107,37 @@ impl ImageInformers {
             self.jobs.start(super::informers::scoped(client, namespace), metrics.clone(), token.clone()),
             self.list_jobs.start(super::informers::scoped(client, namespace), metrics.clone(), token.clone()),
         ]
+    }
+
+    /// The image kinds' controllers' start as kruise's (`DiscoverGVK` in each controller's
+    /// `Add`): once the API server is found to serve NodeImage, ImagePullJob and
+    /// ImageListPullJob ([`super::discovery`]), the watches start; when it does not, `controllers`
+    /// (the token the image controllers' runners were started with) is cancelled and they stop.
+    pub fn start_when_served(
+        &self,
+        client: &Client,
+        namespace: Option<&str>,
+        metrics: &Metrics,
+        controllers: &CancellationToken,
+    ) -> JoinHandle<()> {
+        let (images, client, metrics, token) = (self.clone(), client.clone(), metrics.clone(), controllers.clone());
+        let namespace = namespace.map(str::to_string);
+        tokio::spawn(async move {
+            let kinds = ["NodeImage", "ImagePullJob", "ImageListPullJob"];
+            let served = tokio::select! {
+                s = super::discovery::served(&client, "apps.kruise.io/v1beta1", &kinds) => s,
+                () = token.cancelled() => return,
+            };
+            if !served {
+                tracing::warn!(
+                    "the image kinds are not served: the NodeImage, ImagePullJob and ImageListPullJob controllers are off"
+                );
+                token.cancel();
+                return;
+            }
+            let tasks = images.start(&client, namespace.as_deref(), &metrics, &token);
+            futures::future::join_all(tasks).await;
+        })
     }
 
     /// Whether every kind has been listed once.
@@ -241,6 +279,13 @@ struct Context {
     informers: Informers,
     images: ImageInformers,
     metrics: Metrics,
+    /// The per-NodeImage coalescing writer.
+    writer: Writer,
+    /// The runner's queue (a job whose NodeImage writes are done is queued again).
+    queue: WorkQueue,
+    /// Per job: NodeImage writes handed to the writer and not answered yet. A job is not
+    /// planned again before they are (its next round must count the pulls they start).
+    in_flight: Mutex<HashMap<String, usize>>,
     /// Per job: the versions its writes returned (NodeImage name or `""` for the job itself)
     /// and since when they are awaited.
     written: Mutex<HashMap<String, Written>>,
@@ -270,6 +315,9 @@ pub fn start(
         informers: informers.clone(),
         images: images.clone(),
         metrics: metrics.clone(),
+        writer: Writer::new(Api::all(client.clone()), &images.node_images, metrics, CONTROLLER, FIELD_MANAGER),
+        queue: runner.queue().clone(),
+        in_flight: Mutex::default(),
         written: Mutex::default(),
     });
     tracing::info!(controller = CONTROLLER, "starting");
@@ -484,13 +532,18 @@ impl Context {
     }
 }
 
-async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, ReconcileError> {
+async fn reconcile(ctx_arc: &Arc<Context>, key: &str) -> Result<Option<Duration>, ReconcileError> {
+    let ctx: &Context = ctx_arc;
     let Some(job) = ctx.images.jobs.index().get_object(key) else {
         ctx.written.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
         return Ok(None);
     };
     if !ctx.images.synced() || !ctx.informers.pods.index().is_synced() {
         return Ok(Some(RECHECK));
+    }
+    if ctx.in_flight.lock().unwrap_or_else(|e| e.into_inner()).get(key).is_some_and(|n| *n > 0) {
+        // Its writes' answers queue the job; this is only the fallback.
+        return Ok(Some(IN_FLIGHT_FALLBACK));
     }
     if !ctx.caught_up(key, &job) {
         return Ok(Some(RECHECK));
@@ -531,42 +584,61 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     if p.add_finalizer {
         job_rv = ctx.set_finalizer(&api, &job, true).await?;
     }
-    let nis: Api<NodeImage> = Api::all(ctx.client.clone());
     let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
-    // Each write is to another NodeImage and pinned to its version: they go side by side; a
-    // conflict (another job wrote that NodeImage first) ends the round once the others are sent.
-    let sends: Vec<_> = p
-        .node_images
-        .iter()
-        .map(|w| {
-            let (nis, pp, name, patch) = (nis.clone(), pp.clone(), w.name.clone(), w.patch.clone());
-            ctx.count("patchNodeImage");
-            async move {
-                let done = nis.patch(&name, &pp, &Patch::Json::<()>(patch)).await;
-                let done = done.map_err(ReconcileError::api_err(format!("patch nodeimage {name}")));
-                (name, done)
+    // The NodeImages this round picked go to their writers, which merge every job's wishes for a
+    // NodeImage into one write (see `nodeimage_writer`). The round does not wait for them (a
+    // worker waiting would hold back every other job's wishes); until they are answered the job
+    // counts as not caught up, so its next round counts the pulls they start.
+    if !p.node_images.is_empty() {
+        let waits: Vec<_> = p
+            .node_images
+            .iter()
+            .map(|w| {
+                let intent = Intent { job: Arc::clone(&job), secrets: secrets.clone() };
+                let rx = ctx.writer.submit(&w.name, intent);
+                let name = w.name.clone();
+                async move { (name, rx.await) }
+            })
+            .collect();
+        *ctx.in_flight.lock().unwrap_or_else(|e| e.into_inner()).entry(key.to_string()).or_default() += waits.len();
+        let done = Arc::clone(ctx_arc);
+        let key = key.to_string();
+        tokio::spawn(async move {
+            let results = futures::future::join_all(waits).await;
+            let (mut conflicts, mut failures) = (0, 0);
+            let n = results.len();
+            for (name, result) in results {
+                match result {
+                    Ok(Ok(WriteOutcome::At(rv) | WriteOutcome::Unchanged(rv))) => done.expect(&key, &name, Some(rv)),
+                    // The NodeImage kept changing under its writer: contention, not failure. It
+                    // is decided again on its new version.
+                    Ok(Err(e)) if e.code == Some(409) => conflicts += 1,
+                    Ok(Err(e)) => {
+                        failures += 1;
+                        tracing::warn!(job = %key, "{}", ReconcileError::from(e));
+                    }
+                    // The writer went away (shutdown).
+                    Err(_) => conflicts += 1,
+                }
             }
-        })
-        .collect();
-    let results: Vec<_> = futures::StreamExt::collect(futures::StreamExt::buffer_unordered(
-        futures::stream::iter(sends),
-        NODE_IMAGE_WRITES,
-    ))
-    .await;
-    let mut failure = None;
-    let mut conflicts = 0;
-    for (name, result) in results {
-        match result {
-            Ok(done) => ctx.expect(key, &name, done.metadata.resource_version),
-            // Another job wrote that NodeImage first: contention, not failure (a failed round
-            // backs off exponentially, and with many jobs on few nodes every round would fail).
-            // The status still goes out; the NodeImage is decided again on its new version.
-            Err(e) if e.code() == Some(409) => conflicts += 1,
-            Err(e) => failure = Some(e),
-        }
-    }
-    if let Some(e) = failure {
-        return Err(e);
+            {
+                let mut in_flight = done.in_flight.lock().unwrap_or_else(|e| e.into_inner());
+                if let Some(c) = in_flight.get_mut(&key) {
+                    *c = c.saturating_sub(n);
+                    if *c == 0 {
+                        in_flight.remove(&key);
+                    }
+                }
+            }
+            if failures > 0 {
+                done.queue.add_after(key, FAILED_RECHECK);
+            } else if conflicts > 0 {
+                tracing::debug!(job = %key, conflicts, "NodeImages changed under this round's writes; looking again");
+                done.queue.add_after(key, CONFLICT_RECHECK);
+            } else {
+                done.queue.add(key);
+            }
+        });
     }
     if let Some(status) = &p.status {
         ctx.count("patchStatus");
@@ -587,10 +659,6 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         ctx.expect(key, "", job_rv);
     }
     let mut requeue = p.requeue.and_then(|d| Duration::try_from(d).ok());
-    if conflicts > 0 {
-        tracing::debug!(job = key, conflicts, "NodeImages changed under this round; looking again");
-        requeue = Some(requeue.map_or(CONFLICT_RECHECK, |d| d.min(CONFLICT_RECHECK)));
-    }
     if !job.spec.fields.pull_secrets.is_empty() && requeue.is_none() && p.status.is_none() {
         requeue = Some(ctx.settings.resync);
     }
@@ -609,10 +677,11 @@ pub async fn run_alone(
     let token = CancellationToken::new();
     let informers = Informers::for_gates(&settings.gates);
     let images = ImageInformers::default();
-    let mut tasks = super::nodeimage::start(&informers, &images, &client, &settings, &metrics, &token);
-    tasks.extend(start(&informers, &images, &client, &settings, &metrics, &token));
-    tasks.extend(super::imagelistpulljob::start(&images, &client, &settings, &metrics, &token));
-    tasks.extend(images.start(&client, settings.namespace.as_deref(), &metrics, &token));
+    let image_token = token.child_token();
+    let mut tasks = super::nodeimage::start(&informers, &images, &client, &settings, &metrics, &image_token);
+    tasks.extend(start(&informers, &images, &client, &settings, &metrics, &image_token));
+    tasks.extend(super::imagelistpulljob::start(&images, &client, &settings, &metrics, &image_token));
+    tasks.push(images.start_when_served(&client, settings.namespace.as_deref(), &metrics, &image_token));
     tasks.extend(informers.start(&client, settings.namespace.as_deref(), &metrics, &token));
     shutdown.await;
     token.cancel();

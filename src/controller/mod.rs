@@ -20,6 +20,7 @@ pub mod broadcastjob;
 pub mod budget_takes;
 pub mod cloneset;
 pub mod daemonset;
+pub mod discovery;
 pub mod failopen;
 pub mod imagelistpulljob;
 pub mod imagepulljob;
@@ -27,6 +28,7 @@ pub mod index;
 pub mod informers;
 pub mod launchpriority;
 pub mod nodeimage;
+pub mod nodeimage_writer;
 pub mod podreadiness;
 pub mod podunavailablebudget;
 pub mod predownload;
@@ -245,6 +247,8 @@ impl Leader {
         // controllers with ImagePullJobGate too, on one watch per image kind.
         if self.settings.gates.enabled(crate::core::features::Gate::KruiseDaemon) {
             let images = imagepulljob::ImageInformers::default();
+            // Cancelled when the image kinds are not served (kruise's `DiscoverGVK`).
+            let token = &token.child_token();
             tasks.extend(nodeimage::start(&informers, &images, &self.client, &self.settings, &self.metrics, token));
             if self.settings.gates.enabled(crate::core::features::Gate::ImagePullJobGate) {
                 tasks.extend(imagepulljob::start(
@@ -257,7 +261,7 @@ impl Leader {
                 ));
                 tasks.extend(imagelistpulljob::start(&images, &self.client, &self.settings, &self.metrics, token));
             }
-            tasks.extend(images.start(&self.client, ns, &self.metrics, token));
+            tasks.push(images.start_when_served(&self.client, ns, &self.metrics, token));
         }
         tasks.extend(advancedcronjob::start(&self.client, &self.settings, &self.metrics, token));
         tasks.extend(informers.start(&self.client, ns, &self.metrics, token));

@@ -1,5 +1,5 @@
 //! The act half of image pre-download (spec §7) shared by the CloneSet and Advanced StatefulSet
-//! controllers: whether it is enabled at all (spec §7.1 — the gates, then one discovery call, the
+//! controllers: whether it is enabled at all (spec §7.1 — the gates, then one discovery, the
 //! first time a round needs it, for the ImagePullJob kind; kruise's `DiscoverGVK` at start), the
 //! ImagePullJobs of a namespace when a completed rollout needs them listed, and the plan's writes
 //! sent one by one with the `CreatedImagePullJob` / `FailedCreateImagePullJob` Events. A failed
@@ -69,26 +69,19 @@ impl PreDownload {
         })
     }
 
-    /// Whether the ImagePullJob kind is served; asked of the API server once, a failed discovery
-    /// counting as not served (kruise's `DiscoverGVK` likewise disables pre-download until a
-    /// restart).
+    /// Whether the ImagePullJob kind is served; asked of the API server once, with kruise's
+    /// `DiscoverGVK` retries ([`super::discovery`]): a kind not listed disables pre-download
+    /// until a restart (spec §7.1; every round then returns before any other call), an API
+    /// server that never answered counts as serving it.
     pub async fn served(&self) -> bool {
         *self
             .served
             .get_or_init(|| async {
-                match self.client.list_api_group_resources("apps.kruise.io/v1beta1").await {
-                    Ok(list) => {
-                        let found = list.resources.iter().any(|r| r.name == "imagepulljobs");
-                        if !found {
-                            tracing::warn!("ImagePullJob is not served: image pre-download is disabled");
-                        }
-                        found
-                    }
-                    Err(e) => {
-                        tracing::warn!("cannot discover apps.kruise.io/v1beta1 ({e}): image pre-download is disabled");
-                        false
-                    }
+                let found = super::discovery::served(&self.client, "apps.kruise.io/v1beta1", &["ImagePullJob"]).await;
+                if !found {
+                    tracing::warn!("ImagePullJob is not served: image pre-download is disabled");
                 }
+                found
             })
             .await
     }
@@ -205,5 +198,67 @@ impl PreDownload {
             }
         }
         actor.publish(reference, &events).await;
+    }
+}
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::apis::cloneset::CloneSet;
+    use crate::core::features::Gate;
+    use bytes::Bytes;
+    use http_body_util::Full;
+    use serde_json::json;
+    use std::sync::Arc;
+
+    /// A fake API server that records every request and lists apps.kruise.io/v1beta1 without
+    /// ImagePullJob (its CRD is not installed).
+    fn fake(seen: Arc<Mutex<Vec<String>>>) -> Client {
+        let svc = tower::service_fn(move |req: axum::http::Request<kube::client::Body>| {
+            let seen = Arc::clone(&seen);
+            async move {
+                seen.lock().unwrap().push(format!("{} {}", req.method(), req.uri().path()));
+                let body = json!({"kind": "APIResourceList", "apiVersion": "v1", "groupVersion": "apps.kruise.io/v1beta1",
+                    "resources": [{"name": "statefulsets", "singularName": "", "namespaced": true,
+                        "kind": "StatefulSet", "verbs": ["get"]}]});
+                let response = axum::http::Response::builder()
+                    .status(200)
+                    .header("content-type", "application/json")
+                    .body(Full::new(Bytes::from(body.to_string())))
+                    .unwrap();
+                Ok::<_, std::convert::Infallible>(response)
+            }
+        });
+        Client::new(svc, "default")
+    }
+
+    /// Spec §7.1: without the ImagePullJob CRD a round with the gates on returns after the
+    /// discovery (asked once per process), planning and writing nothing.
+    #[tokio::test(start_paused = true)]
+    async fn without_the_image_pull_job_kind_a_round_skips_cleanly() {
+        let seen = Arc::new(Mutex::new(Vec::new()));
+        let client = fake(Arc::clone(&seen));
+        let gates = FeatureGates::default().with(Gate::PreDownloadImageForInPlaceUpdate, true);
+        let pd = PreDownload::for_gates(&client, &gates).unwrap();
+        let settings = super::super::Settings::default();
+        let actor = super::super::actor_for("cloneset", &client, &settings, &crate::metrics::Metrics::default());
+        let cs: CloneSet = serde_json::from_value(json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+            "metadata": {"name": "web", "namespace": "ns", "uid": "u"},
+            "spec": {"selector": {"matchLabels": {"a": "b"}}, "template": {"metadata": {"labels": {"a": "b"}}}}}))
+        .unwrap();
+        let api: Api<CloneSet> = Api::namespaced(client.clone(), "ns");
+        for (current, update) in [("r1", "r2"), ("r2", "r2")] {
+            let mut planned = false;
+            pd.round(&actor, api.clone(), &cs, None, current, update, |_| {
+                planned = true;
+                Round::default()
+            })
+            .await;
+            assert!(!planned, "nothing planned for {current} -> {update}");
+        }
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 4, "kruise's four discovery tries, once: {seen:?}");
+        assert!(seen.iter().all(|r| r == "GET /apis/apps.kruise.io/v1beta1"), "{seen:?}");
     }
 }

@@ -15,6 +15,7 @@
 //! This module holds the vocabulary they share: the image name/tag split, the owner reference a
 //! job writes into a tag, the per-tag pull policy.
 
+pub mod coalesce;
 pub mod listjob;
 pub mod nodeimage;
 pub mod plan;

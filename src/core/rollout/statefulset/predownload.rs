@@ -47,6 +47,9 @@ pub fn round(
 }
 
 #[cfg(test)]
+mod rollout;
+
+#[cfg(test)]
 mod tests {
     use super::*;
     use crate::core::features::Gate;
