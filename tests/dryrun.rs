@@ -32,6 +32,7 @@ fn fixtures(handler: Handler) -> Vec<&'static str> {
         Handler::MutateImagePullJob | Handler::ValidateImagePullJob => vec!["imagepulljob-create.json"],
         Handler::MutateImageListPullJob | Handler::ValidateImageListPullJob => vec!["imagelistpulljob-create.json"],
         Handler::MutateNodeImage | Handler::ValidateNodeImage => vec!["nodeimage-create.json"],
+        Handler::MutateContainerRecreateRequest => vec!["containerrecreaterequest-create.json"],
         Handler::Missing => vec![],
     }
 }

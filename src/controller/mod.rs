@@ -16,6 +16,7 @@ pub mod act;
 pub mod apply;
 pub mod budget_takes;
 pub mod cloneset;
+pub mod containerrecreaterequest;
 pub mod failopen;
 pub mod imagelistpulljob;
 pub mod imagepulljob;
@@ -252,6 +253,7 @@ impl Leader {
                 tasks.extend(imagelistpulljob::start(&images, &self.client, &self.settings, &self.metrics, token));
             }
             tasks.extend(images.start(&self.client, ns, &self.metrics, token));
+            tasks.extend(containerrecreaterequest::start(&informers, &self.client, &self.settings, &self.metrics, token));
         }
         tasks.extend(informers.start(&self.client, ns, &self.metrics, token));
         tasks

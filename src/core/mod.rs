@@ -39,6 +39,7 @@ pub mod budget;
 pub mod cert_margin;
 pub mod certs;
 pub mod conversion;
+pub mod crr;
 pub mod defaults;
 pub mod expectations;
 pub mod features;

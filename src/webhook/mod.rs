@@ -8,6 +8,7 @@ pub mod convert;
 pub mod http;
 pub mod mutate_cloneset;
 pub mod mutate_imagelistpulljob;
+pub mod mutate_containerrecreaterequest;
 pub mod mutate_imagepulljob;
 pub mod mutate_nodeimage;
 pub mod mutate_pod;
@@ -126,6 +127,9 @@ pub fn pods_needed(ctx: &Context, handler: Handler, review: &Review) -> Option<(
         return (eviction && gate)
             .then(|| (req.namespace.clone().unwrap_or_else(|| "default".into()), vec![req.name.clone()]));
     }
+    if handler == Handler::MutateContainerRecreateRequest {
+        return mutate_containerrecreaterequest::pod_needed(review);
+    }
     if handler != Handler::ValidateCloneSet {
         return None;
     }
@@ -163,6 +167,7 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::ValidateImageListPullJob => Some(validate_imagelistpulljob::validate(ctx, review)),
         Handler::MutateNodeImage => Some(mutate_nodeimage::mutate(ctx, review)),
         Handler::ValidateNodeImage => Some(validate_nodeimage::validate(ctx, review)),
+        Handler::MutateContainerRecreateRequest => Some(mutate_containerrecreaterequest::mutate(ctx, review)),
         Handler::Missing => None,
     }
 }

@@ -12,6 +12,7 @@
 pub mod cri;
 pub mod nodes;
 pub mod pods;
+pub mod restart;
 pub mod runtime;
 pub mod volumes;
 
