@@ -455,7 +455,7 @@ mod tests {
         assert_eq!(pick(&[&a, &b]), (Some("b".into()), vec!["a".into()]));
         assert_eq!(pick(&[&d]), (None, vec![]));
         let p = mk("p", "2026-01-01T00:00:00Z", "Pending", false);
-        assert_eq!(pick(&[&a, &p]), (Some("p".into()), vec![]), "a Pending one goes before a new one");
+        assert_eq!(pick(&[&a, &p]), (Some("p".into()), vec!["a".into()]), "a Pending one goes before a new one");
     }
 
     #[test]
