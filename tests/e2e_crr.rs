@@ -3,7 +3,7 @@
 //! default), one `kruise daemon` per simulated node with the `kruise-daemon` ServiceAccount's
 //! token (`deploy/daemon-rbac.yaml`) talking to its node's CRI socket, and the simulated kubelet
 //! restarting what the daemon stops. Requests are written as a user writes them (kubectl,
-//! `apps.kruise.io/v1alpha1`). Asserted:
+//! `apps.kruise.io/v1alpha1`) through the generated `webhook-config/`. Asserted:
 //! - a request for two containers of a running pod (`orderedRecreate`, an exec preStop on the
 //!   first) runs the hook, stops both in order through CRI, the kubelet restarts them (same pod
 //!   uid, restartCount + 1 each, new container ids), the request ends `Completed` with both
@@ -125,6 +125,8 @@ async fn container_recreate_requests_restart_containers_in_place_through_real_da
     let kruise = Kruise::spawn(certs.path(), &kubeconfig, &[], &log);
     install(&[&kruise]).await;
     let client = c.client().await.unwrap();
+    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
+    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
 
     c.apply_path(root().join("deploy/daemon-rbac.yaml")).await.unwrap();
     let daemon_kubeconfig = c.service_account_kubeconfig("kruise-system", "kruise-daemon", dir.path()).await.unwrap();
