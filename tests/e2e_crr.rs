@@ -190,9 +190,10 @@ async fn container_recreate_requests_restart_containers_in_place_through_real_da
     // 1 and 2. Two containers in order, then (created at once) a second request on the same pod.
     let first = request(ns.name(), "first", "web", &["a", "b"], json!({
         "strategy": {"orderedRecreate": true}, "ttlSecondsAfterFinished": 10}));
-    let (ok, out) = kubectl_apply(&kubectl, "first", &first).await;
-    assert!(ok, "{out}");
-    let (ok, out) = kubectl_apply(&kubectl, "second", &request(ns.name(), "second", "web", &["c"], json!({}))).await;
+    let second = request(ns.name(), "second", "web", &["c"], json!({}));
+    // One kubectl call: both exist before the daemon has finished the first.
+    let both = json!({"apiVersion": "v1", "kind": "List", "items": [first, second]});
+    let (ok, out) = kubectl_apply(&kubectl, "both", &both).await;
     assert!(ok, "{out}");
     let admitted = crrs.get("first").await.unwrap();
     let labels = admitted.metadata.labels.clone().unwrap();

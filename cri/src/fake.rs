@@ -1,9 +1,11 @@
 //! [`FakeRuntime`]: an in-process CRI v1 runtime on a unix socket for tests (issue 29 item 6):
 //! `kruise daemon` talks to it exactly as to containerd, and tests script each image's pull
 //! (succeed after a delay, fail with a message, require credentials, not exist). It serves the
-//! ImageService (PullImage, ImageStatus, ListImages, RemoveImage, ImageFsInfo) and the
-//! RuntimeService's Version; every other RuntimeService method answers Unimplemented, as the
-//! generated default stubs do. Failure messages are containerd 1.6's wording, so the
+//! ImageService (PullImage, ImageStatus, ListImages, RemoveImage, ImageFsInfo) and of the
+//! RuntimeService Version, and ListContainers, StopContainer and ExecSync over the containers the
+//! test kubelet registers ([`FakeRuntime::set_pod_containers`]; a stop runs the
+//! [`FakeRuntime::on_stop`] hooks, so the kubelet restarts the container — issue 30); every other
+//! RuntimeService method answers Unimplemented, as the generated default stubs do. Failure messages are containerd 1.6's wording, so the
 //! classification in `error` is exercised the same way as against containerd.
 //!
 //! Images are keyed by their normalised reference (`nginx` → `docker.io/library/nginx:latest`);

@@ -27,6 +27,12 @@ pub const KINDS: &[KindInfo] = &[
     KindInfo { group: "apps.kruise.io", kind: "ImageListPullJob", resource: "imagelistpulljobs", namespaced: true },
     KindInfo { group: "apps.kruise.io", kind: "NodeImage", resource: "nodeimages", namespaced: false },
     KindInfo {
+        group: "apps.kruise.io",
+        kind: "ContainerRecreateRequest",
+        resource: "containerrecreaterequests",
+        namespaced: true,
+    },
+    KindInfo {
         group: "policy.kruise.io",
         kind: "PodUnavailableBudget",
         resource: "podunavailablebudgets",
