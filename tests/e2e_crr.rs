@@ -105,11 +105,7 @@ async fn completed(crrs: &Api<ContainerRecreateRequest>, name: &str) -> Containe
 }
 
 fn phases(c: &ContainerRecreateRequest) -> Vec<(String, String)> {
-    c.status
-        .iter()
-        .flat_map(|s| &s.container_recreate_states)
-        .map(|s| (s.name.clone(), s.phase.clone()))
-        .collect()
+    c.status.iter().flat_map(|s| &s.container_recreate_states).map(|s| (s.name.clone(), s.phase.clone())).collect()
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
@@ -188,8 +184,14 @@ async fn container_recreate_requests_restart_containers_in_place_through_real_da
     assert!(out.contains("container nope not found in Pod"), "{out}");
 
     // 1 and 2. Two containers in order, then (created at once) a second request on the same pod.
-    let first = request(ns.name(), "first", "web", &["a", "b"], json!({
-        "strategy": {"orderedRecreate": true}, "ttlSecondsAfterFinished": 10}));
+    let first = request(
+        ns.name(),
+        "first",
+        "web",
+        &["a", "b"],
+        json!({
+        "strategy": {"orderedRecreate": true}, "ttlSecondsAfterFinished": 10}),
+    );
     let second = request(ns.name(), "second", "web", &["c"], json!({}));
     // One kubectl call: both exist before the daemon has finished the first.
     let both = json!({"apiVersion": "v1", "kind": "List", "items": [first, second]});
@@ -242,6 +244,10 @@ async fn container_recreate_requests_restart_containers_in_place_through_real_da
     assert_eq!(c1.1, c0.1 + 1);
     assert_ne!(c1.0, c0.0);
 
+    // kruise's short name.
+    let (ok, out, err) = kubectl.run(&["get", "crr", "-n", ns.name(), "-o", "name"]).await;
+    assert!(ok && out.contains("second"), "kubectl get crr: {out}{err}");
+
     // The first is deleted after its TTL.
     poll("the first request to be deleted after its TTL", Duration::from_secs(120), || async {
         match crrs.get_opt("first").await {
@@ -260,8 +266,19 @@ async fn container_recreate_requests_restart_containers_in_place_through_real_da
     pods.create(&PostParams::default(), &stuck).await.unwrap();
     let stuck_before = running_pod(&pods, "stuck", &["s"]).await;
     let s0 = status_of(&stuck_before, "s").unwrap();
-    let (ok, out) = kubectl_apply(&kubectl, "deadline", &request(ns.name(), "deadline", "stuck", &["s"], json!({
-        "activeDeadlineSeconds": 5}))).await;
+    let (ok, out) = kubectl_apply(
+        &kubectl,
+        "deadline",
+        &request(
+            ns.name(),
+            "deadline",
+            "stuck",
+            &["s"],
+            json!({
+        "activeDeadlineSeconds": 5}),
+        ),
+    )
+    .await;
     assert!(ok, "{out}");
     let done = completed(&crrs, "deadline").await;
     let st = done.status.clone().unwrap();
@@ -271,9 +288,5 @@ async fn container_recreate_requests_restart_containers_in_place_through_real_da
     let took = st.completion_time.clone().unwrap().0.duration_since(created);
     assert!(took.as_secs() >= 5, "completed {took:?} after creation, before the deadline");
     assert!(runtime.was_stopped(&s0.0), "s was stopped");
-    assert_eq!(
-        phases(&done),
-        vec![("s".to_string(), "Recreating".to_string())],
-        "the container never came back"
-    );
+    assert_eq!(phases(&done), vec![("s".to_string(), "Recreating".to_string())], "the container never came back");
 }

@@ -364,14 +364,20 @@ impl FakeRuntime {
                     continue;
                 }
             }
-            let state_value = if running { v1::ContainerState::ContainerRunning } else { v1::ContainerState::ContainerExited };
+            let state_value =
+                if running { v1::ContainerState::ContainerRunning } else { v1::ContainerState::ContainerExited };
             out.push(v1::Container {
                 id: id.clone(),
-                metadata: Some(v1::ContainerMetadata { name: c.name.clone(), attempt: u32::try_from(c.restart_count).unwrap_or(0) }),
+                metadata: Some(v1::ContainerMetadata {
+                    name: c.name.clone(),
+                    attempt: u32::try_from(c.restart_count).unwrap_or(0),
+                }),
                 state: state_value as i32,
                 created_at: c.started_at_nanos,
                 labels,
-                annotations: [(crate::RESTART_COUNT_ANNOTATION.to_string(), c.restart_count.to_string())].into_iter().collect(),
+                annotations: [(crate::RESTART_COUNT_ANNOTATION.to_string(), c.restart_count.to_string())]
+                    .into_iter()
+                    .collect(),
                 ..Default::default()
             });
         }
@@ -484,7 +490,9 @@ impl RuntimeService for FakeRuntime {
             state.stops.push(id.clone());
             // CRI: stopping an unknown container is an error; stopping a stopped one is not.
             let Some((c, (ns, pod, uid))) = state.containers.get(&id).cloned() else {
-                return Err(Status::not_found(format!("an error occurred when try to find container \"{id}\": not found")));
+                return Err(Status::not_found(format!(
+                    "an error occurred when try to find container \"{id}\": not found"
+                )));
             };
             state.stopped.insert(id.clone());
             let stopped = StoppedContainer { id, namespace: ns, pod, pod_uid: uid, name: c.name };
@@ -496,10 +504,7 @@ impl RuntimeService for FakeRuntime {
         Ok(Response::new(v1::StopContainerResponse {}))
     }
 
-    async fn exec_sync(
-        &self,
-        request: Request<v1::ExecSyncRequest>,
-    ) -> Result<Response<v1::ExecSyncResponse>, Status> {
+    async fn exec_sync(&self, request: Request<v1::ExecSyncRequest>) -> Result<Response<v1::ExecSyncResponse>, Status> {
         self.check_v1("RuntimeService")?;
         let r = request.into_inner();
         let mut state = self.lock();

@@ -63,8 +63,7 @@ pub fn start(
     token: &CancellationToken,
 ) -> Vec<JoinHandle<()>> {
     let runner = super::runner_for(CONTROLLER, settings, metrics);
-    let requests: Informer<ContainerRecreateRequest> =
-        Informer::new("ContainerRecreateRequest", pod_of, Invalid::Drop);
+    let requests: Informer<ContainerRecreateRequest> = Informer::new("ContainerRecreateRequest", pod_of, Invalid::Drop);
     let queue = runner.queue().clone();
     requests.on_change(move |c| queue.add(super::index::meta_key(c.meta())));
     let queue = runner.queue().clone();
@@ -125,7 +124,9 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
                         crr.metadata.finalizers.iter().flatten().filter(|f| *f != UNREADY_ACQUIRED_KEY).collect();
                     let patch = json!({"metadata": {"resourceVersion": rv, "finalizers": kept}});
                     ctx.count("patch");
-                    api.patch(&name, &pp, &Patch::Merge(&patch)).await.map_err(ReconcileError::api_err(what("patch")))?;
+                    api.patch(&name, &pp, &Patch::Merge(&patch))
+                        .await
+                        .map_err(ReconcileError::api_err(what("patch")))?;
                     // The next round sees the request without its finalizer.
                     return Ok(None);
                 }

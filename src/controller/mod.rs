@@ -253,7 +253,13 @@ impl Leader {
                 tasks.extend(imagelistpulljob::start(&images, &self.client, &self.settings, &self.metrics, token));
             }
             tasks.extend(images.start(&self.client, ns, &self.metrics, token));
-            tasks.extend(containerrecreaterequest::start(&informers, &self.client, &self.settings, &self.metrics, token));
+            tasks.extend(containerrecreaterequest::start(
+                &informers,
+                &self.client,
+                &self.settings,
+                &self.metrics,
+                token,
+            ));
         }
         tasks.extend(informers.start(&self.client, ns, &self.metrics, token));
         tasks

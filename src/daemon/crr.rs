@@ -72,7 +72,8 @@ impl ContainerRuntime for CriRuntime {
 }
 
 fn client(r: &CriRuntime) -> Result<CriClient, String> {
-    r.client().ok_or_else(|| super::runtime::ImageRuntime::describe(r).err().unwrap_or_else(|| "no container runtime".into()))
+    r.client()
+        .ok_or_else(|| super::runtime::ImageRuntime::describe(r).err().unwrap_or_else(|| "no container runtime".into()))
 }
 
 /// The newest instance of each container name, as kruise's `FindContainerStatusByName` sees the
@@ -291,16 +292,13 @@ impl<R: ContainerRuntime> Executor<R> {
 
     /// One pod's requests; `Some(d)`: look again after `d`.
     async fn sync(&mut self, key: &Key) -> Option<Duration> {
-        let mine: Vec<&ContainerRecreateRequest> =
-            self.requests.values().filter(|c| pod_key(c) == *key).collect();
+        let mine: Vec<&ContainerRecreateRequest> = self.requests.values().filter(|c| pod_key(c) == *key).collect();
         if mine.is_empty() {
             return None;
         }
         let (picked, to_pending) = pick(&mine);
-        let to_pending: Vec<ContainerRecreateRequest> = to_pending
-            .iter()
-            .filter_map(|n| self.requests.get(&(key.0.clone(), n.clone())).cloned())
-            .collect();
+        let to_pending: Vec<ContainerRecreateRequest> =
+            to_pending.iter().filter_map(|n| self.requests.get(&(key.0.clone(), n.clone())).cloned()).collect();
         let picked = picked.and_then(|n| self.requests.get(&(key.0.clone(), n)).cloned());
         for c in &to_pending {
             if !self.patch_status(c, json!({"phase": PHASE_PENDING}), true).await {
@@ -344,7 +342,10 @@ impl<R: ContainerRuntime> Executor<R> {
             Step::Complete => self.complete(&crr, "").await,
             Step::Wait(after) => Some(after.and_then(|d| Duration::try_from(d).ok()).unwrap_or(RECHECK).min(RECHECK)),
             Step::Kill { name, id, states } => {
-                let message = format!("Stopping container {name} by ContainerRecreateRequest {}", crr.metadata.name.as_deref().unwrap_or_default());
+                let message = format!(
+                    "Stopping container {name} by ContainerRecreateRequest {}",
+                    crr.metadata.name.as_deref().unwrap_or_default()
+                );
                 tracing::info!(request = ?own_key(&crr), container = %name, "{message}");
                 match self.kill(&crr, &name, &id).await {
                     Ok(()) => {
@@ -412,7 +413,8 @@ mod tests {
     fn container(id: &str, name: &str, created: i64, running: bool, restarts: i32) -> v1::Container {
         v1::Container {
             id: id.into(),
-            state: if running { v1::ContainerState::ContainerRunning } else { v1::ContainerState::ContainerExited } as i32,
+            state: if running { v1::ContainerState::ContainerRunning } else { v1::ContainerState::ContainerExited }
+                as i32,
             created_at: created,
             labels: [(CONTAINER_NAME_LABEL.to_string(), name.to_string())].into_iter().collect(),
             annotations: [(RESTART_COUNT_ANNOTATION.to_string(), restarts.to_string())].into_iter().collect(),
@@ -442,14 +444,19 @@ mod tests {
             let containers: Vec<serde_json::Value> = ids
                 .iter()
                 .enumerate()
-                .map(|(i, id)| json!({"name": format!("c{i}"), "statusContext": {"containerID": id, "restartCount": 0}}))
+                .map(
+                    |(i, id)| json!({"name": format!("c{i}"), "statusContext": {"containerID": id, "restartCount": 0}}),
+                )
                 .collect();
             serde_json::from_value(json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "ContainerRecreateRequest",
                 "metadata": {"name": "r"}, "spec": {"podName": "p", "containers": containers}}))
             .unwrap()
         };
         assert_eq!(runtime_type(&mk(&["containerd://a", "containerd://b"])), Ok("containerd".into()));
-        assert_eq!(runtime_type(&mk(&["containerd://a", "docker://b"])), Err("has different runtime types containerd, docker in Pod".into()));
+        assert_eq!(
+            runtime_type(&mk(&["containerd://a", "docker://b"])),
+            Err("has different runtime types containerd, docker in Pod".into())
+        );
         assert_eq!(runtime_type(&mk(&[""])), Err("no statusContext or empty containerID in c0 container".into()));
         assert_eq!(runtime_type(&mk(&[])), Err("no runtime type found in Pod".into()));
     }

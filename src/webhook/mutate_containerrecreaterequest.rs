@@ -72,6 +72,8 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     }
     let Some(raw) = review.object.as_ref() else { return Verdict::allow() };
     let labels = crr.metadata.labels.clone().unwrap_or_default();
-    overlay_patch_typed(raw, &Injected { metadata: Labels { labels: &labels }, spec: &crr.spec })
-        .map_or_else(|e| Verdict::errored(500, format!("cannot encode ContainerRecreateRequest: {e}")), Verdict::patched)
+    overlay_patch_typed(raw, &Injected { metadata: Labels { labels: &labels }, spec: &crr.spec }).map_or_else(
+        |e| Verdict::errored(500, format!("cannot encode ContainerRecreateRequest: {e}")),
+        Verdict::patched,
+    )
 }

@@ -121,9 +121,8 @@ pub fn inject_pod(
         if c.pre_stop.is_some() || !c.ports.is_empty() || c.status_context.is_some() {
             return Err("preStop, ports, statusContext in container are ready-only fields".into());
         }
-        let pod_container = spec.and_then(|s| {
-            s.init_containers.iter().flatten().chain(s.containers.iter()).find(|pc| pc.name == c.name)
-        });
+        let pod_container = spec
+            .and_then(|s| s.init_containers.iter().flatten().chain(s.containers.iter()).find(|pc| pc.name == c.name));
         let Some(pod_container) = pod_container else {
             return Err(format!("container {} not found in Pod", c.name));
         };
@@ -133,7 +132,10 @@ pub fn inject_pod(
         };
         let container_id = status.container_id.clone().unwrap_or_default();
         if container_id.is_empty() {
-            return Err(format!("no containerID in {} containerStatus, maybe the container has not been initialized", c.name));
+            return Err(format!(
+                "no containerID in {} containerStatus, maybe the container has not been initialized",
+                c.name
+            ));
         }
         if let Some(pre_stop) = pod_container.lifecycle.as_ref().and_then(|l| l.pre_stop.as_ref()) {
             c.pre_stop = Some(ProbeHandler {
@@ -264,7 +266,9 @@ mod tests {
             ("deadline 2", with(&|c| c.spec.active_deadline_seconds = Some(2))),
             (
                 "negative grace",
-                with(&|c| c.spec.strategy.get_or_insert_with(Default::default).termination_grace_period_seconds = Some(-1)),
+                with(&|c| {
+                    c.spec.strategy.get_or_insert_with(Default::default).termination_grace_period_seconds = Some(-1)
+                }),
             ),
             (
                 "negative unready",

@@ -20,9 +20,9 @@ use std::collections::BTreeSet;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 
 use crate::apis::containerrecreaterequest::{
-    ContainerRecreateRequest, ContainerRecreateRequestContainerRecreateState as State, PHASE_COMPLETED,
-    PHASE_FAILED, PHASE_PENDING, PHASE_RECREATING, PHASE_SUCCEEDED, SYNC_CONTAINER_STATUSES_KEY,
-    SyncContainerStatus, UNREADY_ACQUIRED_KEY,
+    ContainerRecreateRequest, ContainerRecreateRequestContainerRecreateState as State, PHASE_COMPLETED, PHASE_FAILED,
+    PHASE_PENDING, PHASE_RECREATING, PHASE_SUCCEEDED, SYNC_CONTAINER_STATUSES_KEY, SyncContainerStatus,
+    UNREADY_ACQUIRED_KEY,
 };
 
 /// One container as the runtime reports it (the newest instance of that name).
@@ -45,8 +45,7 @@ fn phase(crr: &ContainerRecreateRequest) -> &str {
 }
 
 fn finished(crr: &ContainerRecreateRequest) -> bool {
-    crr.metadata.deletion_timestamp.is_some()
-        || crr.status.as_ref().and_then(|s| s.completion_time.as_ref()).is_some()
+    crr.metadata.deletion_timestamp.is_some() || crr.status.as_ref().and_then(|s| s.completion_time.as_ref()).is_some()
 }
 
 fn weight(phase: &str) -> u8 {
@@ -100,8 +99,7 @@ pub fn unready_wait(crr: &ContainerRecreateRequest, now: Timestamp) -> Result<Op
     if acquired.is_empty() {
         return Ok(Some(SignedDuration::MAX));
     }
-    let at: Timestamp =
-        acquired.parse().map_err(|e| format!("failed to parse unready time {acquired}: {e}"))?;
+    let at: Timestamp = acquired.parse().map_err(|e| format!("failed to parse unready time {acquired}: {e}"))?;
     let left = SignedDuration::from_secs(grace) - now.duration_since(at);
     Ok((left > SignedDuration::ZERO).then_some(left))
 }
@@ -184,7 +182,12 @@ pub enum Step {
 
 /// kruise `manage` after the states were computed: `states` are [`current_states`], `recorded`
 /// the request's status now.
-pub fn step(crr: &ContainerRecreateRequest, mut states: Vec<State>, observed: &[Observed], killed: &BTreeSet<String>) -> Step {
+pub fn step(
+    crr: &ContainerRecreateRequest,
+    mut states: Vec<State>,
+    observed: &[Observed],
+    killed: &BTreeSet<String>,
+) -> Step {
     let recorded = crr.status.as_ref().map(|s| s.container_recreate_states.clone()).unwrap_or_default();
     if recorded != states {
         return Step::WriteStates(states);
@@ -272,7 +275,13 @@ mod tests {
     }
 
     fn obs(name: &str, id: &str, running: bool, restarts: i32, started: &str) -> Observed {
-        Observed { name: name.into(), id: format!("containerd://{id}"), running, restart_count: restarts, started_at: t(started) }
+        Observed {
+            name: name.into(),
+            id: format!("containerd://{id}"),
+            running,
+            restart_count: restarts,
+            started_at: t(started),
+        }
     }
 
     fn st(name: &str, phase: &str, killed: bool) -> State {
@@ -374,7 +383,9 @@ mod tests {
         let none = BTreeSet::new();
         let running = vec![obs("a", "a1", true, 0, OLD), obs("b", "b1", true, 0, OLD)];
         let recorded = |states: Value, strategy: Value| {
-            crr(json!({"spec": {"strategy": strategy}, "status": {"phase": "Recreating", "containerRecreateStates": states}}))
+            crr(
+                json!({"spec": {"strategy": strategy}, "status": {"phase": "Recreating", "containerRecreateStates": states}}),
+            )
         };
         // States differ from the status: write them first.
         let c = crr(json!({}));
@@ -393,7 +404,10 @@ mod tests {
         );
         // a recreating, not ordered: stop b too.
         let after_a = vec![obs("a", "a1", false, 0, OLD), obs("b", "b1", true, 0, OLD)];
-        let c = recorded(json!([{"name": "a", "phase": "Recreating", "isKilled": true}, {"name": "b", "phase": "Pending"}]), json!({}));
+        let c = recorded(
+            json!([{"name": "a", "phase": "Recreating", "isKilled": true}, {"name": "b", "phase": "Pending"}]),
+            json!({}),
+        );
         let s = current_states(&c, &after_a, &none, t(NOW));
         assert!(matches!(step(&c, s, &after_a, &none), Step::Kill { name, .. } if name == "b"));
         // Ordered: wait for a.

@@ -263,7 +263,13 @@ mod tests {
                 NOW,
                 Plan { actions: vec![Action::ReleaseNotReady], requeue: None },
             ),
-            ("pod not found", crr(recreating.clone()), None, NOW, Plan { actions: vec![Action::Complete(POD_GONE.into())], requeue: None }),
+            (
+                "pod not found",
+                crr(recreating.clone()),
+                None,
+                NOW,
+                Plan { actions: vec![Action::Complete(POD_GONE.into())], requeue: None },
+            ),
             (
                 "pod recreated with another uid",
                 crr(recreating.clone()),

@@ -192,7 +192,9 @@ impl Driver {
             && let Some(uid) = pod.metadata.uid
         {
             self.runtimes.remove(&uid);
-            if let Some(rt) = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).and_then(|n| self.node_runtimes.of(n)) {
+            if let Some(rt) =
+                pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).and_then(|n| self.node_runtimes.of(n))
+            {
                 rt.forget_pod(&uid);
             }
             self.written.remove(&uid);

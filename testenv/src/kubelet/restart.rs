@@ -91,8 +91,8 @@ pub fn register(pod: &Pod, rt: &PodRuntime, runtime: Option<&FakeRuntime>) {
 
 #[cfg(test)]
 mod tests {
-    use super::*;
     use super::super::runtime::RandomIds;
+    use super::*;
     use std::collections::BTreeMap;
 
     fn running(id: &str) -> ContainerRuntime {
@@ -122,8 +122,12 @@ mod tests {
             host_ip: String::new(),
             start_time: Timestamp::UNIX_EPOCH,
             init: BTreeMap::new(),
-            containers: [("a".to_string(), running("a1")), ("b".to_string(), running("b1")), ("c".to_string(), running("c1"))]
-                .into(),
+            containers: [
+                ("a".to_string(), running("a1")),
+                ("b".to_string(), running("b1")),
+                ("c".to_string(), running("c1")),
+            ]
+            .into(),
         };
         register(&pod, &rt, Some(&runtime));
         // Nothing stopped: unchanged.
@@ -134,7 +138,9 @@ mod tests {
         let next = after_stops(&pod, rt.clone(), Some(&runtime), now, &mut RandomIds);
         let a = &next.containers["a"];
         assert_eq!(a.restart_count, 1);
-        assert!(matches!(&a.state, RunState::Running { container_id, started_at, .. } if container_id != "containerd://a1" && *started_at == now));
+        assert!(
+            matches!(&a.state, RunState::Running { container_id, started_at, .. } if container_id != "containerd://a1" && *started_at == now)
+        );
         assert_eq!(a.last.as_ref().unwrap().container_id, "containerd://a1");
         assert_eq!(next.containers["b"], rt.containers["b"]);
         assert_eq!(next.containers["c"], rt.containers["c"], "kept down by the annotation");
