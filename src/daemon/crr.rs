@@ -276,13 +276,8 @@ impl<R: ContainerRuntime> Executor<R> {
         }
         let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
         match self.api(&ns).patch_status(&name, &pp, &Patch::Merge(&patch)).await {
-            Ok(updated) => {
-                let k = own_key(&updated);
-                if self.requests.contains_key(&k) {
-                    // The watch brings it too; the newer one wins there.
-                }
-                true
-            }
+            // The watch brings the updated object.
+            Ok(_) => true,
             Err(e) => {
                 tracing::warn!(request = %format!("{ns}/{name}"), error = %e, "status write failed; retrying");
                 false

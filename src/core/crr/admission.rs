@@ -213,10 +213,12 @@ mod tests {
             "spec": {"podName": "test-pod", "containers": containers}}))
     }
 
+    type Labels = Option<BTreeMap<String, String>>;
+
     /// kruise `TestInjectPodIntoContainerRecreateRequest_VirtualKubeletLabel`.
     #[test]
     fn virtual_kubelet_label() {
-        let rows: [(&str, Option<BTreeMap<String, String>>, bool); 3] = [
+        let rows: [(&str, Labels, bool); 3] = [
             (
                 "node has virtual-kubelet label",
                 Some([(VIRTUAL_KUBELET_KEY.to_string(), VIRTUAL_KUBELET_VALUE.to_string())].into()),

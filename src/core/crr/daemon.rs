@@ -292,6 +292,8 @@ mod tests {
     const NEW: &str = "2026-01-01T00:00:05Z";
     const NOW: &str = "2026-01-01T00:00:10Z";
 
+    type Row<'a> = (&'a str, ContainerRecreateRequest, Vec<Observed>, &'a BTreeSet<String>, Vec<State>);
+
     /// `getCurrentCRRContainersRecreateStates`, row by row.
     #[test]
     fn states() {
@@ -299,7 +301,7 @@ mod tests {
         let killed_a = BTreeSet::from(["a".to_string()]);
         let sync_a2 = json!({"metadata": {"annotations": {SYNC_CONTAINER_STATUSES_KEY:
             r#"[{"name":"a","ready":true,"restartCount":1,"containerID":"containerd://a2"}]"#}}});
-        let rows: Vec<(&str, ContainerRecreateRequest, Vec<Observed>, &BTreeSet<String>, Vec<State>)> = vec![
+        let rows: Vec<Row<'_>> = vec![
             (
                 "nothing changed: both pending",
                 crr(json!({})),
