@@ -35,6 +35,7 @@ fn fixtures(handler: Handler) -> Vec<&'static str> {
         Handler::MutateDaemonSet | Handler::ValidateDaemonSet => vec!["daemonset-create.json"],
         Handler::MutateBroadcastJob | Handler::ValidateBroadcastJob => vec!["broadcastjob-create.json"],
         Handler::MutateAdvancedCronJob | Handler::ValidateAdvancedCronJob => vec!["advancedcronjob-create.json"],
+        Handler::MutateContainerRecreateRequest => vec!["containerrecreaterequest-create.json"],
         Handler::Missing => vec![],
     }
 }

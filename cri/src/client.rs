@@ -16,6 +16,13 @@ use crate::v1;
 use crate::v1::image_service_client::ImageServiceClient;
 use crate::v1::runtime_service_client::RuntimeServiceClient;
 
+/// The label the kubelet puts on every container with its pod's uid.
+pub const POD_UID_LABEL: &str = "io.kubernetes.pod.uid";
+/// The label the kubelet puts on every container with its name in the pod.
+pub const CONTAINER_NAME_LABEL: &str = "io.kubernetes.container.name";
+/// The annotation the kubelet puts on every container with the pod's restart count of it.
+pub const RESTART_COUNT_ANNOTATION: &str = "io.kubernetes.container.restartCount";
+
 /// kubelet's limit for CRI answers (a ListImages on a node with many images exceeds tonic's
 /// default 4 MiB).
 const MAX_MESSAGE_BYTES: usize = 16 * 1024 * 1024;
@@ -153,6 +160,50 @@ impl CriClient {
         let mut images = self.images.clone();
         let request = v1::ListImagesRequest { filter: None };
         Ok(self.bounded(images.list_images(request)).await?.images)
+    }
+
+    /// CRI `ListContainers` of the pod whose uid is `pod_uid` (label `io.kubernetes.pod.uid`, as
+    /// the kubelet labels every container it creates).
+    pub async fn list_pod_containers(&self, pod_uid: &str) -> Result<Vec<v1::Container>, CriError> {
+        let mut runtime = self.runtime.clone();
+        let filter = v1::ContainerFilter {
+            label_selector: [(POD_UID_LABEL.to_string(), pod_uid.to_string())].into_iter().collect(),
+            ..Default::default()
+        };
+        let request = v1::ListContainersRequest { filter: Some(filter) };
+        Ok(self.bounded(runtime.list_containers(request)).await?.containers)
+    }
+
+    /// CRI `StopContainer` with the grace period `timeout_seconds` (the runtime kills the
+    /// container when it has not stopped by then); bounded by that grace period plus the call
+    /// timeout.
+    pub async fn stop_container(&self, container_id: &str, timeout_seconds: i64) -> Result<(), CriError> {
+        let mut runtime = self.runtime.clone();
+        let request = v1::StopContainerRequest { container_id: container_id.to_string(), timeout: timeout_seconds };
+        let grace = Duration::from_secs(u64::try_from(timeout_seconds).unwrap_or(0));
+        match tokio::time::timeout(self.timeout + grace, runtime.stop_container(request)).await {
+            Err(_) => Err(CriError::Timeout { after: self.timeout + grace }),
+            Ok(Err(status)) => Err(CriError::from_status(&self.endpoint, status)),
+            Ok(Ok(_)) => Ok(()),
+        }
+    }
+
+    /// CRI `ExecSync` of `cmd` in the container, bounded by `timeout_seconds` (0: the call
+    /// timeout); the exit code and output.
+    pub async fn exec_sync(
+        &self,
+        container_id: &str,
+        cmd: Vec<String>,
+        timeout_seconds: i64,
+    ) -> Result<v1::ExecSyncResponse, CriError> {
+        let mut runtime = self.runtime.clone();
+        let request = v1::ExecSyncRequest { container_id: container_id.to_string(), cmd, timeout: timeout_seconds };
+        let bound = self.timeout + Duration::from_secs(u64::try_from(timeout_seconds).unwrap_or(0));
+        match tokio::time::timeout(bound, runtime.exec_sync(request)).await {
+            Err(_) => Err(CriError::Timeout { after: bound }),
+            Ok(Err(status)) => Err(CriError::from_status(&self.endpoint, status)),
+            Ok(Ok(r)) => Ok(r.into_inner()),
+        }
     }
 
     async fn bounded<T>(

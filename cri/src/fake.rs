@@ -1,9 +1,11 @@
 //! [`FakeRuntime`]: an in-process CRI v1 runtime on a unix socket for tests (issue 29 item 6):
 //! `kruise daemon` talks to it exactly as to containerd, and tests script each image's pull
 //! (succeed after a delay, fail with a message, require credentials, not exist). It serves the
-//! ImageService (PullImage, ImageStatus, ListImages, RemoveImage, ImageFsInfo) and the
-//! RuntimeService's Version; every other RuntimeService method answers Unimplemented, as the
-//! generated default stubs do. Failure messages are containerd 1.6's wording, so the
+//! ImageService (PullImage, ImageStatus, ListImages, RemoveImage, ImageFsInfo) and of the
+//! RuntimeService Version, and ListContainers, StopContainer and ExecSync over the containers the
+//! test kubelet registers ([`FakeRuntime::set_pod_containers`]; a stop runs the
+//! [`FakeRuntime::on_stop`] hooks, so the kubelet restarts the container — issue 30); every other
+//! RuntimeService method answers Unimplemented, as the generated default stubs do. Failure messages are containerd 1.6's wording, so the
 //! classification in `error` is exercised the same way as against containerd.
 //!
 //! Images are keyed by their normalised reference (`nginx` → `docker.io/library/nginx:latest`);
@@ -45,6 +47,37 @@ impl Default for Behaviour {
 }
 
 type Hook = Arc<dyn Fn(&v1::Image) + Send + Sync>;
+type StopHook = Arc<dyn Fn(&StoppedContainer) + Send + Sync>;
+
+/// One container the node runs, as its kubelet registers it ([`FakeRuntime::set_pod_containers`]).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct PodContainer {
+    /// The runtime's id (without the `containerd://` of the pod status).
+    pub id: String,
+    /// The container's name in the pod.
+    pub name: String,
+    /// The kubelet's restart count of it.
+    pub restart_count: i32,
+    /// Start time, in nanoseconds since the epoch.
+    pub started_at_nanos: i64,
+    /// Whether it runs (false: exited).
+    pub running: bool,
+}
+
+/// A container stopped through `StopContainer`, as the stop hooks see it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct StoppedContainer {
+    /// The runtime's id.
+    pub id: String,
+    /// The pod's namespace, name and uid.
+    pub namespace: String,
+    /// Pod name.
+    pub pod: String,
+    /// Pod uid.
+    pub pod_uid: String,
+    /// The container's name in the pod.
+    pub name: String,
+}
 
 #[derive(Default)]
 struct State {
@@ -57,6 +90,15 @@ struct State {
     max_pulling: usize,
     pulls: Vec<String>,
     hooks: Vec<Hook>,
+    /// Containers by id, with their pod (namespace, name, uid).
+    containers: BTreeMap<String, (PodContainer, (String, String, String))>,
+    /// Ids stopped through `StopContainer` (they stay exited whatever the kubelet registers).
+    stopped: std::collections::BTreeSet<String>,
+    /// Every StopContainer received (ids), in order.
+    stops: Vec<String>,
+    /// Every ExecSync received: container id and command.
+    execs: Vec<(String, Vec<String>)>,
+    stop_hooks: Vec<StopHook>,
 }
 
 /// An in-process CRI image+runtime service on a unix socket, scriptable per image. Clones share
@@ -259,6 +301,89 @@ impl FakeRuntime {
         image
     }
 
+    /// Registers the containers the node's kubelet runs for one pod (replacing what it
+    /// registered before for that pod uid); a container stopped through `StopContainer` stays
+    /// exited.
+    pub fn set_pod_containers(&self, namespace: &str, pod: &str, pod_uid: &str, containers: Vec<PodContainer>) {
+        let mut state = self.lock();
+        state.containers.retain(|_, (_, (_, _, uid))| uid != pod_uid);
+        for c in containers {
+            let owner = (namespace.to_string(), pod.to_string(), pod_uid.to_string());
+            state.containers.insert(c.id.clone(), (c, owner));
+        }
+    }
+
+    /// Forgets the containers of a pod that is gone.
+    pub fn forget_pod(&self, pod_uid: &str) {
+        self.lock().containers.retain(|_, (_, (_, _, uid))| uid != pod_uid);
+    }
+
+    /// Whether `StopContainer` stopped the container `id`.
+    pub fn was_stopped(&self, id: &str) -> bool {
+        self.lock().stopped.contains(id.trim_start_matches("containerd://"))
+    }
+
+    /// Marks a container stopped as `StopContainer` would, without the hooks (tests).
+    pub fn mark_stopped_for_test(&self, id: &str) {
+        self.lock().stopped.insert(id.to_string());
+    }
+
+    /// Every StopContainer received (container ids), in order.
+    pub fn stops(&self) -> Vec<String> {
+        self.lock().stops.clone()
+    }
+
+    /// Every ExecSync received (container id, command), in order.
+    pub fn execs(&self) -> Vec<(String, Vec<String>)> {
+        self.lock().execs.clone()
+    }
+
+    /// Called after each successful StopContainer (testenv's kubelet restarts the container).
+    pub fn on_stop(&self, f: impl Fn(&StoppedContainer) + Send + Sync + 'static) {
+        self.lock().stop_hooks.push(Arc::new(f));
+    }
+
+    fn list_containers_matching(&self, filter: Option<&v1::ContainerFilter>) -> Vec<v1::Container> {
+        let state = self.lock();
+        let mut out = Vec::new();
+        for (id, (c, (ns, pod, uid))) in &state.containers {
+            let running = c.running && !state.stopped.contains(id);
+            let labels: std::collections::HashMap<String, String> = [
+                (crate::POD_UID_LABEL.to_string(), uid.clone()),
+                ("io.kubernetes.pod.namespace".to_string(), ns.clone()),
+                ("io.kubernetes.pod.name".to_string(), pod.clone()),
+                (crate::CONTAINER_NAME_LABEL.to_string(), c.name.clone()),
+            ]
+            .into_iter()
+            .collect();
+            if let Some(f) = filter {
+                if !f.id.is_empty() && &f.id != id {
+                    continue;
+                }
+                if f.label_selector.iter().any(|(k, v)| labels.get(k) != Some(v)) {
+                    continue;
+                }
+            }
+            let state_value =
+                if running { v1::ContainerState::ContainerRunning } else { v1::ContainerState::ContainerExited };
+            out.push(v1::Container {
+                id: id.clone(),
+                metadata: Some(v1::ContainerMetadata {
+                    name: c.name.clone(),
+                    attempt: u32::try_from(c.restart_count).unwrap_or(0),
+                }),
+                state: state_value as i32,
+                created_at: c.started_at_nanos,
+                labels,
+                annotations: [(crate::RESTART_COUNT_ANNOTATION.to_string(), c.restart_count.to_string())]
+                    .into_iter()
+                    .collect(),
+                ..Default::default()
+            });
+        }
+        out
+    }
+
     /// Binds `socket` (replacing a stale file) and serves until the handle is aborted.
     pub async fn serve(&self, socket: &Path) -> std::io::Result<tokio::task::JoinHandle<()>> {
         match tokio::fs::remove_file(socket).await {
@@ -343,6 +468,51 @@ impl RuntimeService for FakeRuntime {
             runtime_version: "0.0.0-fake".to_string(),
             runtime_api_version: "v1".to_string(),
         }))
+    }
+
+    async fn list_containers(
+        &self,
+        request: Request<v1::ListContainersRequest>,
+    ) -> Result<Response<v1::ListContainersResponse>, Status> {
+        self.check_v1("RuntimeService")?;
+        let filter = request.into_inner().filter;
+        Ok(Response::new(v1::ListContainersResponse { containers: self.list_containers_matching(filter.as_ref()) }))
+    }
+
+    async fn stop_container(
+        &self,
+        request: Request<v1::StopContainerRequest>,
+    ) -> Result<Response<v1::StopContainerResponse>, Status> {
+        self.check_v1("RuntimeService")?;
+        let id = request.into_inner().container_id;
+        let (stopped, hooks) = {
+            let mut state = self.lock();
+            state.stops.push(id.clone());
+            // CRI: stopping an unknown container is an error; stopping a stopped one is not.
+            let Some((c, (ns, pod, uid))) = state.containers.get(&id).cloned() else {
+                return Err(Status::not_found(format!(
+                    "an error occurred when try to find container \"{id}\": not found"
+                )));
+            };
+            state.stopped.insert(id.clone());
+            let stopped = StoppedContainer { id, namespace: ns, pod, pod_uid: uid, name: c.name };
+            (stopped, state.stop_hooks.clone())
+        };
+        for hook in &hooks {
+            hook(&stopped);
+        }
+        Ok(Response::new(v1::StopContainerResponse {}))
+    }
+
+    async fn exec_sync(&self, request: Request<v1::ExecSyncRequest>) -> Result<Response<v1::ExecSyncResponse>, Status> {
+        self.check_v1("RuntimeService")?;
+        let r = request.into_inner();
+        let mut state = self.lock();
+        if !state.containers.contains_key(&r.container_id) || state.stopped.contains(&r.container_id) {
+            return Err(Status::not_found(format!("container {} is not running", r.container_id)));
+        }
+        state.execs.push((r.container_id, r.cmd));
+        Ok(Response::new(v1::ExecSyncResponse { stdout: Vec::new(), stderr: Vec::new(), exit_code: 0 }))
     }
 }
 

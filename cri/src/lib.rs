@@ -18,7 +18,9 @@ mod error;
 #[cfg(feature = "fake")]
 pub mod fake;
 
-pub use client::{CriClient, RuntimeVersion, socket_path};
+pub use client::{
+    CONTAINER_NAME_LABEL, CriClient, POD_UID_LABEL, RESTART_COUNT_ANNOTATION, RuntimeVersion, socket_path,
+};
 pub use discover::{
     DEFAULT_PROBE_TIMEOUT, Discovery, Probe, WELL_KNOWN_ENDPOINTS, discover, discover_with_timeout,
     kubelet_runtime_endpoint,

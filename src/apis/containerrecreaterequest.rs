@@ -1,7 +1,8 @@
 //! ContainerRecreateRequest `apps.kruise.io/v1alpha1` (kruise `apis/apps/v1alpha1/
 //! containerrecreaterequest_types.go`, short name `crr`): asks kruise-daemon to recreate some
-//! containers of one pod. Types only: the CRD is installed so these objects can be stored, but no
-//! controller of ours reconciles them yet (spec §0 lists the kinds; issue 32 item 3).
+//! containers of one pod. The webhook is `webhook::mutate_containerrecreaterequest`, the manager's
+//! controller `controller::containerrecreaterequest`, the node's executor `daemon::crr`, their
+//! decisions `core::crr` (issue 30 item 1).
 
 use k8s_openapi::api::core::v1::{ContainerPort, ExecAction, HTTPGetAction, TCPSocketAction};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -10,6 +11,53 @@ use schemars::JsonSchema;
 use serde::{Deserialize, Serialize};
 
 use super::is_default;
+
+/// Label: the uid of the pod (kruise `ContainerRecreateRequestPodUIDKey`).
+pub const POD_UID_KEY: &str = "crr.apps.kruise.io/pod-uid";
+/// Label: the pod's node (kruise `ContainerRecreateRequestNodeNameKey`); each daemon watches its own.
+pub const NODE_NAME_KEY: &str = "crr.apps.kruise.io/node-name";
+/// Label `"true"` while the request is not finished (kruise `ContainerRecreateRequestActiveKey`).
+pub const ACTIVE_KEY: &str = "crr.apps.kruise.io/active";
+/// Annotation (RFC 3339) and finalizer: the pod was marked not ready for the request (kruise
+/// `ContainerRecreateRequestUnreadyAcquiredKey`).
+pub const UNREADY_ACQUIRED_KEY: &str = "crr.apps.kruise.io/unready-acquired";
+/// Annotation: the pod's container statuses the manager copies for the daemon (kruise
+/// `ContainerRecreateRequestSyncContainerStatusesKey`).
+pub const SYNC_CONTAINER_STATUSES_KEY: &str = "crr.apps.kruise.io/sync-container-statuses";
+
+/// Phase `Pending`.
+pub const PHASE_PENDING: &str = "Pending";
+/// Phase `Recreating`.
+pub const PHASE_RECREATING: &str = "Recreating";
+/// Phase `Succeeded` (of one container).
+pub const PHASE_SUCCEEDED: &str = "Succeeded";
+/// Phase `Failed` (of one container).
+pub const PHASE_FAILED: &str = "Failed";
+/// Phase `Completed` (of the request, whatever the containers' outcome).
+pub const PHASE_COMPLETED: &str = "Completed";
+/// `failurePolicy: Fail`.
+pub const FAILURE_POLICY_FAIL: &str = "Fail";
+/// `failurePolicy: Ignore`.
+pub const FAILURE_POLICY_IGNORE: &str = "Ignore";
+
+/// One entry of the [`SYNC_CONTAINER_STATUSES_KEY`] annotation (kruise
+/// `ContainerRecreateRequestSyncContainerStatus`).
+#[derive(Clone, Debug, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[serde(rename_all = "camelCase")]
+pub struct SyncContainerStatus {
+    /// Container name.
+    #[serde(default)]
+    pub name: String,
+    /// The container is ready.
+    #[serde(default)]
+    pub ready: bool,
+    /// Its restart count.
+    #[serde(default)]
+    pub restart_count: i32,
+    /// Its id (`containerd://...`).
+    #[serde(rename = "containerID", default, skip_serializing_if = "String::is_empty")]
+    pub container_id: String,
+}
 
 /// Desired state of a ContainerRecreateRequest.
 #[derive(CustomResource, Clone, Debug, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -619,4 +619,34 @@ mod tests {
         assert_eq!(out[1].status, Status::Denied);
         assert!(out[1].message.contains("end of range (61) above maximum (59): 61"), "{}", out[1].message);
     }
+
+    /// ContainerRecreateRequests (issue 30) go through their webhook against the pods of the
+    /// input: a request for a container the pod has is filled in from it, one for a container it
+    /// lacks is denied with kruise's message, and with KruiseDaemon off every request is refused.
+    #[test]
+    fn container_recreate_requests_are_checked() {
+        let settings = Settings { namespace: "default".into(), gates: FeatureGates::default() };
+        let pod = json!({"apiVersion": "v1", "kind": "Pod", "metadata": {"name": "web", "namespace": "default", "uid": "u1"},
+            "spec": {"nodeName": "n1", "containers": [{"name": "app", "image": "nginx"}]},
+            "status": {"phase": "Running", "containerStatuses": [{"name": "app", "image": "nginx", "imageID": "",
+                "ready": true, "restartCount": 0, "containerID": "containerd://abc"}]}});
+        let crr = |name: &str, container: &str| {
+            json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "ContainerRecreateRequest",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"podName": "web", "containers": [{"name": container}]}})
+        };
+        let inputs = [manifest(pod.clone()), manifest(crr("ok", "app")), manifest(crr("nope", "sidecar"))];
+        let out = check(&inputs, &[], &Snapshot::default(), &settings);
+        let of = |name: &str| out.iter().find(|o| o.name == name).unwrap();
+        assert_eq!(of("ok").status, Status::Mutated, "{}", of("ok").message);
+        assert_eq!(of("nope").status, Status::Denied);
+        assert!(of("nope").message.contains("container sidecar not found in Pod"), "{}", of("nope").message);
+        let off = Settings {
+            namespace: "default".into(),
+            gates: FeatureGates::default().with(crate::core::features::Gate::KruiseDaemon, false),
+        };
+        let out = check(&[manifest(pod), manifest(crr("ok", "app"))], &[], &Snapshot::default(), &off);
+        let ok = out.iter().find(|o| o.name == "ok").unwrap();
+        assert_eq!((ok.status.clone(), ok.code), (Status::Denied, 403), "{}", ok.message);
+    }
 }

@@ -29,6 +29,12 @@ pub const KINDS: &[KindInfo] = &[
     KindInfo { group: "apps.kruise.io", kind: "BroadcastJob", resource: "broadcastjobs", namespaced: true },
     KindInfo { group: "apps.kruise.io", kind: "AdvancedCronJob", resource: "advancedcronjobs", namespaced: true },
     KindInfo {
+        group: "apps.kruise.io",
+        kind: "ContainerRecreateRequest",
+        resource: "containerrecreaterequests",
+        namespaced: true,
+    },
+    KindInfo {
         group: "policy.kruise.io",
         kind: "PodUnavailableBudget",
         resource: "podunavailablebudgets",

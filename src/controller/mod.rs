@@ -19,6 +19,7 @@ pub mod apply;
 pub mod broadcastjob;
 pub mod budget_takes;
 pub mod cloneset;
+pub mod containerrecreaterequest;
 pub mod daemonset;
 pub mod discovery;
 pub mod failopen;
@@ -262,6 +263,13 @@ impl Leader {
                 tasks.extend(imagelistpulljob::start(&images, &self.client, &self.settings, &self.metrics, token));
             }
             tasks.push(images.start_when_served(&self.client, ns, &self.metrics, token));
+            tasks.extend(containerrecreaterequest::start(
+                &informers,
+                &self.client,
+                &self.settings,
+                &self.metrics,
+                token,
+            ));
         }
         tasks.extend(advancedcronjob::start(&self.client, &self.settings, &self.metrics, token));
         tasks.extend(informers.start(&self.client, ns, &self.metrics, token));

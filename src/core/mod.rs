@@ -36,12 +36,13 @@
 //! - [`leader`]: leader election on a Lease, as client-go decides it (§8.5).
 //! - [`imagepuller`]: `kruise daemon`'s pulls: workers per tag, retries, credentials, status writes.
 
-pub mod broadcastjob;
 pub mod advancedcronjob;
+pub mod broadcastjob;
 pub mod budget;
 pub mod cert_margin;
 pub mod certs;
 pub mod conversion;
+pub mod crr;
 pub mod defaults;
 pub mod expectations;
 pub mod features;

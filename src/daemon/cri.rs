@@ -99,6 +99,11 @@ impl CriRuntime {
         }
     }
 
+    /// The connected client, when discovery found a runtime (the CRR executor's calls).
+    pub fn client(&self) -> Option<CriClient> {
+        self.chosen.load().as_deref().map(|c| c.client.clone())
+    }
+
     fn tried(&self) -> String {
         self.tried.load().as_deref().cloned().unwrap_or_else(|| "nothing yet".into())
     }

@@ -6,9 +6,10 @@
 pub mod budget;
 pub mod convert;
 pub mod http;
-pub mod mutate_broadcastjob;
 pub mod mutate_advancedcronjob;
+pub mod mutate_broadcastjob;
 pub mod mutate_cloneset;
+pub mod mutate_containerrecreaterequest;
 pub mod mutate_daemonset;
 pub mod mutate_imagelistpulljob;
 pub mod mutate_imagepulljob;
@@ -19,8 +20,8 @@ pub mod mutate_statefulset;
 pub mod paths;
 pub mod request;
 pub mod review;
-pub mod validate_broadcastjob;
 pub mod validate_advancedcronjob;
+pub mod validate_broadcastjob;
 pub mod validate_cloneset;
 pub mod validate_daemonset;
 pub mod validate_deletion;
@@ -132,6 +133,9 @@ pub fn pods_needed(ctx: &Context, handler: Handler, review: &Review) -> Option<(
         return (eviction && gate)
             .then(|| (req.namespace.clone().unwrap_or_else(|| "default".into()), vec![req.name.clone()]));
     }
+    if handler == Handler::MutateContainerRecreateRequest {
+        return mutate_containerrecreaterequest::pod_needed(review);
+    }
     if handler != Handler::ValidateCloneSet {
         return None;
     }
@@ -175,6 +179,7 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::ValidateBroadcastJob => Some(validate_broadcastjob::validate(ctx, review)),
         Handler::MutateAdvancedCronJob => Some(mutate_advancedcronjob::mutate(ctx, review)),
         Handler::ValidateAdvancedCronJob => Some(validate_advancedcronjob::validate(ctx, review)),
+        Handler::MutateContainerRecreateRequest => Some(mutate_containerrecreaterequest::mutate(ctx, review)),
         Handler::Missing => None,
     }
 }

@@ -59,6 +59,9 @@ pub enum Handler {
     MutateAdvancedCronJob,
     /// AdvancedCronJob validation (kruise `pkg/webhook/advancedcronjob/validating`).
     ValidateAdvancedCronJob,
+    /// ContainerRecreateRequest defaults and checks (kruise
+    /// `pkg/webhook/containerrecreaterequest/mutating`).
+    MutateContainerRecreateRequest,
     /// Not implemented yet: the path answers 404.
     Missing,
 }
@@ -458,6 +461,21 @@ pub const WEBHOOKS: &[Webhook] = &[
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
         handler: Handler::ValidateAdvancedCronJob,
+    },
+    Webhook {
+        name: "mcontainerrecreaterequest.kb.io",
+        kind: Kind::Mutating,
+        path: "/mutate-apps-kruise-io-containerrecreaterequest",
+        legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-containerrecreaterequest"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1", "v1beta1"],
+            resources: &["containerrecreaterequests"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::MutateContainerRecreateRequest,
     },
     Webhook {
         name: "vpodunavailablebudget.kb.io",

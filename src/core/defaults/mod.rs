@@ -5,8 +5,8 @@
 //! [`imagepulljob`], [`imagelistpulljob`] and [`nodeimage`] are the image-pull kinds' defaults
 //! (issue 29 item 1). [`daemonset`]: the Advanced DaemonSet's (issue 33).
 
-pub mod broadcastjob;
 pub mod advancedcronjob;
+pub mod broadcastjob;
 pub mod cloneset;
 pub mod daemonset;
 pub mod imagelistpulljob;

@@ -10,8 +10,8 @@
 //! [`imagelistpulljob`] and [`nodeimage`] (the image-pull kinds), [`daemonset`] (the Advanced
 //! DaemonSet).
 
-pub mod broadcastjob;
 pub mod advancedcronjob;
+pub mod broadcastjob;
 pub mod cloneset;
 pub mod cloneset_v1beta1;
 pub mod daemonset;

@@ -13,6 +13,7 @@ pub mod cri;
 pub mod exits;
 pub mod nodes;
 pub mod pods;
+pub mod restart;
 pub mod runtime;
 pub mod volumes;
 

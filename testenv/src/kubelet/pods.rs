@@ -53,12 +53,21 @@ struct Driver {
     config_maps_listing: Option<HashMap<String, ConfigMapKeys>>,
     timers: BinaryHeap<Reverse<(Instant, Key)>>,
     dirty: BTreeSet<Key>,
+    /// Pods one of whose containers was stopped through the node's CRI ([`super::restart`]).
+    stopped: tokio::sync::mpsc::UnboundedReceiver<Key>,
 }
 
 impl Driver {
     fn new(client: kube::Client, kubelet: Kubelet) -> Self {
         let our_nodes = kubelet.node_infos().iter().map(|n| (n.name.clone(), (n.ip.clone(), n.index))).collect();
         let node_runtimes = kubelet.runtimes();
+        let (stop_tx, stopped) = tokio::sync::mpsc::unbounded_channel();
+        for n in node_runtimes.0.iter() {
+            let tx = stop_tx.clone();
+            n.runtime.on_stop(move |s| {
+                let _ = tx.send((s.namespace.clone(), s.pod.clone()));
+            });
+        }
         Self {
             client,
             kubelet,
@@ -76,6 +85,7 @@ impl Driver {
             config_maps_listing: None,
             timers: BinaryHeap::new(),
             dirty: BTreeSet::new(),
+            stopped,
         }
     }
 
@@ -117,6 +127,9 @@ impl Driver {
                             self.dirty.insert(key);
                         }
                     }
+                }
+                Some(k) = self.stopped.recv() => {
+                    self.dirty.insert(k);
                 }
                 () = settings_changed => {
                     self.dirty.extend(self.pods.keys().cloned());
@@ -179,6 +192,11 @@ impl Driver {
             && let Some(uid) = pod.metadata.uid
         {
             self.runtimes.remove(&uid);
+            if let Some(rt) =
+                pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).and_then(|n| self.node_runtimes.of(n))
+            {
+                rt.forget_pod(&uid);
+            }
             self.written.remove(&uid);
             self.terminating_since.remove(&uid);
             if let Some((node, ip)) = self.ip_of.remove(&uid)
@@ -322,7 +340,10 @@ impl Driver {
         let config_maps = self.config_maps.get(&k.0).unwrap_or(&no_config_maps);
         let node = pod.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or_default();
         let mut ids = NodeIds { runtime: self.node_runtimes.of(node) };
+        let node_runtime = self.node_runtimes.of(node);
+        let previous = super::restart::after_stops(&pod, previous, node_runtime.as_ref(), now, &mut ids);
         let next = runtime::advance(&pod, previous, &rs, config_maps, now, &mut ids);
+        super::restart::register(&pod, &next, node_runtime.as_ref());
         let restarts_after: i32 = next.containers.values().map(|c| c.restart_count).sum();
         for _ in restarts_before..restarts_after {
             bump(&self.kubelet.counters().restarts);
