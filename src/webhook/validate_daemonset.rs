@@ -13,13 +13,13 @@ pub fn validate(ctx: &Context, review: &Review) -> Verdict {
     let gates = &ctx.config.gates;
     let names = ["DaemonSet", "old DaemonSet"];
     match review.request.resource.version.as_str() {
-        "v1alpha1" => match decode_objects(review, names, |raw, what| decode_object::<DaemonSet>(raw, what)) {
+        "v1alpha1" => match decode_objects(review, names, decode_object::<DaemonSet>) {
             Ok(Objects::Create(new)) => Verdict::validated(&validate_create((&new).into(), gates)),
             Ok(Objects::Update(new, old)) => Verdict::validated(&validate_update((&new).into(), (&old).into(), gates)),
             Ok(Objects::Delete(_) | Objects::Nothing) => Verdict::allow(),
             Err(v) => v,
         },
-        "v1beta1" => match decode_objects(review, names, |raw, what| decode_object::<v1beta1::DaemonSet>(raw, what)) {
+        "v1beta1" => match decode_objects(review, names, decode_object::<v1beta1::DaemonSet>) {
             Ok(Objects::Create(new)) => Verdict::validated(&validate_create((&new).into(), gates)),
             Ok(Objects::Update(new, old)) => Verdict::validated(&validate_update((&new).into(), (&old).into(), gates)),
             Ok(Objects::Delete(_) | Objects::Nothing) => Verdict::allow(),
