@@ -207,14 +207,17 @@ async fn v1beta1_api_through_the_conversion_webhook() {
     }
 
     // Advanced DaemonSet (kruise v1.9's daemonset_conversion.go): v1alpha1 -> stored v1beta1.
-    let (ok, out, err) = apply(&kubectl, "ds-alpha.yaml", &DAEMONSET.replace("NS", &ns), &[]).await;
+    // Surging with maxUnavailable 0: our mutating webhook turns it into Standard with maxSurge 1
+    // (kruise's SetDefaultsDaemonSet); with maxUnavailable 1 validation would refuse both set.
+    let alpha_ds = DAEMONSET.replace("NS", &ns).replace("maxUnavailable: 1", "maxUnavailable: 0");
+    let (ok, out, err) = apply(&kubectl, "ds-alpha.yaml", &alpha_ds, &[]).await;
     assert!(ok, "{out}{err}");
     let beta = get(&kubectl, &ns, "daemonsets.v1beta1.apps.kruise.io", "agent").await;
     assert_eq!(beta["apiVersion"], "apps.kruise.io/v1beta1");
     assert_eq!(beta["spec"]["scaleStrategy"], json!({"partitionedScaling": true}));
     assert_eq!(
         beta["spec"]["updateStrategy"],
-        json!({"type": "RollingUpdate", "rollingUpdate": {"rollingUpdateType": "Standard", "partition": "50%", "maxUnavailable": 1}})
+        json!({"type": "RollingUpdate", "rollingUpdate": {"rollingUpdateType": "Standard", "partition": "50%", "maxUnavailable": 0, "maxSurge": 1}})
     );
     assert_eq!(beta["spec"]["template"]["spec"]["containers"][0]["futureField"], "kept");
     let alpha = get(&kubectl, &ns, "daemonsets.v1alpha1.apps.kruise.io", "agent").await;

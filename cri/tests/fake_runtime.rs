@@ -190,7 +190,7 @@ async fn remove_fs_info_and_unimplemented_runtime_methods() {
     assert_eq!(filtered.len(), 1);
 
     let mut runtime = v1::runtime_service_client::RuntimeServiceClient::new(channel);
-    let e = runtime.list_containers(v1::ListContainersRequest { filter: None }).await.unwrap_err();
+    let e = runtime.list_pod_sandbox(v1::ListPodSandboxRequest { filter: None }).await.unwrap_err();
     assert_eq!(e.code(), tonic::Code::Unimplemented);
 }
 
