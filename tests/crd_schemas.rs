@@ -483,9 +483,10 @@ fn no_field_is_nullable_and_selectors_are_atomic() {
     assert!(found > 20, "{found} label selectors");
 }
 
-/// The Rust types of the kinds not reconciled yet decode every field of an object that sets them
-/// all (`tests/fixtures/e2e/not-reconciled-workload-kinds.yaml`, which the end-to-end test stores on the
-/// real apiserver) and encode it back unchanged: field names, int-or-strings, maps and schemaless
+/// The Rust types of the kinds not reconciled yet, and of those admitted since, decode every field of
+/// an object that sets them all (`tests/fixtures/e2e/not-reconciled-workload-kinds.yaml`, which the
+/// end-to-end test stores on the real apiserver, and `tests/fixtures/typed-workload-kinds.yaml`) and
+/// encode it back unchanged: field names, int-or-strings, maps and schemaless
 /// parts as kruise's Go types write them.
 #[test]
 fn typed_objects_round_trip() {
@@ -497,12 +498,13 @@ fn typed_objects_round_trip() {
         let typed: T = serde_json::from_value(object.clone()).unwrap();
         serde_json::to_value(&typed).unwrap()
     }
-    let text = std::fs::read_to_string(
-        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/fixtures/e2e/not-reconciled-workload-kinds.yaml"),
-    )
-    .unwrap();
     let mut kinds = Vec::new();
-    for doc in text.split("\n---\n") {
+    let files = ["tests/fixtures/e2e/not-reconciled-workload-kinds.yaml", "tests/fixtures/typed-workload-kinds.yaml"];
+    let texts: Vec<String> = files
+        .iter()
+        .map(|file| std::fs::read_to_string(Path::new(env!("CARGO_MANIFEST_DIR")).join(file)).unwrap())
+        .collect();
+    for doc in texts.iter().flat_map(|text| text.split("\n---\n")) {
         let object = serde_json::to_value(serde_yaml_ng::from_str::<serde_yaml_ng::Value>(doc).unwrap()).unwrap();
         let back = match (object["apiVersion"].as_str().unwrap(), object["kind"].as_str().unwrap()) {
             ("apps.kruise.io/v1alpha1", "DaemonSet") => round_trip::<DaemonSet>(&object),
