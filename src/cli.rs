@@ -323,6 +323,14 @@ pub struct DaemonArgs {
     /// Kubeconfig (default: $KUBECONFIG, ~/.kube/config, then the in-cluster service account).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// The kubelet's `CredentialProviderConfig` (a file, or a directory of them): its plugins
+    /// give credentials for the images they match, after the pull secrets'. Not there: no
+    /// plugins (kruise-daemon's flag and default).
+    #[arg(long, default_value = "/kruise/CredentialProviderPlugin.yaml")]
+    pub plugin_config_file: PathBuf,
+    /// Where the plugins' executables are (kruise-daemon's flag and default).
+    #[arg(long, default_value = "/kruise/plugins")]
+    pub plugin_bin_dir: PathBuf,
 }
 
 /// `kruise certs`.

@@ -602,3 +602,55 @@ fn daemon_values_and_the_kruise_daemon_gate() {
         assert!(!name.starts_with("kruise-daemon"), "{} rendered with KruiseDaemon=false", key(o));
     }
 }
+
+/// OpenKruise's `daemon.credentialProvider` values: the plugin config from a ConfigMap and the
+/// plugins from a node directory reach `kruise daemon`'s `--plugin-config-file` and
+/// `--plugin-bin-dir`, read-only; the AWS credentials directory only when given.
+#[test]
+fn daemon_credential_provider_values() {
+    let helm = helm_or_skip!("daemon_credential_provider_values");
+    let objects = template(
+        helm,
+        &[
+            "--set",
+            "daemon.credentialProvider.enable=true",
+            "--set",
+            "daemon.credentialProvider.hostPath=/etc/eks/image-credential-provider",
+            "--set",
+            "daemon.credentialProvider.awsCredentialsDir=/root/.aws",
+        ],
+    );
+    let ds = find(&objects, "DaemonSet", "kruise-daemon");
+    let spec = &ds["spec"]["template"]["spec"];
+    let c = &spec["containers"][0];
+    let args: Vec<&str> = c["args"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(
+        args.contains(&"--plugin-config-file=/credential-provider-config/CredentialProviderPlugin.yaml"),
+        "{args:?}"
+    );
+    assert!(args.contains(&"--plugin-bin-dir=/credential-provider-plugin"), "{args:?}");
+    let mounts = c["volumeMounts"].as_array().unwrap();
+    for (name, path) in [
+        ("credential-provider-plugin-config", "/credential-provider-config"),
+        ("credential-provider-plugin", "/credential-provider-plugin"),
+        ("aws-credentials-dir", "/root/.aws"),
+    ] {
+        let m = mounts.iter().find(|m| m["name"] == name).unwrap_or_else(|| panic!("no mount {name}: {mounts:?}"));
+        assert_eq!((m["mountPath"].as_str(), m["readOnly"].as_bool()), (Some(path), Some(true)), "{name}");
+    }
+    let volumes = spec["volumes"].as_array().unwrap();
+    let volume = |name: &str| volumes.iter().find(|v| v["name"] == name).cloned().unwrap_or(Value::Null);
+    assert_eq!(volume("credential-provider-plugin-config")["configMap"]["name"], "credential-provider-config");
+    assert_eq!(volume("credential-provider-plugin")["hostPath"]["path"], "/etc/eks/image-credential-provider");
+    assert_eq!(volume("aws-credentials-dir")["hostPath"]["path"], "/root/.aws");
+    let mut argv = vec!["kruise".to_string()];
+    argv.extend(args.iter().map(|a| a.to_string()));
+    argv.push("--node-name=n".into());
+    <kruise::cli::Cli as clap::Parser>::try_parse_from(argv).unwrap();
+
+    // Off by default: no plugin flags, no extra volumes.
+    let objects = template(helm, &[]);
+    let ds = find(&objects, "DaemonSet", "kruise-daemon");
+    let text = ds.to_string();
+    assert!(!text.contains("credential-provider") && !text.contains("plugin-"), "{text}");
+}

@@ -13,6 +13,7 @@ use std::time::Duration;
 use base64::Engine as _;
 use daemon_support::{Behaviour, FakeApi, MemRuntime};
 use kruise::daemon::admin::{Health, Metrics};
+use kruise::daemon::credential_provider::{CredentialPlugins, register};
 use kruise::daemon::puller::{self, Settings};
 use kruise::daemon::runtime::{ImageRuntime, NoRuntime};
 use serde_json::{Value, json};
@@ -25,12 +26,22 @@ fn start<R: ImageRuntime>(
     runtime: R,
     max: Option<usize>,
 ) -> (CancellationToken, tokio::task::JoinHandle<()>) {
+    start_with(api, runtime, max, None)
+}
+
+fn start_with<R: ImageRuntime>(
+    api: &FakeApi,
+    runtime: R,
+    max: Option<usize>,
+    credential_plugins: Option<Arc<CredentialPlugins>>,
+) -> (CancellationToken, tokio::task::JoinHandle<()>) {
     let stop = CancellationToken::new();
     let settings = Settings {
         node: NODE.into(),
         max_concurrent_pulls: max,
         status_write_interval: Duration::from_secs(1),
         events: true,
+        credential_plugins,
     };
     let task = tokio::spawn(puller::run(
         api.client(),
@@ -277,4 +288,112 @@ async fn timeouts_and_the_active_deadline() {
     assert_eq!(b_pulls, 1, "one attempt, cut at the deadline; no retry past it");
     stop.cancel();
     task.await.unwrap();
+}
+
+const PLUGIN_API: &str = "credentialprovider.kubelet.k8s.io/v1";
+
+/// A plugin directory and config (kruise-daemon's `--plugin-bin-dir`, `--plugin-config-file`):
+/// `robot-plugin` answers for `plugin.example.com` (cached per registry for ten minutes) and
+/// appends each request it reads to `calls`; `broken-plugin` matches `*.broken.example.com` and
+/// fails.
+fn plugin_dir() -> tempfile::TempDir {
+    use std::os::unix::fs::PermissionsExt as _;
+    let dir = tempfile::tempdir().unwrap();
+    let bin = dir.path().join("bin");
+    std::fs::create_dir(&bin).unwrap();
+    let calls = dir.path().join("calls");
+    let response = json!({"kind": "CredentialProviderResponse", "apiVersion": PLUGIN_API, "cacheKeyType": "Registry",
+        "cacheDuration": "10m", "auth": {"plugin.example.com": {"username": "robot", "password": "from-plugin"}}});
+    let scripts = [
+        (
+            "robot-plugin",
+            format!(
+                "#!/bin/sh\nread -r request\necho \"$1 $PLUGIN_ENV $request\" >> '{}'\necho '{response}'\n",
+                calls.display()
+            ),
+        ),
+        ("broken-plugin", "#!/bin/sh\necho 'no credentials for this image' >&2\nexit 1\n".to_string()),
+    ];
+    for (name, text) in scripts {
+        let path = bin.join(name);
+        std::fs::write(&path, text).unwrap();
+        std::fs::set_permissions(&path, std::fs::Permissions::from_mode(0o755)).unwrap();
+    }
+    let config = format!(
+        "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders:\n\
+         - name: robot-plugin\n  matchImages: [plugin.example.com]\n  defaultCacheDuration: 1m\n  apiVersion: {PLUGIN_API}\n\
+         \x20 args: [--from-args]\n  env: [{{name: PLUGIN_ENV, value: from-env}}]\n\
+         - name: broken-plugin\n  matchImages: ['*.broken.example.com']\n  defaultCacheDuration: 1m\n  apiVersion: {PLUGIN_API}\n"
+    );
+    std::fs::write(dir.path().join("config.yaml"), config).unwrap();
+    dir
+}
+
+/// The kubelet's credential-provider plugins give the credentials of the images they match,
+/// with no pull secret: two images of one registry pull with the plugin's robot account and run
+/// the plugin once (its answer is cached per registry), with the config's args and env and the
+/// kubelet's request on stdin; an image whose plugin fails pulls anonymously and fails naming
+/// the authentication failure.
+#[tokio::test]
+async fn credential_provider_plugins_give_credentials() {
+    let dir = plugin_dir();
+    let plugins = register(&dir.path().join("config.yaml"), &dir.path().join("bin")).unwrap();
+    let api = FakeApi::new(NODE);
+    let runtime = MemRuntime::default();
+    let robot = Behaviour::RequireAuth { username: "robot".into(), password: "from-plugin".into() };
+    runtime.script("plugin.example.com/team/app:1", robot.clone());
+    runtime.script("plugin.example.com/team/other:1", robot.clone());
+    runtime.script("x.broken.example.com/app:1", robot);
+    let once = json!({"backoffLimit": 0, "timeoutSeconds": 30});
+    api.put_node_image(node_image(json!({
+        "plugin.example.com/team/app": {"tags": [{"tag": "1", "version": 1, "pullPolicy": once}]},
+        "plugin.example.com/team/other": {"tags": [{"tag": "1", "version": 1, "pullPolicy": once}]},
+        "x.broken.example.com/app": {"tags": [{"tag": "1", "version": 1, "pullPolicy": once}]},
+    })));
+    let (stop, task) = start_with(&api, runtime.clone(), None, Some(Arc::new(plugins)));
+    let status = api.until("every tag finished", finished).await;
+    for image in ["plugin.example.com/team/app", "plugin.example.com/team/other"] {
+        assert_eq!(tag_status(&status, image, "1")["phase"], "Succeeded", "{image}: {status:#}");
+    }
+    let broken = tag_status(&status, "x.broken.example.com/app", "1");
+    assert_eq!(broken["phase"], "Failed");
+    let message = broken["message"].as_str().unwrap();
+    assert!(message.starts_with("authentication failed for x.broken.example.com: "), "{message}");
+
+    let pulls = runtime.pulls();
+    for (image, user) in &pulls {
+        let want = if image.starts_with("plugin.") { Some("robot") } else { None };
+        assert_eq!(user.as_deref(), want, "{pulls:?}");
+    }
+    let calls = std::fs::read_to_string(dir.path().join("calls")).unwrap();
+    let lines: Vec<&str> = calls.lines().collect();
+    assert_eq!(lines.len(), 1, "the registry's answer is cached: {calls}");
+    let (args, request) = lines[0].split_once(" {").unwrap();
+    assert_eq!(args, "--from-args from-env");
+    let request: Value = serde_json::from_str(&format!("{{{request}")).unwrap();
+    assert_eq!(request["kind"], "CredentialProviderRequest");
+    assert_eq!(request["apiVersion"], PLUGIN_API);
+    assert!(request["image"].as_str().unwrap().starts_with("plugin.example.com/team/"), "{request}");
+    stop.cancel();
+    task.await.unwrap();
+}
+
+/// Registration refuses what the kubelet refuses, naming it: no plugin directory, a provider
+/// without its executable, an invalid config.
+#[test]
+fn credential_provider_registration_errors() {
+    let dir = plugin_dir();
+    let config = dir.path().join("config.yaml");
+    let e = register(&config, &dir.path().join("nowhere")).unwrap_err();
+    assert!(e.starts_with("plugin binary directory ") && e.ends_with("nowhere did not exist"), "{e}");
+    std::fs::remove_file(dir.path().join("bin/broken-plugin")).unwrap();
+    let e = register(&config, &dir.path().join("bin")).unwrap_err();
+    assert!(e.starts_with("plugin binary executable ") && e.ends_with("broken-plugin did not exist"), "{e}");
+    std::fs::write(&config, "apiVersion: kubelet.config.k8s.io/v1\nkind: CredentialProviderConfig\nproviders: []\n")
+        .unwrap();
+    let e = register(&config, &dir.path().join("bin")).unwrap_err();
+    assert_eq!(
+        e,
+        "failed to validate credential provider config: [providers: Required value: at least 1 item in plugins is required]"
+    );
 }

@@ -51,6 +51,7 @@ fn start(
         max_concurrent_pulls: max,
         status_write_interval: Duration::from_secs(1),
         events: true,
+        credential_plugins: None,
     };
     (stop.clone(), tokio::spawn(puller::run(api.client(), runtime, settings, health, Metrics::new(), stop)))
 }

@@ -5,7 +5,8 @@
 //! [`crate::core::imagepuller`]; here are the adapters:
 //!
 //! - [`puller`]: the watch, the workers' lifecycle and the status writes;
-//! - [`worker`]: one tag's pull with its retries, credentials and Events;
+//! - [`worker`]: one tag's pull with its retries, credentials and Events; [`credential_provider`]:
+//!   the kubelet's credential-provider plugins (`--plugin-config-file`, `--plugin-bin-dir`);
 //! - [`runtime`]: the runtime as the puller sees it ([`runtime::ImageRuntime`]) and the node
 //!   without one; [`cri`]: that trait over the node's CRI socket, with runtime discovery; [`secrets`]: the pull secrets, read with a short cache;
 //! - [`crr`]: the ContainerRecreateRequests of this node, executed through the same CRI (issue 30);
@@ -15,6 +16,7 @@
 //! Failed, naming every endpoint tried) rather than crash-looping (kruise #1319, #1825, #851).
 
 pub mod admin;
+pub mod credential_provider;
 pub mod cri;
 pub mod crr;
 pub mod puller;
@@ -82,6 +84,8 @@ pub async fn run(args: DaemonArgs) -> Result<(), DaemonError> {
         max_concurrent_pulls: usize::try_from(args.max_concurrent_pulls).ok().filter(|n| *n > 0),
         status_write_interval: args.status_write_interval,
         events: true,
+        credential_plugins: credential_provider::from_flags(&args.plugin_config_file, &args.plugin_bin_dir)
+            .map(Arc::new),
     };
     let at = cri::Where { explicit: args.runtime_endpoint.clone(), kubelet_config: Some(args.kubelet_config.clone()) };
     let runtime = Arc::new(cri::CriRuntime::discover(&at).await);

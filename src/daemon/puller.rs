@@ -21,6 +21,7 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::admin::{Health, Metrics};
+use super::credential_provider::CredentialPlugins;
 use super::runtime::ImageRuntime;
 use super::secrets::SecretCache;
 use super::worker::{self, Job, Report, Shared};
@@ -39,6 +40,8 @@ pub struct Settings {
     pub status_write_interval: Duration,
     /// Record Events (kruise's PullImageSucceed / PullImageFailed).
     pub events: bool,
+    /// The kubelet's credential-provider plugins, asked after the pull secrets.
+    pub credential_plugins: Option<Arc<CredentialPlugins>>,
 }
 
 struct State<R> {
@@ -74,6 +77,7 @@ pub async fn run<R: ImageRuntime>(
     let shared = Arc::new(Shared {
         runtime,
         secrets: SecretCache::new(client),
+        credential_plugins: settings.credential_plugins.clone(),
         limit: settings.max_concurrent_pulls.map(|n| Arc::new(Semaphore::new(n.max(1)))),
         reports: tx,
         metrics,

@@ -1,8 +1,9 @@
 //! One tag's pull worker (kruise `pullWorker.Run` / `doPullImage`): wait for a slot of
 //! `--max-concurrent-pulls` (the tag stays Waiting), report Pulling with its start time, then
 //! attempt as [`PullPolicy`] says: `IfNotPresent` and the runtime has it is a success; otherwise
-//! the credentials of the image's pull secrets that match its registry are tried in turn (an
-//! anonymous pull only when none match); the last report is Succeeded with the image id or
+//! the credentials of the image's pull secrets that match its registry, then those of the
+//! kubelet's credential-provider plugins, are tried in turn (an anonymous pull only when none
+//! match); the last report is Succeeded with the image id or
 //! Failed with the message. A stopped worker reports nothing more.
 
 use std::sync::Arc;
@@ -16,6 +17,7 @@ use tokio::sync::{Semaphore, mpsc};
 use tokio_util::sync::CancellationToken;
 
 use super::admin::Metrics;
+use super::credential_provider::CredentialPlugins;
 use super::runtime::ImageRuntime;
 use super::secrets::SecretCache;
 use crate::apis::imagepulljob::SandboxConfig;
@@ -41,6 +43,8 @@ pub struct Shared<R> {
     pub runtime: Arc<R>,
     /// Pull secrets.
     pub secrets: SecretCache,
+    /// The kubelet's credential-provider plugins.
+    pub credential_plugins: Option<Arc<CredentialPlugins>>,
     /// `--max-concurrent-pulls` (none: no limit).
     pub limit: Option<Arc<Semaphore>>,
     /// Reports to the puller.
@@ -208,10 +212,16 @@ async fn pull_once<R: ImageRuntime>(
             format!("{message} (pull secrets not read: {})", secrets.problems.join("; "))
         }
     };
-    let credentials = match Keyring::from_secrets(&secrets.found) {
-        Ok(keyring) => repository_of(&job.image, &job.tag.tag).map(|r| keyring.lookup(&r)).unwrap_or_default(),
+    let repository = repository_of(&job.image, &job.tag.tag);
+    let mut credentials = match Keyring::from_secrets(&secrets.found) {
+        Ok(keyring) => repository.as_deref().map(|r| keyring.lookup(r)).unwrap_or_default(),
         Err(e) => return Err(PullFailure::Auth { message: e }),
     };
+    // The secrets' credentials, then the plugins' (kubelet `UnionDockerKeyring` of the secrets'
+    // keyring and the default one, as kruise's `ConvertToRegistryAuths`).
+    if let (Some(plugins), Some(r)) = (&shared.credential_plugins, &repository) {
+        credentials.extend(plugins.lookup(r).await);
+    }
     shared.metrics.in_flight(1);
     let _guard = InFlight(shared.metrics.clone());
     let started = Instant::now();

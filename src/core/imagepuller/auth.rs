@@ -14,8 +14,8 @@
 //! - Nothing matched, and the image is on Docker Hub: the `index.docker.io` entry, if any.
 //!
 //! The caller tries each credential in order and pulls anonymously only when none matched (kruise
-//! `pullImageV1`). The kubelet's credential-provider plugins (the "default keyring") are not
-//! consulted.
+//! `pullImageV1`). The kubelet's credential-provider plugins (the "default keyring") add theirs
+//! after these ([`super::credential_provider`]).
 
 use std::collections::BTreeMap;
 

@@ -7,9 +7,12 @@
 //! - [`policy`]: one tag's attempts: timeout, retries with backoff, active deadline, and the
 //!   message of a failure.
 //! - [`auth`]: which credentials of the image's pull secrets a pull tries (the kubelet keyring).
+//! - [`credential_provider`]: the kubelet's credential-provider plugins' config, request,
+//!   response and cache (the credentials a pull tries after its secrets').
 //! - [`write`]: when the status is written (changes only, coalesced).
 
 pub mod auth;
+pub mod credential_provider;
 pub mod policy;
 pub mod pools;
 pub mod write;
