@@ -134,7 +134,11 @@ fn bad_input_gets_a_clear_error() {
     std::fs::write(&pods_only, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n").unwrap();
     let o = kruise(&["plan", "-f", pods_only.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no CloneSet, Advanced StatefulSet, Advanced DaemonSet or SidecarSet in the input"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no CloneSet, Advanced StatefulSet, Advanced DaemonSet or SidecarSet in the input"),
+        "{}",
+        stderr(&o)
+    );
 
     let bad = dir.path().join("bad.yaml");
     std::fs::write(
@@ -160,7 +164,11 @@ fn bad_input_gets_a_clear_error() {
     assert!(err.contains("cannot reach the cluster"), "{err}");
     let o = kruise(&["plan", "deployment", "web"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("give `cloneset NAME`, `statefulset NAME` or `daemonset NAME` [-n NAMESPACE]"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("give `cloneset NAME`, `statefulset NAME` or `daemonset NAME` [-n NAMESPACE]"),
+        "{}",
+        stderr(&o)
+    );
     let o = kruise(&["plan", "statefulset"]);
     assert_eq!(o.status.code(), Some(2), "a kind without a name");
 
