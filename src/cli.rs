@@ -47,7 +47,7 @@ pub enum Command {
     Manifests(ManifestsArgs),
     /// Run manifests through the webhooks offline (for CI): exit 0 admitted, 1 denied, 2 bad input, 3 internal error.
     Check(CheckArgs),
-    /// Show what the CloneSet, Advanced StatefulSet and SidecarSet controllers will do next, and why, without writing anything.
+    /// Show what the CloneSet, Advanced StatefulSet, Advanced DaemonSet and SidecarSet controllers will do next, and why, without writing anything.
     Plan(PlanArgs),
 }
 
@@ -58,11 +58,13 @@ pub struct PlanArgs {
     /// ControllerRevisions, PVCs, Nodes), e.g. `kubectl get cloneset,pods,controllerrevisions,pvc -o
     /// yaml` or `kubectl get statefulsets.apps.kruise.io,pods,controllerrevisions,pvc -o yaml`, or
     /// SidecarSets (v1alpha1 or v1beta1) with Pods, Namespaces and the manager namespace's
-    /// ControllerRevisions; files, directories or `-`.
+    /// ControllerRevisions, or Advanced DaemonSets with their Pods, ControllerRevisions and the
+    /// Nodes; files, directories or `-`.
     #[arg(short = 'f', long = "filename", num_args = 1..)]
     pub files: Vec<String>,
-    /// `cloneset NAME`, `statefulset NAME` (kruise's Advanced StatefulSet; also `asts`) or
-    /// `sidecarset NAME` (or `KIND/NAME`): read them from the cluster (KUBECONFIG or in-cluster).
+    /// `cloneset NAME`, `statefulset NAME` (kruise's Advanced StatefulSet; also `asts`),
+    /// `daemonset NAME` (kruise's Advanced DaemonSet; also `ads`) or `sidecarset NAME` (or
+    /// `KIND/NAME`): read them from the cluster (KUBECONFIG or in-cluster).
     #[arg(num_args = 0..=2, value_names = ["KIND", "NAME"])]
     pub target: Vec<String>,
     /// Namespace (with `KIND NAME`; SidecarSets are cluster-scoped).

@@ -137,3 +137,122 @@ async fn updates_only_to_the_schedule_fields() {
         "{message}"
     );
 }
+
+/// A v1beta1 request (kruise HEAD serves AdvancedCronJob in v1alpha1 and v1beta1).
+fn review_v1beta1(op: Operation, object: &Value, old: Option<&Value>) -> ReviewRequest {
+    ReviewRequest::new(op, "apps.kruise.io", "v1beta1", "AdvancedCronJob", "advancedcronjobs")
+        .name("warm")
+        .namespace("ns")
+        .objects(Some(object), old)
+}
+
+/// A v1beta1 AdvancedCronJob pulling `images` on a schedule (an ImageListPullJob template).
+fn image_warmer(images: Value) -> Value {
+    json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "AdvancedCronJob",
+        "metadata": {"name": "warm", "namespace": "ns"},
+        "spec": {"schedule": "0 */6 * * *", "template": {"imageListPullJobTemplate": {"spec": {
+            "images": images, "selector": {"matchLabels": {"pool": "web"}}}}}}})
+}
+
+/// kruise HEAD: the v1beta1 ImageListPullJob template is defaulted (Always, 600 s, 3 retries,
+/// IfNotPresent; concurrencyPolicy Replace) and then valid; the apiVersion stays v1beta1.
+#[tokio::test]
+async fn a_v1beta1_image_list_pull_job_template_is_defaulted_then_valid() {
+    let app = app();
+    for [mutate, validate] in SPELLINGS {
+        let object = image_warmer(json!(["nginx:1.25", "busybox:1.36"]));
+        let mutated = app.send(mutate, &review_v1beta1(Operation::Create, &object, None)).await;
+        assert_eq!(mutated["allowed"], true, "{mutated}");
+        let out = apply(&object, response_patch(&mutated).as_ref());
+        assert_eq!(out["apiVersion"], "apps.kruise.io/v1beta1");
+        let spec = &out["spec"];
+        assert_eq!(
+            (
+                &spec["concurrencyPolicy"],
+                &spec["paused"],
+                &spec["successfulJobsHistoryLimit"],
+                &spec["failedJobsHistoryLimit"]
+            ),
+            (&json!("Replace"), &json!(false), &json!(3), &json!(1))
+        );
+        assert_eq!(
+            spec["template"]["imageListPullJobTemplate"]["spec"],
+            json!({"images": ["nginx:1.25", "busybox:1.36"], "selector": {"matchLabels": {"pool": "web"}},
+                   "completionPolicy": {"type": "Always"},
+                   "pullPolicy": {"timeoutSeconds": 600, "backoffLimit": 3}, "imagePullPolicy": "IfNotPresent"})
+        );
+        let validated = app.send(validate, &review_v1beta1(Operation::Create, &out, None)).await;
+        assert_eq!(validated["allowed"], true, "{validated}");
+        let again = app.send(mutate, &review_v1beta1(Operation::Update, &out, Some(&out))).await;
+        assert!(response_patch(&again).is_none(), "{again}");
+    }
+}
+
+/// kruise HEAD's ImageListPullJob template checks as 422 field errors, and its update rule: the
+/// template may change, a Job template may not.
+#[tokio::test]
+async fn v1beta1_image_list_pull_job_template_errors_and_updates() {
+    let app = app();
+    let validate = SPELLINGS[0][1];
+    let mut allow = image_warmer(json!(["nginx:1.25"]));
+    allow["spec"]["concurrencyPolicy"] = json!("Allow");
+    let allow = defaulted_v1beta1(&app, &allow).await;
+    let r = app.send(validate, &review_v1beta1(Operation::Create, &allow, None)).await;
+    assert_eq!((r["allowed"].clone(), r["status"]["code"].clone()), (json!(false), json!(422)), "{r}");
+    assert_eq!(
+        r["status"]["message"],
+        "spec.spec.concurrencyPolicy: Invalid value: \"Allow\": concurrencyPolicy should be Replace or Forbid, but current value is: Allow"
+    );
+    let dup = defaulted_v1beta1(&app, &image_warmer(json!(["nginx:1.25", "nginx:1.25"]))).await;
+    let r = app.send(validate, &review_v1beta1(Operation::Create, &dup, None)).await;
+    assert_eq!(
+        r["status"]["message"],
+        "spec.template.imageListPullJobTemplate.spec.images: Invalid value: [\"nginx:1.25\",\"nginx:1.25\"]: images cannot have duplicate values"
+    );
+    let mut none = image_warmer(json!([]));
+    none["spec"]["template"] = json!({});
+    let r = app.send(validate, &review_v1beta1(Operation::Create, &none, None)).await;
+    assert_eq!(
+        r["status"]["message"],
+        "spec.template: Forbidden: spec must have one template, either JobTemplate or BroadcastJobTemplate or ImageListPullJobTemplate should be provided"
+    );
+
+    let old = defaulted_v1beta1(&app, &image_warmer(json!(["nginx:1.25"]))).await;
+    let mut new = old.clone();
+    new["spec"]["template"]["imageListPullJobTemplate"]["spec"]["images"] = json!(["nginx:1.26", "redis:7"]);
+    new["spec"]["concurrencyPolicy"] = json!("Forbid");
+    let r = app.send(validate, &review_v1beta1(Operation::Update, &new, Some(&old))).await;
+    assert_eq!(r["allowed"], true, "{r}");
+    // A v1beta1 Job template may not change, as in v1alpha1 (kruise HEAD's message).
+    let mut job = cron_job("@hourly");
+    job["apiVersion"] = json!("apps.kruise.io/v1beta1");
+    let job = defaulted_v1beta1(&app, &job).await;
+    let mut changed = job.clone();
+    changed["spec"]["template"]["jobTemplate"]["spec"]["backoffLimit"] = json!(2);
+    let r = app.send(validate, &review_v1beta1(Operation::Update, &changed, Some(&job))).await;
+    assert_eq!(r["status"]["code"], 422, "{r}");
+    let message = r["status"]["message"].as_str().unwrap();
+    assert!(
+        message.starts_with(
+            "spec: Forbidden: updates to advancedcronjob spec for fields other than 'imageListPullJobTemplate'"
+        ),
+        "{message}"
+    );
+    // A version not served: 400.
+    let r = app
+        .send(
+            validate,
+            &ReviewRequest::new(Operation::Create, "apps.kruise.io", "v2", "AdvancedCronJob", "advancedcronjobs")
+                .name("warm")
+                .namespace("ns")
+                .objects(Some(&job), None),
+        )
+        .await;
+    assert_eq!(r["status"]["code"], 400, "{r}");
+}
+
+async fn defaulted_v1beta1(app: &App, object: &Value) -> Value {
+    let mutated = app.send(SPELLINGS[0][0], &review_v1beta1(Operation::Create, object, None)).await;
+    assert_eq!(mutated["allowed"], true, "{mutated}");
+    apply(object, response_patch(&mutated).as_ref())
+}

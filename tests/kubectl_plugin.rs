@@ -540,3 +540,156 @@ async fn plan_sidecarset_through_kubectl_reads_the_cluster() {
     assert_eq!(next["images"], json!({"log-agent": "busybox:1.37"}));
     let _ = sets.delete(&name, &Default::default()).await;
 }
+
+/// Issue 33 item 5: the Advanced DaemonSet through the plugin (`ads/NAME`, `daemon NAME`,
+/// `daemonset.apps.kruise.io/NAME`), its controller running in-process scoped to the test's
+/// namespace, its pods bound by the real scheduler and run by the simulated kubelet of the
+/// cluster's nodes: status says kubectl's DaemonSet lines, pause holds an image change (and
+/// status says the planner's reason), resume lets it roll out in place, history lists two
+/// revisions, undo goes back to the first (same pods, in place), restart sets `RESTARTED_AT`
+/// and the pods are recreated with it, and `plan daemonset` reads the set, its pods and the nodes.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn an_advanced_daemonset_pauses_resumes_rolls_out_rolls_back_and_restarts() {
+    use k8s_openapi::api::core::v1::{Node, Pod};
+    use kruise::apis::daemonset::v1beta1::DaemonSet;
+    let t = Scenario::start("kk-ads").await;
+    let k = Plugin::new(t.ns());
+    let (stop, stopped) = tokio::sync::oneshot::channel::<()>();
+    let settings = kruise::controller::Settings { namespace: Some(t.ns().to_string()), ..Default::default() };
+    let controller = tokio::spawn(kruise::controller::daemonset::run_alone(
+        t.client.clone(),
+        settings,
+        kruise::metrics::Metrics::default(),
+        async move {
+            let _ = stopped.await;
+        },
+    ));
+    let nodes = Api::<Node>::all(t.client.clone()).list(&ListParams::default()).await.unwrap().items.len() as i32;
+    assert!(nodes > 0);
+    let api: Api<DaemonSet> = Api::namespaced(t.client.clone(), t.ns());
+    let pods: Api<Pod> = Api::namespaced(t.client.clone(), t.ns());
+    // As the mutating webhook leaves it.
+    let set: DaemonSet = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+        "spec": {"selector": {"matchLabels": {"app": "agent"}},
+            "template": {"metadata": {"labels": {"app": "agent"}},
+                "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}],
+                         "readinessGates": [{"conditionType": "InPlaceUpdateReady"}]}},
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {
+                "rollingUpdateType": "InPlaceIfPossible", "maxUnavailable": 1, "maxSurge": 0, "partition": 0}},
+            "revisionHistoryLimit": 10, "burstReplicas": 250, "scaleStrategy": {}}
+    }))
+    .unwrap();
+    api.create(&kube::api::PostParams::default(), &set).await.unwrap();
+    let done = |revision: Option<String>| {
+        let (api, pods) = (api.clone(), pods.clone());
+        async move {
+            poll("the daemon set rolled out", || async {
+                let ds = api.get("agent").await.ok()?;
+                let s = ds.status?;
+                let live = pods.list(&ListParams::default()).await.ok()?.items;
+                let live = live.iter().filter(|p| p.metadata.deletion_timestamp.is_none()).count() as i32;
+                (s.observed_generation == ds.metadata.generation.unwrap_or(0)
+                    && s.desired_number_scheduled == nodes
+                    && s.updated_number_scheduled == nodes
+                    && s.number_available == nodes
+                    && live == nodes
+                    && revision.as_ref().is_none_or(|r| *r != s.update_revision))
+                .then_some(s.update_revision)
+            })
+            .await
+        }
+    };
+    let first = done(None).await;
+    let out = k.ok(&["rollout", "status", "ads/agent", "--watch=false"]).await;
+    assert_eq!(out, "daemon set \"agent\" successfully rolled out\n");
+    let uids = || {
+        let pods = pods.clone();
+        async move {
+            let mut u: Vec<String> = pods
+                .list(&ListParams::default())
+                .await
+                .unwrap()
+                .items
+                .into_iter()
+                .filter_map(|p| p.metadata.uid)
+                .collect();
+            u.sort();
+            u
+        }
+    };
+    let before = uids().await;
+
+    assert_eq!(k.ok(&["rollout", "pause", "ads/agent"]).await, "daemonset.apps.kruise.io/agent paused\n");
+    let paused = |d: &DaemonSet| d.spec.update_strategy.rolling_update.as_ref().and_then(|r| r.paused) == Some(true);
+    assert!(paused(&api.get("agent").await.unwrap()));
+    let again = k.run(&["rollout", "pause", "daemon", "agent"]).await;
+    assert_eq!(
+        (again.code, again.stderr.as_str()),
+        (1, "error: daemonsets.apps.kruise.io \"agent\" is already paused\n")
+    );
+    api.patch(
+        "agent",
+        &kube::api::PatchParams::default(),
+        &kube::api::Patch::Merge(
+            json!({"spec": {"template": {"spec": {"containers": [{"name": "main", "image": "busybox:1.37"}]}}}}),
+        ),
+    )
+    .await
+    .unwrap();
+    let mut status =
+        Following::start(k.command(&["rollout", "status", "daemonset.apps.kruise.io/agent", "--timeout=5m"]));
+    status
+        .wait_for(&format!(
+            "Waiting for daemon set \"agent\" rollout to finish: 0 out of {nodes} new pods have been updated"
+        ))
+        .await;
+    status.wait_for("  waiting: the rolling update is paused").await;
+    assert_eq!(k.ok(&["rollout", "resume", "ads/agent"]).await, "daemonset.apps.kruise.io/agent resumed\n");
+    assert!(!paused(&api.get("agent").await.unwrap()));
+    let (code, lines, stderr) = status.finish().await;
+    assert_eq!(code, 0, "{lines:#?}\n{stderr}");
+    assert_eq!(lines.last().map(String::as_str), Some("daemon set \"agent\" successfully rolled out"), "{lines:#?}");
+    let second = done(Some(first.clone())).await;
+    assert_eq!(uids().await, before, "updated in place");
+
+    let history = k.ok(&["rollout", "history", "ads/agent"]).await;
+    assert_eq!(
+        history,
+        "daemonset.apps.kruise.io/agent \nREVISION  CHANGE-CAUSE\n1         <none>\n2         <none>\n\n"
+    );
+    let one = k.ok(&["rollout", "history", "ads/agent", "--revision=1"]).await;
+    assert!(one.contains("    Image:\tbusybox:1.36\n"), "{one}");
+    assert_eq!(k.ok(&["rollout", "undo", "ads/agent"]).await, "daemonset.apps.kruise.io/agent rolled back\n");
+    k.ok(&["rollout", "status", "ads/agent", "--timeout=5m"]).await;
+    let back = done(Some(second)).await;
+    assert_eq!(back, first, "back at the first revision");
+    assert_eq!(uids().await, before, "rolled back in place");
+    for p in pods.list(&ListParams::default()).await.unwrap().items {
+        assert_eq!(p.spec.unwrap().containers[0].image.as_deref(), Some("busybox:1.36"));
+    }
+
+    // `kruise plan daemonset` through the plugin: the set at rest, nothing to do.
+    let plan: Value = serde_json::from_str(&k.ok(&["plan", "daemonset", "agent", "-o", "json"]).await).unwrap();
+    assert_eq!(plan["daemonSet"], format!("{}/agent", t.ns()));
+    assert_eq!(plan["updateRevision"], first.as_str());
+    assert_eq!(plan["actions"], json!([]), "{plan:#}");
+    assert_eq!(plan["errors"], json!([]), "{plan:#}");
+
+    // restart: RESTARTED_AT in the template; an env change is no in-place update, so every pod is
+    // recreated, and status follows it to the end.
+    assert_eq!(k.ok(&["rollout", "restart", "ads/agent"]).await, "daemonset.apps.kruise.io/agent restarted\n");
+    let env = api.get("agent").await.unwrap().spec.template.spec.unwrap().containers[0].env.clone().unwrap();
+    assert_eq!(env.iter().map(|e| e.name.as_str()).collect::<Vec<_>>(), ["RESTARTED_AT"]);
+    k.ok(&["rollout", "status", "ads/agent", "--timeout=5m"]).await;
+    done(Some(first)).await;
+    let after = uids().await;
+    assert!(after.iter().all(|u| !before.contains(u)), "recreated: {before:?} -> {after:?}");
+
+    // Plain `daemonset` is apps/v1's: kubectl's own rollout answers.
+    let native = k.run(&["rollout", "status", "daemonset/agent"]).await;
+    assert_eq!(native.code, 1);
+    assert!(native.stderr.contains("daemonsets.apps \"agent\" not found"), "{}", native.stderr);
+    let _ = stop.send(());
+    tokio::time::timeout(DEADLINE, controller).await.expect("the controller stops").unwrap();
+}

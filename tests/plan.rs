@@ -134,7 +134,11 @@ fn bad_input_gets_a_clear_error() {
     std::fs::write(&pods_only, "apiVersion: v1\nkind: Pod\nmetadata: {name: p}\n").unwrap();
     let o = kruise(&["plan", "-f", pods_only.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("no CloneSet, Advanced StatefulSet or SidecarSet in the input"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("no CloneSet, Advanced StatefulSet, Advanced DaemonSet or SidecarSet in the input"),
+        "{}",
+        stderr(&o)
+    );
 
     let bad = dir.path().join("bad.yaml");
     std::fs::write(
@@ -160,7 +164,11 @@ fn bad_input_gets_a_clear_error() {
     assert!(err.contains("cannot reach the cluster"), "{err}");
     let o = kruise(&["plan", "deployment", "web"]);
     assert_eq!(o.status.code(), Some(2));
-    assert!(stderr(&o).contains("give `cloneset NAME` or `statefulset NAME` [-n NAMESPACE]"), "{}", stderr(&o));
+    assert!(
+        stderr(&o).contains("give `cloneset NAME`, `statefulset NAME` or `daemonset NAME` [-n NAMESPACE]"),
+        "{}",
+        stderr(&o)
+    );
     let o = kruise(&["plan", "statefulset"]);
     assert_eq!(o.status.code(), Some(2), "a kind without a name");
 
@@ -552,4 +560,104 @@ fn pre_download_shows_the_job_a_rollout_would_create() {
     let off = kruise(&["plan", "-f", &data("from-status.yaml"), "--now", NOW, "-o", "json"]);
     let off: Value = serde_json::from_str(&stdout(&off)).unwrap();
     assert!(off.get("preDownload").is_none());
+}
+
+/// An Advanced DaemonSet snapshot (`kubectl get daemonsets.apps.kruise.io,pods,controllerrevisions
+/// -o yaml` plus the nodes): `agent` on nodes n-a, n-b, n-c, of which n-c carries a NoSchedule
+/// taint the template does not tolerate, and n-a already runs a pod of the set.
+fn daemonset_snapshot(dir: &tempfile::TempDir, api_version: &str, with_nodes: bool) -> String {
+    let mut spec = json!({
+        "selector": {"matchLabels": {"app": "agent"}},
+        "template": {"metadata": {"labels": {"app": "agent"}},
+                     "spec": {"containers": [{"name": "main", "image": "busybox:1.36"}]}},
+        "updateStrategy": {"type": "RollingUpdate",
+                           "rollingUpdate": {"rollingUpdateType": "Standard", "maxUnavailable": 1}},
+        "revisionHistoryLimit": 10,
+    });
+    if api_version.ends_with("v1beta1") {
+        spec["scaleStrategy"] = json!({});
+    }
+    let ds = json!({"apiVersion": api_version, "kind": "DaemonSet",
+        "metadata": {"name": "agent", "namespace": "infra", "uid": "u-agent", "generation": 1, "resourceVersion": "5"},
+        "spec": spec});
+    let node = |name: &str, taints: Value| {
+        json!({"apiVersion": "v1", "kind": "Node",
+               "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+               "spec": {"taints": taints},
+               "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    };
+    let pod = json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"name": "agent-x1", "namespace": "infra", "uid": "p1", "resourceVersion": "7",
+            "labels": {"app": "agent"},
+            "ownerReferences": [{"apiVersion": "apps.kruise.io/v1beta1", "kind": "DaemonSet", "name": "agent",
+                                 "uid": "u-agent", "controller": true, "blockOwnerDeletion": true}]},
+        "spec": {"nodeName": "n-a", "containers": [{"name": "main", "image": "busybox:1.36"}],
+            "affinity": {"nodeAffinity": {"requiredDuringSchedulingIgnoredDuringExecution": {"nodeSelectorTerms": [
+                {"matchFields": [{"key": "metadata.name", "operator": "In", "values": ["n-a"]}]}]}}}},
+        "status": {"phase": "Running", "conditions": [
+            {"type": "Ready", "status": "True", "lastTransitionTime": "2024-05-01T11:00:00Z"}]}});
+    let mut items = vec![ds, pod];
+    if with_nodes {
+        items.push(node("n-a", json!([])));
+        items.push(node("n-b", json!([])));
+        items.push(node("n-c", json!([{"key": "dedicated", "value": "gpu", "effect": "NoSchedule"}])));
+    }
+    snapshot_file(dir, items)
+}
+
+/// Issue 33 item 5: `kruise plan` for an Advanced DaemonSet: the revision the template needs, one
+/// pod created on n-b (bound to it by node affinity), none on the tainted n-c, nothing for n-a's
+/// pod (its template is the set's); the same from a v1alpha1 object (converted as the apiserver
+/// converts it) and in text.
+#[test]
+fn a_daemonset_plan_creates_pods_on_eligible_nodes_only() {
+    let dir = tempfile::tempdir().unwrap();
+    for api_version in ["apps.kruise.io/v1beta1", "apps.kruise.io/v1alpha1"] {
+        let path = daemonset_snapshot(&dir, api_version, true);
+        let o = kruise(&["plan", "-f", &path, "--now", NOW, "-o", "json"]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        let got: Value = serde_json::from_str(&stdout(&o)).unwrap();
+        assert_eq!(got["daemonSet"], "infra/agent");
+        assert_eq!(got["nodes"], 3);
+        let hash = got["updateRevision"].as_str().unwrap().to_string();
+        assert!(!hash.is_empty(), "{got:#}");
+        let actions = got["actions"].as_array().unwrap();
+        let kinds: Vec<&str> = actions.iter().map(|a| a["action"].as_str().unwrap()).collect();
+        assert_eq!(kinds, ["createRevision", "create"], "{api_version}: {got:#}");
+        assert_eq!(actions[0]["revision"], format!("agent-{hash}"));
+        assert_eq!(actions[1]["revision"], hash);
+        assert!(actions[1]["pod"].as_str().unwrap().starts_with("agent-"), "{got:#}");
+        assert_eq!(actions[1]["reason"], "node n-b should run a daemon pod and has none");
+        assert_eq!(got["errors"], json!([]));
+        assert_eq!(got["status"]["desiredNumberScheduled"], 2, "n-c's taint is not tolerated: {got:#}");
+        assert_eq!(got["statusWrite"], true);
+    }
+    let path = daemonset_snapshot(&dir, "apps.kruise.io/v1beta1", true);
+    let o = kruise(&["plan", "-f", &path, "--now", NOW]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let lines: Vec<&str> = text.lines().collect();
+    assert!(
+        lines[0].starts_with("DaemonSet infra/agent: update revision ") && lines[0].ends_with(", 3 nodes in the input"),
+        "{text}"
+    );
+    assert!(lines[1].starts_with("  nodes: 2 desired"), "{text}");
+    assert!(text.contains("node n-b should run a daemon pod and has none"), "{text}");
+    assert!(!text.contains("n-c"), "{text}");
+}
+
+/// Without nodes, no plan says anything true about a DaemonSet's pods: it says so, and deletes
+/// nothing.
+#[test]
+fn a_daemonset_without_nodes_is_not_planned() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = daemonset_snapshot(&dir, "apps.kruise.io/v1beta1", false);
+    let o = kruise(&["plan", "-f", &path, "--now", NOW, "-o", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let got: Value = serde_json::from_str(&stdout(&o)).unwrap();
+    assert_eq!(got["actions"], json!([]));
+    assert!(got["errors"][0].as_str().unwrap().starts_with("no Node in the input"), "{got:#}");
+    let o = kruise(&["plan", "daemonset"]);
+    assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
+    assert!(stderr(&o).contains("`daemonset NAME`"), "{}", stderr(&o));
 }

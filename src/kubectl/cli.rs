@@ -10,13 +10,13 @@ use std::time::Duration;
 
 use clap::{ArgAction, Args, Parser, Subcommand};
 
-/// kubectl-kruise: OpenKruise's kubectl plugin (rollouts of CloneSets and Advanced StatefulSets).
+/// kubectl-kruise: OpenKruise's kubectl plugin (rollouts of CloneSets, Advanced StatefulSets and Advanced DaemonSets).
 #[derive(Debug, Parser)]
 #[command(
     name = "kubectl-kruise",
     bin_name = "kubectl kruise",
     version,
-    about = "OpenKruise's kubectl plugin: rollouts of CloneSets and Advanced StatefulSets, selective scale-down, kruise plan"
+    about = "OpenKruise's kubectl plugin: rollouts of CloneSets, Advanced StatefulSets and Advanced DaemonSets, selective scale-down, kruise plan"
 )]
 pub struct PluginCli {
     #[command(flatten)]
@@ -48,7 +48,7 @@ pub struct KubeFlags {
 /// Commands.
 #[derive(Debug, Subcommand)]
 pub enum PluginCommand {
-    /// Manage the rollout of a CloneSet or an Advanced StatefulSet.
+    /// Manage the rollout of a CloneSet, an Advanced StatefulSet or an Advanced DaemonSet.
     Rollout(RolloutArgs),
     /// Scale down a CloneSet, deleting the named pods (scaleStrategy.podsToDelete).
     Scaledown(ScaledownArgs),
@@ -84,7 +84,7 @@ pub enum RolloutCommand {
 /// `TYPE/NAME...` or `TYPE NAME...`.
 #[derive(Debug, Args)]
 pub struct TargetArgs {
-    /// cloneset/NAME, asts/NAME (statefulset.apps.kruise.io/NAME), or TYPE NAME.
+    /// cloneset/NAME, asts/NAME (statefulset.apps.kruise.io/NAME), ads/NAME (daemonset.apps.kruise.io/NAME), or TYPE NAME.
     #[arg(value_name = "TYPE/NAME")]
     pub resources: Vec<String>,
 }
@@ -92,7 +92,7 @@ pub struct TargetArgs {
 /// `rollout status`.
 #[derive(Debug, Args)]
 pub struct StatusArgs {
-    /// cloneset/NAME or asts/NAME.
+    /// cloneset/NAME, asts/NAME or ads/NAME.
     #[arg(value_name = "TYPE/NAME")]
     pub resources: Vec<String>,
     /// Watch the status of the rollout until it's done.
@@ -107,7 +107,7 @@ pub struct StatusArgs {
 /// `rollout history`.
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
-    /// cloneset/NAME or asts/NAME.
+    /// cloneset/NAME, asts/NAME or ads/NAME.
     #[arg(value_name = "TYPE/NAME")]
     pub resources: Vec<String>,
     /// See the details, including the pod template, of the revision specified.
@@ -118,7 +118,7 @@ pub struct HistoryArgs {
 /// `rollout undo`.
 #[derive(Debug, Args)]
 pub struct UndoArgs {
-    /// cloneset/NAME or asts/NAME.
+    /// cloneset/NAME, asts/NAME or ads/NAME.
     #[arg(value_name = "TYPE/NAME")]
     pub resources: Vec<String>,
     /// The revision to rollback to. Default to 0 (last revision).

@@ -2,7 +2,7 @@
 //! `kubectl-kruise` when started under that file name (kubectl runs `kubectl-kruise` from the
 //! PATH for `kubectl kruise ...`; `make install` puts the link there). The commands are
 //! kruise-tools' (`openkruise/kruise-tools`, `pkg/cmd/rollout`, `pkg/cmd/scaledown`) for CloneSets
-//! and Advanced StatefulSets, printing and exiting as kubectl's rollout commands do (the name
+//! Advanced StatefulSets and Advanced DaemonSets, printing and exiting as kubectl's rollout commands do (the name
 //! printer's `cloneset.apps.kruise.io/web paused`, `Error from server (NotFound): ...` and exit 1
 //! on any error), plus `plan`, our `kruise plan`; `rollout` on apps/v1 kinds is kubectl's own
 //! (`native`).
@@ -33,6 +33,7 @@ use kube::api::{Patch, PatchParams};
 use serde::de::DeserializeOwned;
 
 use crate::apis::CloneSet;
+use crate::apis::daemonset::v1beta1::DaemonSet;
 use crate::apis::statefulset::v1beta1::StatefulSet;
 use cli::{PluginCli, PluginCommand, RolloutCommand};
 use target::{Target, Workload};
@@ -167,6 +168,7 @@ where
 pub enum Object {
     CloneSet(Box<CloneSet>),
     AdvancedStatefulSet(Box<StatefulSet>),
+    AdvancedDaemonSet(Box<DaemonSet>),
 }
 
 impl Object {
@@ -174,6 +176,7 @@ impl Object {
         match self {
             Object::CloneSet(o) => &o.metadata,
             Object::AdvancedStatefulSet(o) => &o.metadata,
+            Object::AdvancedDaemonSet(o) => &o.metadata,
         }
     }
 
@@ -182,6 +185,7 @@ impl Object {
         match self {
             Object::CloneSet(o) => &o.spec.template,
             Object::AdvancedStatefulSet(o) => &o.spec.template,
+            Object::AdvancedDaemonSet(o) => &o.spec.template,
         }
     }
 }
@@ -193,6 +197,7 @@ pub async fn get_target(client: &kube::Client, namespace: &str, target: &Target)
         Workload::AdvancedStatefulSet => {
             Object::AdvancedStatefulSet(Box::new(get(client, namespace, &target.name).await?))
         }
+        Workload::AdvancedDaemonSet => Object::AdvancedDaemonSet(Box::new(get(client, namespace, &target.name).await?)),
     })
 }
 
@@ -210,6 +215,9 @@ pub async fn patch_target(
         }
         Workload::AdvancedStatefulSet => {
             Api::<StatefulSet>::namespaced(client.clone(), namespace).patch(&target.name, &params, patch).await?;
+        }
+        Workload::AdvancedDaemonSet => {
+            Api::<DaemonSet>::namespaced(client.clone(), namespace).patch(&target.name, &params, patch).await?;
         }
     }
     Ok(())

@@ -1,6 +1,7 @@
 //! `rollout pause` / `rollout resume`: kruise-tools' `defaultObjectPauser`/`defaultObjectResumer`
 //! for a CloneSet (`spec.updateStrategy.paused`), extended to the Advanced StatefulSet
-//! (`spec.updateStrategy.rollingUpdate.paused`, which kruise-tools does not pause). Pausing a
+//! (`spec.updateStrategy.rollingUpdate.paused`, which kruise-tools does not pause) and the Advanced
+//! DaemonSet (the same field, an optional bool there; kruise-tools does not pause it either). Pausing a
 //! paused workload is an error (`error: clonesets.apps.kruise.io "web" is already paused`, exit
 //! 1), as is resuming one that is not paused. The patch is a JSON merge patch of that one field;
 //! resuming removes it (`null`), as kubectl's computed merge patch does for a false `omitempty`.
@@ -16,6 +17,9 @@ pub fn is_paused(o: &Object) -> bool {
     match o {
         Object::CloneSet(cs) => cs.spec.update_strategy.paused,
         Object::AdvancedStatefulSet(s) => s.spec.update_strategy.rolling_update.as_ref().is_some_and(|r| r.paused),
+        Object::AdvancedDaemonSet(d) => {
+            d.spec.update_strategy.rolling_update.as_ref().and_then(|r| r.paused).unwrap_or(false)
+        }
     }
 }
 
@@ -29,7 +33,9 @@ pub fn pause_patch(workload: Workload, paused_now: bool, pause: bool) -> Result<
     let value = if pause { json!(true) } else { Value::Null };
     Ok(match workload {
         Workload::CloneSet => json!({"spec": {"updateStrategy": {"paused": value}}}),
-        Workload::AdvancedStatefulSet => json!({"spec": {"updateStrategy": {"rollingUpdate": {"paused": value}}}}),
+        Workload::AdvancedStatefulSet | Workload::AdvancedDaemonSet => {
+            json!({"spec": {"updateStrategy": {"rollingUpdate": {"paused": value}}}})
+        }
     })
 }
 
@@ -59,6 +65,7 @@ pub async fn run(flags: &KubeFlags, args: &TargetArgs, pause: bool) -> Outcome {
 mod tests {
     use super::*;
     use crate::apis::CloneSet;
+    use crate::apis::daemonset::v1beta1::DaemonSet;
     use crate::apis::statefulset::v1beta1::StatefulSet;
 
     fn cloneset(strategy: Value) -> Value {
@@ -71,9 +78,17 @@ mod tests {
                "spec": {"replicas": 3, "updateStrategy": strategy}})
     }
 
+    fn ads(strategy: Value) -> Value {
+        json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "DaemonSet", "metadata": {"name": "agent"},
+               "spec": {"updateStrategy": strategy}})
+    }
+
     fn object(v: &Value) -> Object {
         match v["kind"].as_str() {
             Some("CloneSet") => Object::CloneSet(Box::new(serde_json::from_value::<CloneSet>(v.clone()).unwrap())),
+            Some("DaemonSet") => {
+                Object::AdvancedDaemonSet(Box::new(serde_json::from_value::<DaemonSet>(v.clone()).unwrap()))
+            }
             _ => Object::AdvancedStatefulSet(Box::new(serde_json::from_value::<StatefulSet>(v.clone()).unwrap())),
         }
     }
@@ -98,6 +113,12 @@ mod tests {
                 Workload::AdvancedStatefulSet,
             ),
             (asts(json!({"type": "RollingUpdate"})), Workload::AdvancedStatefulSet),
+            (
+                ads(json!({"type": "RollingUpdate", "rollingUpdate": {"rollingUpdateType": "InPlaceIfPossible",
+                    "partition": 1, "maxUnavailable": 1}})),
+                Workload::AdvancedDaemonSet,
+            ),
+            (ads(json!({"type": "RollingUpdate"})), Workload::AdvancedDaemonSet),
         ];
         for (doc, workload) in cases {
             let paused = apply(&doc, workload, true).unwrap();
@@ -106,11 +127,9 @@ mod tests {
             let strategy = &mut without["spec"]["updateStrategy"];
             let holder = if workload == Workload::CloneSet { strategy } else { &mut strategy["rollingUpdate"] };
             assert_eq!(holder.as_object_mut().unwrap().remove("paused"), Some(json!(true)));
-            // Nothing but `paused` changed (an empty rollingUpdate may appear for an ASTS without one).
+            // Nothing but `paused` changed (an empty rollingUpdate may appear for a set without one).
             let mut expected = doc.clone();
-            if workload == Workload::AdvancedStatefulSet
-                && expected["spec"]["updateStrategy"]["rollingUpdate"].is_null()
-            {
+            if workload != Workload::CloneSet && expected["spec"]["updateStrategy"]["rollingUpdate"].is_null() {
                 expected["spec"]["updateStrategy"]["rollingUpdate"] = json!({});
             }
             assert_eq!(without, expected);
@@ -132,6 +151,10 @@ mod tests {
         assert_eq!(
             pause_patch(Workload::AdvancedStatefulSet, true, false),
             Ok(json!({"spec": {"updateStrategy": {"rollingUpdate": {"paused": null}}}}))
+        );
+        assert_eq!(
+            pause_patch(Workload::AdvancedDaemonSet, false, true),
+            Ok(json!({"spec": {"updateStrategy": {"rollingUpdate": {"paused": true}}}}))
         );
     }
 }

@@ -1,4 +1,5 @@
-//! `rollout restart`: as kruise-tools restarts a CloneSet or an Advanced StatefulSet
+//! `rollout restart`: as kruise-tools restarts a CloneSet, an Advanced StatefulSet or an Advanced
+//! DaemonSet
 //! (`UpdateResourceEnv`): every container of the pod template gets the env var `RESTARTED_AT`
 //! (the time, RFC 3339, seconds; an existing one is replaced where it stands, otherwise it is
 //! appended), so the controller rolls every pod to a new revision. An env change cannot be applied
@@ -57,6 +58,7 @@ pub fn restart_patch(object: &Object, now: Timestamp) -> Result<Value, String> {
         let kind = match object {
             Object::CloneSet(_) => "CloneSet",
             Object::AdvancedStatefulSet(_) => "Advanced StatefulSet",
+            Object::AdvancedDaemonSet(_) => "Advanced DaemonSet",
         };
         return Err(format!("can't restart paused {kind} (run rollout resume first)"));
     }

@@ -10,6 +10,13 @@
 //! ready, updated or not. Here a rollout is complete when the status has observed the spec's
 //! generation, every pod the partition leaves to update is updated and ready, no old or surplus
 //! pod is left, and every desired pod is ready — kubectl's Deployment rule, in kruise's terms.
+//!
+//! kruise-tools follows no Advanced DaemonSet; we judge one as kubectl's `DaemonSetStatusViewer`
+//! judges an apps/v1 DaemonSet (`daemon set "agent" successfully rolled out`), with the nodes
+//! `rollingUpdate.partition` keeps (scaled on `desiredNumberScheduled`, rounded down, as the
+//! controller's `filterDaemonPodsNodeToUpdate`) and, with a `rollingUpdate.selector`, only the
+//! nodes it selects (or already updated) expected to update: counted by [`ads_selected`] on the
+//! nodes and pods read.
 
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
@@ -20,8 +27,9 @@ use super::cli::{KubeFlags, StatusArgs};
 use super::target::{Target, Workload, parse_one};
 use super::{Failure, Object, Outcome, connect, fail, get_target, out};
 use crate::apis::CloneSet;
+use crate::apis::daemonset::v1beta1::DaemonSet;
 use crate::apis::statefulset::v1beta1::StatefulSet;
-use crate::compat::intstr::calculate_partition_replicas;
+use crate::compat::intstr::{calculate_partition_replicas, k8s_scaled_value};
 use crate::core::features::FeatureGates;
 
 /// What one look at the workload says.
@@ -150,12 +158,112 @@ pub fn asts_progress(sts: &StatefulSet) -> Result<Progress, String> {
     })
 }
 
-/// The progress of a workload as read.
-pub fn progress(object: &Object) -> Result<Progress, String> {
+/// An Advanced DaemonSet's progress; `selected` is, with a `rollingUpdate.selector`, the number
+/// of nodes the rollout may reach ([`ads_selected`]). `OnDelete` has no rollout to follow.
+pub fn ads_progress(ds: &DaemonSet, selected: Option<i32>) -> Result<Progress, String> {
+    let strategy = &ds.spec.update_strategy;
+    if strategy.type_ != crate::apis::daemonset::ROLLING_UPDATE {
+        return Err("rollout status is only available for RollingUpdate strategy type".into());
+    }
+    let name = ds.metadata.name.as_deref().unwrap_or("");
+    let st = ds.status.clone().unwrap_or_default();
+    if st.observed_generation == 0 || ds.metadata.generation.unwrap_or(0) > st.observed_generation {
+        return waiting("Waiting for daemon set spec update to be observed...\n".into());
+    }
+    let desired = st.desired_number_scheduled.max(0);
+    let partition = match strategy.rolling_update.as_ref().and_then(|r| r.partition.as_ref()) {
+        Some(p) => k8s_scaled_value(Some(p), i64::from(desired), false)
+            .map_err(|e| format!("failed to get partition value of DaemonSet {name:?}: {e}"))?,
+        None => 0,
+    };
+    let partition = i32::try_from(partition.clamp(0, i64::from(desired))).unwrap_or(desired);
+    let mut expected = desired - partition;
+    if let Some(n) = selected {
+        expected = expected.min(n.max(0));
+    }
+    let partial = expected < desired;
+    if st.updated_number_scheduled < expected {
+        return waiting(if partial {
+            format!(
+                "Waiting for partitioned roll out to finish: {} out of {expected} new pods have been updated...\n",
+                st.updated_number_scheduled
+            )
+        } else {
+            format!(
+                "Waiting for daemon set {name:?} rollout to finish: {} out of {expected} new pods have been updated...\n",
+                st.updated_number_scheduled
+            )
+        });
+    }
+    if st.number_available < desired {
+        return waiting(format!(
+            "Waiting for daemon set {name:?} rollout to finish: {} of {desired} updated pods are available...\n",
+            st.number_available
+        ));
+    }
+    Ok(Progress {
+        message: if partial {
+            format!("partitioned roll out complete: {} new pods have been updated...\n", st.updated_number_scheduled)
+        } else {
+            format!("daemon set {name:?} successfully rolled out\n")
+        },
+        done: true,
+    })
+}
+
+/// With a `rollingUpdate.selector`, the nodes an Advanced DaemonSet's rollout may reach: those
+/// running a pod of the set (`owner_uid`) that the selector selects or whose pod is already at the
+/// update revision (`filterDaemonPodsNodeToUpdate` puts those first). `None` without a selector.
+pub fn ads_selected(
+    ds: &DaemonSet,
+    nodes: &[k8s_openapi::api::core::v1::Node],
+    pods: &[k8s_openapi::api::core::v1::Pod],
+) -> Result<Option<i32>, String> {
+    let Some(sel) = ds.spec.update_strategy.rolling_update.as_ref().and_then(|r| r.selector.as_ref()) else {
+        return Ok(None);
+    };
+    let sel = crate::compat::selector::Selector::from_validated(Some(sel)).map_err(|e| e.to_string())?;
+    let uid = ds.metadata.uid.as_deref().unwrap_or("");
+    let update = ds.status.as_ref().map_or("", |s| s.update_revision.as_str());
+    let empty = Default::default();
+    let mut reached = std::collections::BTreeSet::new();
+    for p in pods {
+        let owned = crate::core::rollout::ownership::controller_of(&p.metadata).is_some_and(|r| r.uid == uid);
+        let node = p.spec.as_ref().and_then(|s| s.node_name.as_deref()).unwrap_or("");
+        if !owned || node.is_empty() || p.metadata.deletion_timestamp.is_some() {
+            continue;
+        }
+        let updated = !update.is_empty()
+            && crate::core::pods::label(p, crate::core::revision::CONTROLLER_REVISION_HASH) == Some(update);
+        let selected = nodes
+            .iter()
+            .find(|n| n.metadata.name.as_deref() == Some(node))
+            .is_some_and(|n| sel.matches(n.metadata.labels.as_ref().unwrap_or(&empty)));
+        if updated || selected {
+            reached.insert(node.to_string());
+        }
+    }
+    Ok(Some(i32::try_from(reached.len()).unwrap_or(i32::MAX)))
+}
+
+/// The progress of a workload as read; `selected` as [`ads_progress`] takes it.
+pub fn progress(object: &Object, selected: Option<i32>) -> Result<Progress, String> {
     match object {
         Object::CloneSet(cs) => cloneset_progress(cs),
         Object::AdvancedStatefulSet(s) => asts_progress(s),
+        Object::AdvancedDaemonSet(d) => ads_progress(d, selected),
     }
+}
+
+/// With a `rollingUpdate.selector` on an Advanced DaemonSet, the nodes its rollout may reach, read
+/// from the cluster (nodes and the namespace's pods); `None` otherwise or when they cannot be read.
+async fn selected(client: &kube::Client, ns: &str, object: &Object) -> Option<i32> {
+    let Object::AdvancedDaemonSet(ds) = object else { return None };
+    ds.spec.update_strategy.rolling_update.as_ref()?.selector.as_ref()?;
+    let lp = kube::api::ListParams::default();
+    let nodes = Api::<k8s_openapi::api::core::v1::Node>::all(client.clone()).list(&lp).await.ok()?.items;
+    let pods = Api::<k8s_openapi::api::core::v1::Pod>::namespaced(client.clone(), ns).list(&lp).await.ok()?.items;
+    ads_selected(ds, &nodes, &pods).ok().flatten()
 }
 
 /// The lines that explain a wait: each reason indented under the progress line.
@@ -169,6 +277,7 @@ async fn reasons(client: &kube::Client, ns: &str, target: &Target) -> Vec<String
     let kind = match target.workload {
         Workload::CloneSet => Kind::CloneSet,
         Workload::AdvancedStatefulSet => Kind::StatefulSet,
+        Workload::AdvancedDaemonSet => Kind::DaemonSet,
     };
     let manager_namespace = crate::config::DEFAULT_NAMESPACE;
     let Ok(manifests) = crate::plan::live::read(client, kind, ns, &target.name, manager_namespace).await else {
@@ -180,7 +289,12 @@ async fn reasons(client: &kube::Client, ns: &str, target: &Target) -> Vec<String
         Ok(planned) => {
             let clonesets = planned.clonesets.into_iter().map(|p| (p.plan.waiting, p.plan.errors));
             let sets = planned.statefulsets.into_iter().map(|p| (p.plan.waiting, p.plan.errors));
-            clonesets.chain(sets).flat_map(|(waiting, errors)| waiting.into_iter().chain(errors)).collect()
+            let daemons = planned.daemonsets.into_iter().map(|p| (p.plan.waiting, p.plan.errors));
+            clonesets
+                .chain(sets)
+                .chain(daemons)
+                .flat_map(|(waiting, errors)| waiting.into_iter().chain(errors))
+                .collect()
         }
         Err(_) => Vec::new(),
     }
@@ -199,7 +313,7 @@ impl Printer {
         target: &Target,
         object: &Object,
     ) -> Result<bool, Failure> {
-        let p = progress(object)?;
+        let p = progress(object, selected(client, ns, object).await)?;
         out(&p.message);
         if !p.done {
             let now = reasons(client, ns, target).await;
@@ -261,6 +375,9 @@ async fn follow(client: &kube::Client, ns: &str, target: &Target, printer: &mut 
         }
         Workload::AdvancedStatefulSet => {
             follow_kind(client, ns, target, printer, |o: StatefulSet| Object::AdvancedStatefulSet(Box::new(o))).await
+        }
+        Workload::AdvancedDaemonSet => {
+            follow_kind(client, ns, target, printer, |o: DaemonSet| Object::AdvancedDaemonSet(Box::new(o))).await
         }
     }
 }
@@ -432,6 +549,150 @@ mod tests {
         let p = asts_progress(&asts(json!(0), "RollingUpdate", st(1, 3, 3, 3, 3))).unwrap();
         assert_eq!(p.message, "Waiting for Advanced StatefulSet spec update to be observed...\n");
         assert!(asts_progress(&asts(json!(0), "OnDelete", st(2, 3, 3, 3, 3))).unwrap_err().contains("RollingUpdate"));
+    }
+
+    fn ads(generation: i64, rolling: Value, status: Value) -> DaemonSet {
+        serde_json::from_value(json!({
+            "apiVersion": "apps.kruise.io/v1beta1", "kind": "DaemonSet",
+            "metadata": {"name": "agent", "generation": generation, "uid": "u-agent"},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}}, "template": {},
+                     "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": rolling}},
+            "status": status,
+        }))
+        .unwrap()
+    }
+
+    fn ds_st(observed: i64, desired: i32, updated: i32, available: i32) -> Value {
+        json!({"observedGeneration": observed, "desiredNumberScheduled": desired,
+               "currentNumberScheduled": desired, "numberMisscheduled": 0, "numberReady": available,
+               "numberAvailable": available, "updatedNumberScheduled": updated, "updateRevision": "7c9f"})
+    }
+
+    #[test]
+    fn ads_rollout_completeness() {
+        let table: &[(&str, DaemonSet, Option<i32>, bool, &str)] = &[
+            (
+                "not observed",
+                ads(2, json!({}), ds_st(1, 3, 3, 3)),
+                None,
+                false,
+                "Waiting for daemon set spec update to be observed...\n",
+            ),
+            (
+                "no status",
+                ads(1, json!({}), json!(null)),
+                None,
+                false,
+                "Waiting for daemon set spec update to be observed...\n",
+            ),
+            (
+                "midway",
+                ads(2, json!({"maxUnavailable": 1}), ds_st(2, 3, 1, 2)),
+                None,
+                false,
+                "Waiting for daemon set \"agent\" rollout to finish: 1 out of 3 new pods have been updated...\n",
+            ),
+            (
+                "updated, one not available",
+                ads(2, json!({}), ds_st(2, 3, 3, 2)),
+                None,
+                false,
+                "Waiting for daemon set \"agent\" rollout to finish: 2 of 3 updated pods are available...\n",
+            ),
+            (
+                "complete",
+                ads(2, json!({}), ds_st(2, 3, 3, 3)),
+                None,
+                true,
+                "daemon set \"agent\" successfully rolled out\n",
+            ),
+            (
+                "partition 1 of 3, waiting",
+                ads(2, json!({"partition": 1}), ds_st(2, 3, 1, 3)),
+                None,
+                false,
+                "Waiting for partitioned roll out to finish: 1 out of 2 new pods have been updated...\n",
+            ),
+            (
+                "partition 1 of 3, done",
+                ads(2, json!({"partition": 1}), ds_st(2, 3, 2, 3)),
+                None,
+                true,
+                "partitioned roll out complete: 2 new pods have been updated...\n",
+            ),
+            // 50% of 3 is 1 (rounded down, as the controller scales it).
+            (
+                "partition 50% of 3",
+                ads(2, json!({"partition": "50%"}), ds_st(2, 3, 2, 3)),
+                None,
+                true,
+                "partitioned roll out complete: 2 new pods have been updated...\n",
+            ),
+            (
+                "partition above desired",
+                ads(2, json!({"partition": 5}), ds_st(2, 3, 0, 3)),
+                None,
+                true,
+                "partitioned roll out complete: 0 new pods have been updated...\n",
+            ),
+            (
+                "a selector reaching 1 node, done",
+                ads(2, json!({"selector": {"matchLabels": {"pool": "canary"}}}), ds_st(2, 3, 1, 3)),
+                Some(1),
+                true,
+                "partitioned roll out complete: 1 new pods have been updated...\n",
+            ),
+            (
+                "a selector reaching 1 node, waiting",
+                ads(2, json!({"selector": {"matchLabels": {"pool": "canary"}}}), ds_st(2, 3, 0, 3)),
+                Some(1),
+                false,
+                "Waiting for partitioned roll out to finish: 0 out of 1 new pods have been updated...\n",
+            ),
+            (
+                "no nodes",
+                ads(2, json!({}), ds_st(2, 0, 0, 0)),
+                None,
+                true,
+                "daemon set \"agent\" successfully rolled out\n",
+            ),
+        ];
+        for (what, ds, selected, done, message) in table {
+            let p = ads_progress(ds, *selected).unwrap();
+            assert_eq!((p.done, p.message.as_str()), (*done, *message), "{what}");
+        }
+        let mut on_delete = ads(2, json!(null), ds_st(2, 3, 3, 3));
+        on_delete.spec.update_strategy.type_ = "OnDelete".into();
+        assert!(ads_progress(&on_delete, None).unwrap_err().contains("RollingUpdate"));
+        let bad = ads(2, json!({"partition": "x%"}), ds_st(2, 3, 3, 3));
+        assert!(ads_progress(&bad, None).unwrap_err().contains("failed to get partition value"));
+    }
+
+    #[test]
+    fn the_nodes_an_ads_selector_reaches() {
+        use k8s_openapi::api::core::v1::{Node, Pod};
+        let node = |name: &str, pool: &str| -> Node {
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": {"pool": pool}}})).unwrap()
+        };
+        let pod = |name: &str, node: &str, hash: &str, owner: &str| -> Pod {
+            serde_json::from_value(json!({"metadata": {"name": name, "labels": {"controller-revision-hash": hash},
+                "ownerReferences": [{"apiVersion": "apps.kruise.io/v1beta1", "kind": "DaemonSet", "name": "agent",
+                                     "uid": owner, "controller": true}]},
+                "spec": {"nodeName": node, "containers": []}}))
+            .unwrap()
+        };
+        let nodes = [node("a", "canary"), node("b", "main"), node("c", "main"), node("d", "canary")];
+        let pods = [
+            pod("agent-a", "a", "old", "u-agent"),
+            pod("agent-b", "b", "7c9f", "u-agent"),
+            pod("agent-c", "c", "old", "u-agent"),
+            pod("other-d", "d", "old", "u-other"),
+        ];
+        let ds = ads(2, json!({"selector": {"matchLabels": {"pool": "canary"}}}), ds_st(2, 3, 1, 3));
+        // a (selected) and b (already updated); d runs no pod of this set.
+        assert_eq!(ads_selected(&ds, &nodes, &pods), Ok(Some(2)));
+        let plain = ads(2, json!({}), ds_st(2, 3, 1, 3));
+        assert_eq!(ads_selected(&plain, &nodes, &pods), Ok(None));
     }
 
     #[test]

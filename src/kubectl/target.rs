@@ -2,7 +2,9 @@
 //! the type names kubectl's RESTMapper resolves for kruise-tools (`kubectl-kruise rollout undo
 //! cloneset/abc`, `asts/abc`, `statefulset.apps.kruise.io/abc`). Plain `statefulset`/`sts`
 //! resolve to apps/v1 StatefulSets in kubectl (the core group wins the short name), so they are
-//! refused here with the names that do mean an Advanced StatefulSet.
+//! refused here with the names that do mean an Advanced StatefulSet. The same holds for the
+//! Advanced DaemonSet: its short names `ads` and `daemon` and `daemonset.apps.kruise.io` name it
+//! (kruise-tools' `VisitAdvancedDaemonSet`), plain `daemonset`/`ds` are apps/v1's.
 
 use std::fmt;
 
@@ -13,6 +15,9 @@ pub enum Workload {
     CloneSet,
     /// `apps.kruise.io` StatefulSet, the Advanced StatefulSet (read as v1beta1).
     AdvancedStatefulSet,
+    /// `apps.kruise.io` DaemonSet, the Advanced DaemonSet (read as v1beta1, the storage version;
+    /// kruise-tools reads v1alpha1, the same object through the conversion webhook).
+    AdvancedDaemonSet,
 }
 
 impl Workload {
@@ -21,6 +26,7 @@ impl Workload {
         match self {
             Workload::CloneSet => "clonesets.apps.kruise.io",
             Workload::AdvancedStatefulSet => "statefulsets.apps.kruise.io",
+            Workload::AdvancedDaemonSet => "daemonsets.apps.kruise.io",
         }
     }
 
@@ -29,6 +35,7 @@ impl Workload {
         match self {
             Workload::CloneSet => "cloneset.apps.kruise.io",
             Workload::AdvancedStatefulSet => "statefulset.apps.kruise.io",
+            Workload::AdvancedDaemonSet => "daemonset.apps.kruise.io",
         }
     }
 
@@ -37,6 +44,7 @@ impl Workload {
         match self {
             Workload::CloneSet => "CloneSet",
             Workload::AdvancedStatefulSet => "Advanced StatefulSet",
+            Workload::AdvancedDaemonSet => "Advanced DaemonSet",
         }
     }
 }
@@ -79,8 +87,16 @@ pub fn parse_type(t: &str) -> Result<Workload, String> {
              passes it to `kubectl rollout`): use asts/NAME (statefulset.apps.kruise.io/NAME) for an Advanced \
              StatefulSet"
         )),
-        ("deployment" | "deployments" | "deploy" | "daemonset" | "daemonsets" | "ds", _) => Err(format!(
-            "kubectl kruise handles clonesets and Advanced StatefulSets (asts): use `kubectl rollout` for {t:?}"
+        ("ads" | "daemon", _) if kruise => Ok(Workload::AdvancedDaemonSet),
+        ("daemonset" | "daemonsets" | "ds", Some("apps.kruise.io")) => Ok(Workload::AdvancedDaemonSet),
+        ("daemonset" | "daemonsets" | "ds", None | Some("apps")) => Err(format!(
+            "{t:?} is the apps/v1 DaemonSet (kubectl resolves it to the core group; `kubectl kruise rollout` \
+             passes it to `kubectl rollout`): use ads/NAME (daemonset.apps.kruise.io/NAME) for an Advanced \
+             DaemonSet"
+        )),
+        ("deployment" | "deployments" | "deploy", _) => Err(format!(
+            "kubectl kruise handles clonesets, Advanced StatefulSets (asts) and Advanced DaemonSets (ads): use \
+             `kubectl rollout` for {t:?}"
         )),
         _ => Err(format!("the server doesn't have a resource type {t:?}")),
     }
@@ -167,6 +183,19 @@ mod tests {
             ("statefulset", Err("apps/v1 StatefulSet")),
             ("sts", Err("apps/v1 StatefulSet")),
             ("statefulsets.apps", Err("apps/v1 StatefulSet")),
+            ("ads", Ok(AdvancedDaemonSet)),
+            ("daemon", Ok(AdvancedDaemonSet)),
+            ("ADS", Ok(AdvancedDaemonSet)),
+            ("daemonset.apps.kruise.io", Ok(AdvancedDaemonSet)),
+            ("daemonsets.apps.kruise.io", Ok(AdvancedDaemonSet)),
+            ("DaemonSet.apps.kruise.io", Ok(AdvancedDaemonSet)),
+            ("daemonsets.v1beta1.apps.kruise.io", Ok(AdvancedDaemonSet)),
+            ("daemonsets.v1alpha1.apps.kruise.io", Ok(AdvancedDaemonSet)),
+            ("ads.apps.kruise.io", Ok(AdvancedDaemonSet)),
+            ("daemonset", Err("ads/NAME")),
+            ("ds", Err("apps/v1 DaemonSet")),
+            ("daemonsets.apps", Err("apps/v1 DaemonSet")),
+            ("ads.apps", Err("doesn't have a resource type")),
             ("deployment", Err("use `kubectl rollout`")),
             ("cloneset.apps", Err("doesn't have a resource type")),
             ("pods", Err("doesn't have a resource type")),
@@ -197,6 +226,7 @@ mod tests {
             (&["cloneset/web", "api"][..], "no need to specify"),
             (&["cloneset", "cloneset/web"][..], "no need to specify"),
             (&["statefulset/db"][..], "asts/NAME"),
+            (&["daemonset/agent"][..], "ads/NAME"),
         ] {
             let e = parse_targets(&args(bad)).unwrap_err();
             assert!(e.contains(why), "{bad:?}: {e}");
@@ -205,5 +235,8 @@ mod tests {
         let e = parse_one(&args(&["cloneset", "a", "b"]), "rollout status").unwrap_err();
         assert!(e.contains("2 resources were found"), "{e}");
         assert_eq!(cs("web").to_string(), "cloneset.apps.kruise.io/web");
+        let ads = Target { workload: Workload::AdvancedDaemonSet, name: "agent".into() };
+        assert_eq!(parse_targets(&args(&["daemon", "agent"])), Ok(vec![ads.clone()]));
+        assert_eq!(ads.to_string(), "daemonset.apps.kruise.io/agent");
     }
 }

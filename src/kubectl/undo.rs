@@ -1,5 +1,6 @@
 //! `rollout undo [--to-revision N]`: puts a previous ControllerRevision's pod template back, as
-//! kruise-tools' `CloneSetRollbacker`/`AdvancedStatefulSetRollbacker`: the revision is picked by
+//! kruise-tools' `CloneSetRollbacker`/`AdvancedStatefulSetRollbacker`/`AdvancedDaemonSetRollbacker`
+//! (the Advanced DaemonSet's revisions hold the same `getPatch` data): the revision is picked by
 //! `findHistory` (`--to-revision 0`: the one before the newest, by revision number; otherwise that
 //! number), and a template that already matches it is skipped (`skipped rollback (current
 //! template already matches revision N)`, exit 0); the match compares the revision data bytes the
@@ -35,7 +36,7 @@ pub fn pick<'a>(
     if to_revision == 0 {
         if history.len() <= 1 {
             return Err(match workload {
-                Workload::CloneSet => "no last revision to roll back to".into(),
+                Workload::CloneSet | Workload::AdvancedDaemonSet => "no last revision to roll back to".into(),
                 Workload::AdvancedStatefulSet => "no latest revision to roll back to".into(),
             });
         }
@@ -142,6 +143,8 @@ mod tests {
         );
         assert_eq!(name(pick(&[&r1], 0, Workload::CloneSet)), Err("no last revision to roll back to".into()));
         assert_eq!(name(pick(&[], 0, Workload::AdvancedStatefulSet)), Err("no latest revision to roll back to".into()));
+        assert_eq!(name(pick(&[&r1], 0, Workload::AdvancedDaemonSet)), Err("no last revision to roll back to".into()));
+        assert_eq!(name(pick(&history, 0, Workload::AdvancedDaemonSet)), Ok("web-2".into()));
         assert_eq!(name(pick(&[&r1], 1, Workload::CloneSet)), Ok("web-1".into()));
     }
 

@@ -1,9 +1,12 @@
 //! `kruise plan cloneset NAME -n NS` (issue 11 item 7), `kruise plan statefulset NAME -n NS`
-//! (issue 27 item 7) and `kruise plan sidecarset NAME` (issue 28 item 10): the objects the
-//! CloneSet, Advanced StatefulSet or SidecarSet controller would plan with, read from the cluster
+//! (issue 27 item 7), `kruise plan sidecarset NAME` (issue 28 item 10) and `kruise plan daemonset
+//! NAME -n NS` (issue 33 item 5): the objects the CloneSet, Advanced StatefulSet, SidecarSet or
+//! Advanced DaemonSet controller would plan with, read from the cluster
 //! (kubeconfig, or in-cluster), then planned exactly as manifests are ([`super::plan_workloads`]).
 //! Nothing is written. Nodes are read when allowed (they only matter for the CloneSet's
-//! topology-spread scale-down ranking); the rest must be readable.
+//! topology-spread scale-down ranking); the rest must be readable. An Advanced DaemonSet is read
+//! through v1beta1 (the storage version its controller reconciles), and the Nodes must be readable
+//! for it: they decide where its pods belong.
 //!
 //! A SidecarSet is read through v1beta1, the storage version, and converted as the cluster view
 //! converts it (v1alpha1 when the cluster serves only that); with it the pods of the namespaces it
@@ -52,12 +55,14 @@ pub enum Kind {
     StatefulSet,
     /// The SidecarSet (cluster-scoped; its revisions live in the manager namespace).
     SidecarSet,
+    /// The Advanced DaemonSet (`apps.kruise.io`; planned over every Node).
+    DaemonSet,
 }
 
 impl Kind {
     /// The kind named by KIND as kubectl accepts it for kruise's resources: the kind, its plural,
-    /// its short name and their `.apps.kruise.io` forms (case-insensitive). `statefulset` means
-    /// kruise's, as it does for `kruise plan`.
+    /// its short name and their `.apps.kruise.io` forms (case-insensitive). `statefulset` and
+    /// `daemonset` mean kruise's, as they do for `kruise plan`.
     pub fn parse(kind: &str) -> Option<Kind> {
         let k = kind.to_ascii_lowercase();
         let k = k.strip_suffix(".apps.kruise.io").unwrap_or(&k);
@@ -65,6 +70,7 @@ impl Kind {
             "cloneset" | "clonesets" => Some(Kind::CloneSet),
             "statefulset" | "statefulsets" | "asts" => Some(Kind::StatefulSet),
             "sidecarset" | "sidecarsets" => Some(Kind::SidecarSet),
+            "daemonset" | "daemonsets" | "ads" | "daemon" => Some(Kind::DaemonSet),
             _ => None,
         }
     }
@@ -124,6 +130,7 @@ pub async fn read(
         Kind::CloneSet => get::<CloneSet>(client, namespace, name, &source).await?,
         Kind::StatefulSet => get::<StatefulSet>(client, namespace, name, &source).await?,
         Kind::SidecarSet => return read_sidecarset(client, name, manager_namespace).await,
+        Kind::DaemonSet => get::<crate::apis::daemonset::v1beta1::DaemonSet>(client, namespace, name, &source).await?,
     };
     let mut out = vec![workload];
     let ns = namespace;
@@ -136,6 +143,14 @@ pub async fn read(
     if kind == Kind::CloneSet
         && let Ok(nodes) = Api::<Node>::all(client.clone()).list(&ListParams::default()).await
     {
+        out.extend(nodes.items.into_iter().map(|o| manifest(&source, o)));
+    }
+    // A DaemonSet's pods belong to nodes: without them no plan says anything true.
+    if kind == Kind::DaemonSet {
+        let nodes = Api::<Node>::all(client.clone())
+            .list(&ListParams::default())
+            .await
+            .map_err(|source| LiveError::Read { what: "nodes".into(), source })?;
         out.extend(nodes.items.into_iter().map(|o| manifest(&source, o)));
     }
     Ok(out)
@@ -236,6 +251,11 @@ mod tests {
             ("SidecarSets", Some(Kind::SidecarSet)),
             ("sidecarset.apps.kruise.io", Some(Kind::SidecarSet)),
             ("statefulset.apps", None),
+            ("daemonset", Some(Kind::DaemonSet)),
+            ("ads", Some(Kind::DaemonSet)),
+            ("daemon", Some(Kind::DaemonSet)),
+            ("DaemonSets.apps.kruise.io", Some(Kind::DaemonSet)),
+            ("daemonset.apps", None),
             ("deployment", None),
             ("", None),
         ] {

@@ -17,6 +17,14 @@
 //! controller is (it adopts orphans that match and releases pods that no longer do); pods that match
 //! but another controller owns are counted in a note.
 //!
+//! An Advanced DaemonSet (`apps.kruise.io/v1beta1`, or v1alpha1 converted as the apiserver
+//! converts it) is planned as its controller plans a round
+//! ([`crate::core::rollout::daemonset::plan::plan`]) on every pod and revision of its namespace
+//! and every Node of the input, with no failed-pod backoff remembered (the controller keeps that
+//! in memory) and pod names drawn from seed 0. The Nodes decide where its pods belong, so a
+//! DaemonSet given without any is not planned: its plan says so (otherwise every pod would look
+//! misplaced).
+//!
 //! With gate PreDownloadImageForInPlaceUpdate (and KruiseDaemon) on, each workload's plan also
 //! shows its image pre-download (spec §7): the ImagePullJobs the round would create, the label it
 //! would put on the update revision, or the jobs of the input it would delete once the rollout
@@ -43,6 +51,7 @@ use crate::core::predownload::gates_enabled;
 use crate::core::rollout::cloneset::owner;
 use crate::core::rollout::cloneset::plan::{Input, Plan, RevisionSource, plan};
 use crate::core::rollout::cloneset::predownload as cs_predownload;
+use crate::core::rollout::daemonset::plan as ads;
 use crate::core::rollout::ownership::controller_of;
 use crate::core::rollout::statefulset::plan as asts;
 use crate::core::rollout::statefulset::predownload as asts_predownload;
@@ -53,12 +62,14 @@ pub enum PlanError {
     /// An object of a kind `plan` reads does not decode.
     #[error("{file}:{line}: {kind} {name}: {message}")]
     Decode { file: String, line: usize, kind: String, name: String, message: String },
-    /// No CloneSet, Advanced StatefulSet or SidecarSet in the input.
+    /// No CloneSet, Advanced StatefulSet, Advanced DaemonSet or SidecarSet in the input.
     #[error(
-        "no CloneSet, Advanced StatefulSet or SidecarSet in the input: give the workload and its pods, e.g. \
-         `kubectl get cloneset,pods,controllerrevisions -o yaml`, `kubectl get statefulsets.apps.kruise.io,pods,\
-         controllerrevisions,pvc -o yaml` or `kubectl get sidecarset,namespaces -o yaml; kubectl get pods -A -o \
-         yaml; kubectl get controllerrevisions -n kruise-system -o yaml`"
+        "no CloneSet, Advanced StatefulSet, Advanced DaemonSet or SidecarSet in the input: give the workload and \
+         its pods, e.g. `kubectl get cloneset,pods,controllerrevisions -o yaml`, `kubectl get \
+         statefulsets.apps.kruise.io,pods,controllerrevisions,pvc -o yaml`, `kubectl get \
+         daemonsets.apps.kruise.io,pods,controllerrevisions -o yaml; kubectl get nodes -o yaml` or `kubectl get \
+         sidecarset,namespaces -o yaml; kubectl get pods -A -o yaml; kubectl get controllerrevisions -n \
+         kruise-system -o yaml`"
     )]
     NoWorkload,
 }
@@ -85,13 +96,24 @@ pub struct PlannedSet {
     pub not_owned: usize,
 }
 
-/// Every workload's plan: CloneSets, then Advanced StatefulSets, each in namespace/name order,
-/// then SidecarSets in name order.
+/// One Advanced DaemonSet's plan, with what was left out.
+#[derive(Debug)]
+pub struct PlannedDaemonSet {
+    pub plan: ads::Plan,
+    /// Nodes in the input.
+    pub nodes: usize,
+    /// Pods matching the selector that another controller owns.
+    pub not_owned: usize,
+}
+
+/// Every workload's plan: CloneSets, then Advanced StatefulSets, then Advanced DaemonSets, each in
+/// namespace/name order, then SidecarSets in name order.
 #[derive(Debug, Default)]
 pub struct Workloads {
     pub clonesets: Vec<Planned>,
     pub statefulsets: Vec<PlannedSet>,
     pub sidecarsets: Vec<sidecarset::PlannedSidecarSet>,
+    pub daemonsets: Vec<PlannedDaemonSet>,
 }
 
 /// What a plan needs besides the objects.
@@ -109,6 +131,7 @@ pub struct Settings<'a> {
 struct Objects {
     clonesets: Vec<CloneSet>,
     statefulsets: Vec<StatefulSet>,
+    daemonsets: Vec<crate::apis::daemonset::v1beta1::DaemonSet>,
     pods: Vec<Pod>,
     pvcs: Vec<PersistentVolumeClaim>,
     revisions: Vec<ControllerRevision>,
@@ -151,6 +174,16 @@ fn group(manifests: &[Manifest]) -> Result<Objects, PlanError> {
                 m.object["apiVersion"] = "apps.kruise.io/v1beta1".into();
                 o.statefulsets.push(decode(&m)?)
             }
+            ("apps.kruise.io/v1beta1", "DaemonSet") => o.daemonsets.push(decode(m)?),
+            // v1alpha1 (`status.daemonSetHash`, the progressive-create annotation) planned on the
+            // v1beta1 model the controller reads, as the apiserver converts it.
+            ("apps.kruise.io/v1alpha1", "DaemonSet") => {
+                let mut m = m.clone();
+                if let Ok(v1beta1) = crate::core::conversion::convert(0, &m.object, crate::core::conversion::V1BETA1) {
+                    m.object = v1beta1;
+                }
+                o.daemonsets.push(decode(&m)?)
+            }
             ("v1", "Pod") => o.pods.push(decode(m)?),
             ("v1", "PersistentVolumeClaim") => o.pvcs.push(decode(m)?),
             ("apps/v1", "ControllerRevision") => o.revisions.push(decode(m)?),
@@ -185,11 +218,64 @@ pub fn plan_workloads(manifests: &[Manifest], settings: &Settings<'_>) -> Result
         true => sidecarset::plan_sidecarsets(manifests, settings)?,
         false => Vec::new(),
     };
-    if o.clonesets.is_empty() && o.statefulsets.is_empty() && sidecarsets.is_empty() {
+    if o.clonesets.is_empty() && o.statefulsets.is_empty() && o.daemonsets.is_empty() && sidecarsets.is_empty() {
         return Err(PlanError::NoWorkload);
     }
     let statefulsets = plan_statefulsets(&mut o, gates, now);
-    Ok(Workloads { clonesets: plan_clonesets(o, gates, now), statefulsets, sidecarsets })
+    let daemonsets = plan_daemonsets(&mut o, gates, now);
+    Ok(Workloads { clonesets: plan_clonesets(o, gates, now), statefulsets, sidecarsets, daemonsets })
+}
+
+/// Each Advanced DaemonSet planned on its namespace's pods and revisions and every node.
+fn plan_daemonsets(o: &mut Objects, gates: &FeatureGates, now: Timestamp) -> Vec<PlannedDaemonSet> {
+    o.daemonsets.sort_by(|a, b| by_namespace_and_name(&a.metadata, &b.metadata));
+    let nodes: Vec<&Node> = o.nodes.iter().collect();
+    let backoff = crate::core::rollout::daemonset::backoff::Backoff::default();
+    o.daemonsets
+        .iter()
+        .map(|ds| {
+            let ns = namespace(&ds.metadata);
+            let name = ds.metadata.name.as_deref().unwrap_or("");
+            if nodes.is_empty() {
+                let plan = ads::Plan {
+                    daemonset: format!("{ns}/{name}"),
+                    status: ds.status.clone().unwrap_or_default(),
+                    errors: vec![
+                        "no Node in the input: the nodes decide where daemon pods belong (add `kubectl get nodes -o \
+                         yaml`); not planned"
+                            .into(),
+                    ],
+                    ..Default::default()
+                };
+                return PlannedDaemonSet { plan, nodes: 0, not_owned: 0 };
+            }
+            let pods: Vec<&Pod> = o.pods.iter().filter(|p| namespace(&p.metadata) == ns).collect();
+            let revisions: Vec<&ControllerRevision> =
+                o.revisions.iter().filter(|r| namespace(&r.metadata) == ns).collect();
+            let selector = Selector::from_validated(ds.spec.selector.as_ref()).ok();
+            let uid = ds.metadata.uid.as_deref();
+            let no_labels = Default::default();
+            let not_owned = pods
+                .iter()
+                .filter(|p| {
+                    let labels = p.metadata.labels.as_ref().unwrap_or(&no_labels);
+                    selector.as_ref().is_some_and(|s| !s.is_empty() && s.matches(labels))
+                        && controller_of(&p.metadata).is_some_and(|r| Some(r.uid.as_str()) != uid)
+                })
+                .count();
+            let plan = ads::plan(&ads::Input {
+                ds,
+                pods: &pods,
+                revisions: &revisions,
+                nodes: &nodes,
+                gates,
+                now,
+                backoff: &backoff,
+                seed: 0,
+            });
+            PlannedDaemonSet { plan, nodes: nodes.len(), not_owned }
+        })
+        .collect()
 }
 
 /// Each Advanced StatefulSet planned on its namespace's pods, claims and revisions.

@@ -10,14 +10,17 @@
 //! injected pod: `pod`, `state`, `reason`, `images` when upgraded next, `marked` when this round
 //! marks it not upgradable), `waiting`, and the Events on the set and on pods. With pre-download
 //! planned (spec §7), CloneSet and StatefulSet objects gain `preDownload`: `reason`, `jobs` (the
-//! ImagePullJobs as they would be created), `actions` and `errors`.
+//! ImagePullJobs as they would be created), `actions` and `errors`. One object per Advanced
+//! DaemonSet (issue 33 item 5): `daemonSet`, `updateRevision` (the update revision's hash), `nodes`
+//! (how many the input held), `status` (the status the round computes), `statusWrite`, `actions`
+//! as for CloneSets, `waiting`, `errors` and `events`.
 
 use std::fmt::Write;
 
 use serde_json::{Map, Value, json};
 
 use super::sidecarset::{PlannedSidecarSet, PodState};
-use super::{Planned, PlannedSet};
+use super::{Planned, PlannedDaemonSet, PlannedSet};
 use crate::core::predownload::Round;
 use crate::core::rollout::actions::{Action, ActionKind};
 use crate::core::rollout::cloneset::plan::RevisionSource;
@@ -106,6 +109,54 @@ pub fn statefulset_json(p: &PlannedSet) -> Value {
         "errors": p.plan.errors,
     });
     with_predownload(v, p.predownload.as_ref())
+}
+
+/// The JSON object of one Advanced DaemonSet's plan.
+pub fn daemonset_json(p: &PlannedDaemonSet) -> Value {
+    let plan = &p.plan;
+    json!({
+        "daemonSet": plan.daemonset,
+        "updateRevision": plan.hash,
+        "nodes": p.nodes,
+        "status": plan.status,
+        "statusWrite": plan.status_write.is_some(),
+        "actions": plan.actions.iter().map(action_json).collect::<Vec<_>>(),
+        "waiting": plan.waiting,
+        "errors": plan.errors,
+        "events": plan.events,
+    })
+}
+
+/// The text of one Advanced DaemonSet's plan.
+pub fn daemonset_text(p: &PlannedDaemonSet) -> String {
+    let plan = &p.plan;
+    let mut out = String::new();
+    let revision = if plan.hash.is_empty() { "-" } else { plan.hash.as_str() };
+    let _ = writeln!(out, "DaemonSet {}: update revision {revision}, {} nodes in the input", plan.daemonset, p.nodes);
+    let st = &plan.status;
+    let _ = writeln!(
+        out,
+        "  nodes: {} desired ({} scheduled, {} misscheduled, {} ready, {} available, {} updated)",
+        st.desired_number_scheduled,
+        st.current_number_scheduled,
+        st.number_misscheduled,
+        st.number_ready,
+        st.number_available,
+        st.updated_number_scheduled
+    );
+    actions_text(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    for e in &plan.events {
+        let _ = writeln!(out, "  event: {:?} {}: {}", e.type_, e.reason, e.message);
+    }
+    if p.not_owned > 0 {
+        let _ = writeln!(
+            out,
+            "  note: {} pods match the selector but another controller owns them (the set adopts only orphans)",
+            p.not_owned
+        );
+    }
+    nothing_to_do(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    out
 }
 
 /// The text of one Advanced StatefulSet's plan.

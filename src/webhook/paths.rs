@@ -439,7 +439,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-advancedcronjob"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["advancedcronjobs"],
             operations: CREATE_UPDATE,
         }],
@@ -454,7 +454,7 @@ pub const WEBHOOKS: &[Webhook] = &[
         legacy_path: Some("/validate-apps-kruise-io-v1alpha1-advancedcronjob"),
         rules: &[Rule {
             groups: KRUISE,
-            versions: &["v1alpha1"],
+            versions: &["v1alpha1", "v1beta1"],
             resources: &["advancedcronjobs"],
             operations: CREATE_UPDATE,
         }],

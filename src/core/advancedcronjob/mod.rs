@@ -22,6 +22,8 @@
 //! times without a zone are UTC, the manager's clock.
 
 pub mod build;
+#[cfg(test)]
+mod props;
 
 use k8s_openapi::api::batch::v1::Job;
 use k8s_openapi::api::core::v1::ObjectReference;

@@ -25,6 +25,8 @@
 //! the scheduler binds them).
 
 pub mod fitness;
+#[cfg(test)]
+mod props;
 
 use std::collections::BTreeMap;
 use std::sync::Arc;

@@ -61,10 +61,26 @@ pub fn validate_update(new: &AdvancedCronJob, old: &AdvancedCronJob) -> Vec<Fiel
     errs
 }
 
+const NO_TEMPLATE: &str = "spec must have one template, either JobTemplate or BroadcastJobTemplate should be provided";
+const MANY_TEMPLATES: &str =
+    "spec can have only one template, either JobTemplate or BroadcastJobTemplate should be provided";
+
 /// `validateAdvancedCronJobSpec` at `path`.
 pub fn validate_spec(spec: &AdvancedCronJobSpec, path: &str) -> Vec<FieldError> {
+    validate_spec_with(spec, path, |_| 0, [NO_TEMPLATE, MANY_TEMPLATES])
+}
+
+/// `validateAdvancedCronJobSpec` with a third template kind: `third` checks it (pushing its
+/// errors after the Job's and the BroadcastJob's) and says whether there is one; `messages` are the
+/// no-template and too-many-templates details.
+pub(crate) fn validate_spec_with(
+    spec: &AdvancedCronJobSpec,
+    path: &str,
+    third: impl FnOnce(&mut Vec<FieldError>) -> usize,
+    messages: [&str; 2],
+) -> Vec<FieldError> {
     let mut errs = validate_schedule(spec, path);
-    errs.extend(validate_templates(spec, path));
+    errs.extend(validate_templates(spec, path, third, messages));
     if let Some(s) = spec.starting_deadline_seconds {
         errs.extend(validate_nonnegative(s, &child(path, "startingDeadlineSeconds")));
     }
@@ -116,7 +132,12 @@ fn validate_time_zone(tz: Option<&str>, path: &str) -> Vec<FieldError> {
     errs
 }
 
-fn validate_templates(spec: &AdvancedCronJobSpec, path: &str) -> Vec<FieldError> {
+fn validate_templates(
+    spec: &AdvancedCronJobSpec,
+    path: &str,
+    third: impl FnOnce(&mut Vec<FieldError>) -> usize,
+    [none, many]: [&str; 2],
+) -> Vec<FieldError> {
     let mut errs = Vec::new();
     let template_path = child(path, "template");
     let mut count = 0;
@@ -129,16 +150,11 @@ fn validate_templates(spec: &AdvancedCronJobSpec, path: &str) -> Vec<FieldError>
         count += 1;
         errs.extend(validate_pod_template_spec(&b.spec.template, &[], &template_path));
     }
+    count += third(&mut errs);
     match count {
-        0 => errs.push(FieldError::forbidden(
-            &template_path,
-            "spec must have one template, either JobTemplate or BroadcastJobTemplate should be provided",
-        )),
+        0 => errs.push(FieldError::forbidden(&template_path, none)),
         1 => {}
-        _ => errs.push(FieldError::forbidden(
-            &template_path,
-            "spec can have only one template, either JobTemplate or BroadcastJobTemplate should be provided",
-        )),
+        _ => errs.push(FieldError::forbidden(&template_path, many)),
     }
     errs
 }

@@ -11,6 +11,7 @@
 //! DaemonSet).
 
 pub mod advancedcronjob;
+pub mod advancedcronjob_v1beta1;
 pub mod broadcastjob;
 pub mod cloneset;
 pub mod cloneset_v1beta1;
