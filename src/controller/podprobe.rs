@@ -257,7 +257,8 @@ async fn reconcile_node(ctx: &Context, name: &str) -> Result<Option<Duration>, R
         NodeAction::Create => {
             ctx.count(NODE_CONTROLLER, "create");
             match api.create(&PostParams::default(), &NodePodProbe::new(name, NodePodProbeSpec::default())).await {
-                Ok(_) | Err(kube::Error::Api(kube::core::ErrorResponse { code: 409, .. })) => {}
+                Ok(_) => {}
+                Err(kube::Error::Api(e)) if e.code == 409 => {}
                 Err(e) => return Err(ReconcileError::api(format!("create nodepodprobe {name}"), &e)),
             }
             return Ok(None);

@@ -158,9 +158,9 @@ fn kruise_marker_policy_removes_the_opposite_marks() {
     p.metadata.annotations = Some(map(&[("controller.kubernetes.io/pod-deletion-cost", "10"), ("success", "true")]));
     let marks = pod_marks(&status("Failed", ""), |n| (n == "ppm-1").then_some(&ppm));
     let after = apply_marks(&p, &marks).unwrap();
-    assert_eq!(after.metadata.labels.unwrap(), map(&[("app", "test"), ("failed", "true")]));
+    assert_eq!(after.metadata.labels.clone().unwrap(), map(&[("app", "test"), ("failed", "true")]));
     assert_eq!(
-        after.metadata.annotations.unwrap(),
+        after.metadata.annotations.clone().unwrap(),
         map(&[("controller.kubernetes.io/pod-deletion-cost", "-10"), ("failed", "true")])
     );
     assert!(condition_of(&after, "").is_none(), "no condition type, no condition");
