@@ -222,7 +222,8 @@ async fn pod_probe_marker_results_become_pod_conditions_and_labels_through_real_
     runtime.script_exec(&cmd, 0, "all good");
     poll("pod marked healthy again", Duration::from_secs(180), || async {
         let p = pods.get("game").await.ok()?;
-        (condition(&p, "game.kruise.io/healthy")?.0 == "True" && label(&p, "server-healthy") == Some("true")).then_some(())
+        (condition(&p, "game.kruise.io/healthy")?.0 == "True" && label(&p, "server-healthy") == Some("true"))
+            .then_some(())
     })
     .await;
 

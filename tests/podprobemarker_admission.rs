@@ -66,8 +66,11 @@ async fn bad_markers_are_denied_with_kruises_messages() {
     neither["podConditionType"] = json!("");
     neither["markerPolicy"] = json!([]);
     let cases = [
-        (ppm(json!({"name": "Ready", "containerName": "main", "probe": {"exec": {"command": ["x"]}},
-            "podConditionType": "a"})), r#"spec.probes: Invalid value: "Ready": probe name can't be Ready"#),
+        (
+            ppm(json!({"name": "Ready", "containerName": "main", "probe": {"exec": {"command": ["x"]}},
+            "podConditionType": "a"})),
+            r#"spec.probes: Invalid value: "Ready": probe name can't be Ready"#,
+        ),
         (tcp_with_host, r#"spec.probe.tcpSocket.host: Invalid value: "10.0.0.1": host field in probes is not allowed"#),
         (http_no_scheme, r#"spec.probe.httpGet.scheme: Unsupported value: "": supported values: "HTTP", "HTTPS""#),
         (unknown_state, "spec.markerPolicy.state: Required value: marker policy state must be 'True' or 'False'"),
@@ -84,7 +87,10 @@ async fn bad_markers_are_denied_with_kruises_messages() {
     let mut no_selector = ppm(healthy());
     no_selector["spec"].as_object_mut().unwrap().remove("selector");
     let r = app.send(VALIDATE, &review(Operation::Create, &no_selector)).await;
-    assert_eq!(r["status"]["message"], "spec.selector: Invalid value: null: empty Selector is not valid for PodProbeMarker.");
+    assert_eq!(
+        r["status"]["message"],
+        "spec.selector: Invalid value: null: empty Selector is not valid for PodProbeMarker."
+    );
 }
 
 #[tokio::test]

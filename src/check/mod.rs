@@ -662,8 +662,12 @@ mod tests {
                     "containerName": "main", "probe": {"exec": {"command": ["true"]}},
                     "podConditionType": "game.kruise.io/healthy"}]}})
         };
-        let out =
-            check(&[manifest(ppm("ok", "healthy")), manifest(ppm("bad", "Ready"))], &[], &Snapshot::default(), &settings);
+        let out = check(
+            &[manifest(ppm("ok", "healthy")), manifest(ppm("bad", "Ready"))],
+            &[],
+            &Snapshot::default(),
+            &settings,
+        );
         let of = |name: &str| out.iter().find(|o| o.name == name).unwrap();
         assert_eq!(of("ok").status, Status::Ok, "{}", of("ok").message);
         assert_eq!(of("bad").status, Status::Denied);

@@ -96,7 +96,7 @@ pub fn start(
         let meta = c.meta();
         let ns = meta.namespace.as_deref().unwrap_or("");
         let labels = meta.labels.clone().unwrap_or_default();
-        for m in marker_index.get(&namespace_key(ns)) {
+        for m in marker_index.get(ns) {
             if m.spec.selector.as_ref().is_some_and(|s| selector::matches(s, &labels).unwrap_or(false)) {
                 mq.add(meta_key(&m.metadata));
             }
@@ -156,6 +156,11 @@ pub fn start(
     ]
 }
 
+/// The index key of a cluster-scoped object (`/name`).
+fn cluster_key(name: &str) -> String {
+    format!("/{name}")
+}
+
 fn has_finalizer(ppm: &PodProbeMarker) -> bool {
     ppm.metadata.finalizers.iter().flatten().any(|f| f == FINALIZER)
 }
@@ -179,7 +184,7 @@ async fn reconcile_marker(ctx: &Context, key: &str) -> Result<Option<Duration>, 
         let all = ctx.npps.index().all();
         let specs = all.iter().map(|n| (n.metadata.name.as_deref().unwrap_or(""), &n.spec));
         for node in nodes_with_marker(specs, &ns, &name) {
-            if let Some(npp) = ctx.npps.index().get_object(&node) {
+            if let Some(npp) = ctx.npps.index().get_object(&cluster_key(&node)) {
                 let new = remove_from_node(&npp.spec, &ns, &name);
                 write_npp_spec(ctx, MARKER_CONTROLLER, &npp, &new).await?;
             }
@@ -203,11 +208,12 @@ async fn reconcile_marker(ctx: &Context, key: &str) -> Result<Option<Duration>, 
 
     let pods = ctx.informers.pods.index().get(&namespace_key(&ns));
     let nodes = ctx.informers.nodes.index();
-    let node_kind = |n: &str| nodes.get_object(n).map(|node| is_virtual_kubelet(node.metadata.labels.as_ref()));
+    let node_kind =
+        |n: &str| nodes.get_object(&cluster_key(n)).map(|node| is_virtual_kubelet(node.metadata.labels.as_ref()));
     let matched = matching_pods(&ppm, pods.iter().map(|p| p.as_ref()), node_kind);
     for (node, on_node) in group_by_node(&matched) {
         // kruise: no NodePodProbe yet, nothing to do (it is created with the node).
-        let Some(npp) = ctx.npps.index().get_object(&node) else { continue };
+        let Some(npp) = ctx.npps.index().get_object(&cluster_key(&node)) else { continue };
         let new = merge_into_node(&npp.spec, &ppm, &on_node);
         if new != npp.spec {
             write_npp_spec(ctx, MARKER_CONTROLLER, &npp, &new).await?;
@@ -219,7 +225,9 @@ async fn reconcile_marker(ctx: &Context, key: &str) -> Result<Option<Duration>, 
     if status.observed_generation != generation || status.matched_pods != count {
         let patch = json!({"status": {"observedGeneration": generation, "matchedPods": count}});
         ctx.count(MARKER_CONTROLLER, "patchStatus");
-        api.patch_status(&name, &pp, &Patch::Merge(&patch)).await.map_err(ReconcileError::api_err(what("patch status")))?;
+        api.patch_status(&name, &pp, &Patch::Merge(&patch))
+            .await
+            .map_err(ReconcileError::api_err(what("patch status")))?;
     }
     Ok(Some(ctx.settings.resync))
 }
@@ -250,8 +258,9 @@ async fn reconcile_node(ctx: &Context, name: &str) -> Result<Option<Duration>, R
     if !ctx.synced() {
         return Ok(Some(super::act::EXPECTATION_RECHECK));
     }
-    let npp = ctx.npps.index().get_object(name);
-    let node = ctx.informers.nodes.index().get_object(name).map(|n| n.metadata.deletion_timestamp.is_some());
+    let npp = ctx.npps.index().get_object(&cluster_key(name));
+    let node =
+        ctx.informers.nodes.index().get_object(&cluster_key(name)).map(|n| n.metadata.deletion_timestamp.is_some());
     let api: Api<NodePodProbe> = Api::all(ctx.client.clone());
     match node_action(npp.is_some(), node) {
         NodeAction::Create => {
@@ -271,7 +280,10 @@ async fn reconcile_node(ctx: &Context, name: &str) -> Result<Option<Duration>, R
                 return Ok(Some(super::act::EXPECTATION_RECHECK));
             }
             let uid = npp.as_ref().and_then(|n| n.metadata.uid.clone());
-            let dp = DeleteParams { preconditions: Some(Preconditions { uid, resource_version: None }), ..Default::default() };
+            let dp = DeleteParams {
+                preconditions: Some(Preconditions { uid, resource_version: None }),
+                ..Default::default()
+            };
             ctx.count(NODE_CONTROLLER, "delete");
             match api.delete(name, &dp).await {
                 Ok(_) => tracing::info!(node = %name, "node gone, NodePodProbe deleted"),
@@ -308,7 +320,7 @@ async fn reconcile_node(ctx: &Context, name: &str) -> Result<Option<Duration>, R
         let markers: BTreeMap<String, Arc<PodProbeMarker>> = ctx
             .markers
             .index()
-            .get(&namespace_key(&status.namespace))
+            .get(&status.namespace)
             .into_iter()
             .filter(|m| m.metadata.deletion_timestamp.is_none())
             .map(|m| (m.metadata.name.clone().unwrap_or_default(), m))
@@ -334,10 +346,13 @@ async fn write_pod(
     let api: Api<Pod> = Api::namespaced(ctx.client.clone(), &ns);
     let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
     let as_json = |m: &BTreeMap<String, Option<String>>| -> Value {
-        Value::Object(m.iter().map(|(k, v)| (k.clone(), v.clone().map_or(Value::Null, Value::String))).collect::<Map<_, _>>())
+        Value::Object(
+            m.iter().map(|(k, v)| (k.clone(), v.clone().map_or(Value::Null, Value::String))).collect::<Map<_, _>>(),
+        )
     };
     let meta_changed = before.metadata.labels != after.metadata.labels
-        || before.metadata.annotations.clone().unwrap_or_default() != after.metadata.annotations.clone().unwrap_or_default();
+        || before.metadata.annotations.clone().unwrap_or_default()
+            != after.metadata.annotations.clone().unwrap_or_default();
     if meta_changed {
         let patch = json!({"metadata": {"labels": as_json(&marks.labels), "annotations": as_json(&marks.annotations)}});
         ctx.count(NODE_CONTROLLER, "patchPod");

@@ -89,7 +89,8 @@ pub async fn run(args: DaemonArgs) -> Result<(), DaemonError> {
     let runtime = Arc::new(cri::CriRuntime::discover(&at).await);
     let rediscover = tokio::spawn(Arc::clone(&runtime).rediscover_until_found(at, Arc::clone(&health), stop.clone()));
     let recreate = tokio::spawn(crr::run(client.clone(), Arc::clone(&runtime), args.node_name.clone(), stop.clone()));
-    let prober = tokio::spawn(podprobe::run(client.clone(), Arc::clone(&runtime), args.node_name.clone(), stop.clone()));
+    let prober =
+        tokio::spawn(podprobe::run(client.clone(), Arc::clone(&runtime), args.node_name.clone(), stop.clone()));
     puller::run(client, runtime, settings, health, metrics, stop.clone()).await;
     stop.cancel();
     let _ = recreate.await;

@@ -58,7 +58,8 @@ pub trait ProbeRuntime: Send + Sync + 'static {
     /// The containers of the pod with this uid.
     fn list(&self, pod_uid: &str) -> impl Future<Output = Result<Vec<v1::Container>, String>> + Send;
     /// Runs `cmd` in the container, bounded by `timeout` seconds.
-    fn exec(&self, id: &str, cmd: Vec<String>, timeout: i64) -> impl Future<Output = Result<ExecOutput, String>> + Send;
+    fn exec(&self, id: &str, cmd: Vec<String>, timeout: i64)
+    -> impl Future<Output = Result<ExecOutput, String>> + Send;
 }
 
 impl ProbeRuntime for CriRuntime {
@@ -204,7 +205,8 @@ async fn work<R: ProbeRuntime>(
                 None
             }
         };
-        if let Before::Go { publish, probe: run } = w.before_probe(&key.container, container.as_ref(), &probe, Timestamp::now())
+        if let Before::Go { publish, probe: run } =
+            w.before_probe(&key.container, container.as_ref(), &probe, Timestamp::now())
         {
             for (state, message) in publish {
                 shared.set(&key, &state, message);

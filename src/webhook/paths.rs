@@ -579,7 +579,12 @@ pub const WEBHOOKS: &[Webhook] = &[
         kind: Kind::Validating,
         path: "/validate-apps-kruise-io-podprobemarker",
         legacy_path: None,
-        rules: &[Rule { groups: KRUISE, versions: &["v1alpha1"], resources: &["podprobemarkers"], operations: CREATE_UPDATE }],
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1"],
+            resources: &["podprobemarkers"],
+            operations: CREATE_UPDATE,
+        }],
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
         handler: Handler::ValidatePodProbeMarker,

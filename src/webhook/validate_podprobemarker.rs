@@ -13,10 +13,11 @@ use crate::core::validation::podprobemarker::validate as validate_ppm;
 
 /// Answers a PodProbeMarker CREATE or UPDATE.
 pub fn validate(ctx: &Context, review: &Review) -> Verdict {
-    let objects = match decode_objects(review, ["PodProbeMarker", "old PodProbeMarker"], decode_object::<PodProbeMarker>) {
-        Ok(o) => o,
-        Err(v) => return v,
-    };
+    let objects =
+        match decode_objects(review, ["PodProbeMarker", "old PodProbeMarker"], decode_object::<PodProbeMarker>) {
+            Ok(o) => o,
+            Err(v) => return v,
+        };
     for gate in [Gate::PodProbeMarkerGate, Gate::KruiseDaemon] {
         if !ctx.config.gates.enabled(gate) {
             return Verdict::errored(403, format!("feature-gate {} is not enabled", gate.name()));

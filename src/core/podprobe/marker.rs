@@ -92,20 +92,17 @@ pub fn convert_probe_port(probe: &PodContainerProbe, pod: &Pod) -> Result<PodCon
     let mut out = probe.clone();
     let ns = pod.metadata.namespace.as_deref().unwrap_or("");
     let name = pod.metadata.name.as_deref().unwrap_or("");
-    let ports: Vec<&mut IntOrString> = [
-        out.probe.tcp_socket.as_mut().map(|t| &mut t.port),
-        out.probe.http_get.as_mut().map(|h| &mut h.port),
-    ]
-    .into_iter()
-    .flatten()
-    .collect();
+    let ports: Vec<&mut IntOrString> =
+        [out.probe.tcp_socket.as_mut().map(|t| &mut t.port), out.probe.http_get.as_mut().map(|h| &mut h.port)]
+            .into_iter()
+            .flatten()
+            .collect();
     for port in ports {
         if matches!(port, IntOrString::Int(_)) {
             continue;
         }
-        let c = container(pod, &probe.container_name).ok_or_else(|| {
-            format!("Failed to get container by name: {} in pod: {ns}/{name}", probe.container_name)
-        })?;
+        let c = container(pod, &probe.container_name)
+            .ok_or_else(|| format!("Failed to get container by name: {} in pod: {ns}/{name}", probe.container_name))?;
         let n = extract_port(port, c)
             .map_err(|_| format!("Failed to extract port for container: {} in pod: {ns}/{name}", c.name))?;
         *port = IntOrString::Int(n);

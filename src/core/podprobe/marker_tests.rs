@@ -108,7 +108,10 @@ fn kruise_test3_and_test4_remove() {
         "pod-1",
         vec![cprobe("ppm-2#idle", "main", "/idle.sh"), cprobe("ppm-1#healthy", "main", "/healthy.sh")],
     )]);
-    assert_eq!(remove_from_node(&both, "", "ppm-1"), spec(vec![entry("pod-1", vec![cprobe("ppm-2#idle", "main", "/idle.sh")])]));
+    assert_eq!(
+        remove_from_node(&both, "", "ppm-1"),
+        spec(vec![entry("pod-1", vec![cprobe("ppm-2#idle", "main", "/idle.sh")])])
+    );
     let only = spec(vec![entry("pod-1", vec![cprobe("ppm-1#healthy", "main", "/healthy.sh")])]);
     assert_eq!(remove_from_node(&only, "", "ppm-1"), NodePodProbeSpec::default());
     // Another namespace's entries are kept whole.
@@ -148,7 +151,11 @@ fn kruise_test7_changed_probe_is_replaced() {
 fn with_container(mut p: Pod, name: &str, port_name: &str, port: i32) -> Pod {
     p.spec.as_mut().unwrap().containers = vec![Container {
         name: name.into(),
-        ports: Some(vec![ContainerPort { name: Some(port_name.into()), container_port: port, ..ContainerPort::default() }]),
+        ports: Some(vec![ContainerPort {
+            name: Some(port_name.into()),
+            container_port: port,
+            ..ContainerPort::default()
+        }]),
         ..Container::default()
     }];
     p

@@ -33,7 +33,11 @@ fn entry(name: &str) -> PodProbe {
     PodProbe {
         name: name.into(),
         uid: format!("{name}-uid"),
-        probes: vec![ContainerProbe { name: "ppm-1#healthy".into(), container_name: "main".into(), ..Default::default() }],
+        probes: vec![ContainerProbe {
+            name: "ppm-1#healthy".into(),
+            container_name: "main".into(),
+            ..Default::default()
+        }],
         ..PodProbe::default()
     }
 }

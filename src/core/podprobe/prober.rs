@@ -169,24 +169,14 @@ pub struct Published {
 /// kruise `resultManager.set`: whether a new result replaces the previous one (and a status
 /// write is due) — new, another state or message, or the previous one 600 s old.
 pub fn replaces(prev: Option<&Published>, state: &str, message: &str, now: Timestamp) -> bool {
-    prev.is_none_or(|p| {
-        p.state != state || p.message != message || now.duration_since(p.at) >= MAX_SYNC_PROBE_TIME
-    })
+    prev.is_none_or(|p| p.state != state || p.message != message || now.duration_since(p.at) >= MAX_SYNC_PROBE_TIME)
 }
 
 /// kruise `syncUpdateNodePodProbeStatus` + `updateNodePodProbeStatus`: the status with the
 /// states of probes no longer in the spec dropped and every current result set.
-pub fn build_status(
-    npp: &NodePodProbe,
-    results: &BTreeMap<ProbeKey, Published>,
-    now: Timestamp,
-) -> NodePodProbeStatus {
-    let valid: BTreeSet<(String, String)> = npp
-        .spec
-        .pod_probes
-        .iter()
-        .flat_map(|pp| pp.probes.iter().map(|p| (pp.uid.clone(), p.name.clone())))
-        .collect();
+pub fn build_status(npp: &NodePodProbe, results: &BTreeMap<ProbeKey, Published>, now: Timestamp) -> NodePodProbeStatus {
+    let valid: BTreeSet<(String, String)> =
+        npp.spec.pod_probes.iter().flat_map(|pp| pp.probes.iter().map(|p| (pp.uid.clone(), p.name.clone()))).collect();
     let mut status = NodePodProbeStatus::default();
     for ps in npp.status.iter().flat_map(|s| &s.pod_probe_statuses) {
         let states: Vec<ContainerProbeState> =

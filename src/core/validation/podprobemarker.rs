@@ -75,7 +75,11 @@ fn validate_spec(ppm: &PodProbeMarker, path: &str) -> Vec<FieldError> {
     }
     let probes_path = child(path, "probes");
     if spec.probes.is_empty() {
-        errs.push(FieldError::invalid(&probes_path, json(&spec.probes), "empty probes is not valid for PodProbeMarker."));
+        errs.push(FieldError::invalid(
+            &probes_path,
+            json(&spec.probes),
+            "empty probes is not valid for PodProbeMarker.",
+        ));
         return errs;
     }
     let mut unique_probe = BTreeSet::new();
@@ -131,7 +135,11 @@ fn validate_spec(ppm: &PodProbeMarker, path: &str) -> Vec<FieldError> {
         let mut unique_policy = BTreeSet::new();
         for policy in &probe.marker_policy {
             if !unique_policy.insert(policy.state.as_str()) {
-                errs.push(FieldError::invalid(&policy_path, policy.state.as_str(), "marker policy state must be unique."));
+                errs.push(FieldError::invalid(
+                    &policy_path,
+                    policy.state.as_str(),
+                    "marker policy state must be unique.",
+                ));
                 return errs;
             }
             errs.extend(validate_marker_policy(policy, &policy_path));
@@ -143,7 +151,8 @@ fn validate_spec(ppm: &PodProbeMarker, path: &str) -> Vec<FieldError> {
 /// `validateSelector`: a valid, non-empty selector that converts to a labels selector.
 fn validate_selector(sel: &LabelSelector, path: &str) -> Vec<FieldError> {
     let mut errs = validate_label_selector(sel, path);
-    let count = sel.match_labels.as_ref().map_or(0, |m| m.len()) + sel.match_expressions.as_ref().map_or(0, |m| m.len());
+    let count =
+        sel.match_labels.as_ref().map_or(0, |m| m.len()) + sel.match_expressions.as_ref().map_or(0, |m| m.len());
     if count == 0 {
         errs.push(FieldError::invalid(path, json(sel), "empty selector is not valid for podProbeMarker."));
     }

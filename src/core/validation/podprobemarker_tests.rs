@@ -15,10 +15,7 @@ fn map(pairs: &[(&str, &str)]) -> BTreeMap<String, String> {
 }
 
 fn exec_probe(cmd: &[&str]) -> Probe {
-    Probe {
-        exec: Some(ExecAction { command: Some(cmd.iter().map(|s| s.to_string()).collect()) }),
-        ..Probe::default()
-    }
+    Probe { exec: Some(ExecAction { command: Some(cmd.iter().map(|s| s.to_string()).collect()) }), ..Probe::default() }
 }
 
 fn demo() -> PodProbeMarker {
@@ -153,7 +150,10 @@ fn messages_are_kruises() {
     assert_eq!(aggregate(&validate(&ppm, None)), r#"spec.probes: Invalid value: "Ready": probe name can't be Ready"#);
     let mut ppm = demo();
     ppm.spec.probes[0].name = "a#b".into();
-    assert_eq!(aggregate(&validate(&ppm, None)), r#"spec.probes: Invalid value: "a#b": probe name can't contains '#'."#);
+    assert_eq!(
+        aggregate(&validate(&ppm, None)),
+        r#"spec.probes: Invalid value: "a#b": probe name can't contains '#'."#
+    );
     let mut ppm = demo();
     ppm.spec.probes[0].probe = Probe::default();
     assert_eq!(aggregate(&validate(&ppm, None)), "spec.probe: Required value: must specify a handler type");
@@ -184,7 +184,8 @@ fn selector_is_immutable_on_update() {
     let mut new = demo();
     new.spec.probes[0].probe.period_seconds = Some(5);
     assert!(validate(&new, Some(&old)).is_empty());
-    new.spec.selector = Some(LabelSelector { match_labels: Some(map(&[("app", "other")])), ..LabelSelector::default() });
+    new.spec.selector =
+        Some(LabelSelector { match_labels: Some(map(&[("app", "other")])), ..LabelSelector::default() });
     assert_eq!(
         aggregate(&validate(&new, Some(&old))),
         r#"selector: Invalid value: {"matchLabels":{"app":"other"}}: selector must be immutable"#
@@ -217,7 +218,11 @@ fn kruise_validate_handler() {
     }
     let bad_tcp = || Some(tcp(IntOrString::String("container-port-v2".into())));
     let bad_http = || {
-        Some(HTTPGetAction { path: Some(String::new()), port: IntOrString::String(String::new()), ..Default::default() })
+        Some(HTTPGetAction {
+            path: Some(String::new()),
+            port: IntOrString::String(String::new()),
+            ..Default::default()
+        })
     };
     let empty_exec = || Some(ExecAction { command: Some(vec![]) });
     let errors = [
@@ -226,7 +231,11 @@ fn kruise_validate_handler() {
         Probe { tcp_socket: bad_tcp(), ..Probe::default() },
         Probe { tcp_socket: Some(tcp(IntOrString::Int(-1))), ..Probe::default() },
         Probe {
-            http_get: Some(HTTPGetAction { path: Some(String::new()), port: IntOrString::Int(0), ..Default::default() }),
+            http_get: Some(HTTPGetAction {
+                path: Some(String::new()),
+                port: IntOrString::Int(0),
+                ..Default::default()
+            }),
             ..Probe::default()
         },
         Probe {
@@ -248,8 +257,15 @@ fn kruise_validate_handler() {
         assert!(!validate_handler(p, "field").is_empty(), "{p:?}");
     }
     // Two handlers: the second is forbidden.
-    let two = Probe { exec: Some(ExecAction { command: Some(vec!["x".into()]) }), tcp_socket: Some(tcp(IntOrString::Int(80))), ..Probe::default() };
-    assert_eq!(aggregate(&validate_handler(&two, "field")), "field.tcpSocket: Forbidden: may not specify more than 1 handler type");
+    let two = Probe {
+        exec: Some(ExecAction { command: Some(vec!["x".into()]) }),
+        tcp_socket: Some(tcp(IntOrString::Int(80))),
+        ..Probe::default()
+    };
+    assert_eq!(
+        aggregate(&validate_handler(&two, "field")),
+        "field.tcpSocket: Forbidden: may not specify more than 1 handler type"
+    );
 }
 
 #[test]
@@ -257,7 +273,8 @@ fn kruise_validate_port_num_or_name() {
     for port in [IntOrString::Int(80), IntOrString::String("abc".into())] {
         assert!(validate_port_num_or_name(&port, "field").is_empty(), "{port:?}");
     }
-    for port in [IntOrString::Int(-1), IntOrString::String(String::new()), IntOrString::String("aaaaabbbbbcccccd".into())]
+    for port in
+        [IntOrString::Int(-1), IntOrString::String(String::new()), IntOrString::String("aaaaabbbbbcccccd".into())]
     {
         assert!(!validate_port_num_or_name(&port, "field").is_empty(), "{port:?}");
     }
