@@ -99,6 +99,8 @@ struct State {
     /// Every ExecSync received: container id and command.
     execs: Vec<(String, Vec<String>)>,
     stop_hooks: Vec<StopHook>,
+    /// Scripted ExecSync answers by command: exit code and stdout (default: exit 0, no output).
+    exec_answers: BTreeMap<Vec<String>, (i32, String)>,
 }
 
 /// An in-process CRI image+runtime service on a unix socket, scriptable per image. Clones share
@@ -338,6 +340,13 @@ impl FakeRuntime {
         self.lock().execs.clone()
     }
 
+    /// How ExecSync of exactly `cmd` answers from now on, in any container: exit code and stdout
+    /// (probe scripts of PodProbeMarker tests; unscripted commands exit 0 without output).
+    pub fn script_exec(&self, cmd: &[&str], exit_code: i32, stdout: &str) {
+        let cmd = cmd.iter().map(|s| s.to_string()).collect();
+        self.lock().exec_answers.insert(cmd, (exit_code, stdout.to_string()));
+    }
+
     /// Called after each successful StopContainer (testenv's kubelet restarts the container).
     pub fn on_stop(&self, f: impl Fn(&StoppedContainer) + Send + Sync + 'static) {
         self.lock().stop_hooks.push(Arc::new(f));
@@ -511,8 +520,9 @@ impl RuntimeService for FakeRuntime {
         if !state.containers.contains_key(&r.container_id) || state.stopped.contains(&r.container_id) {
             return Err(Status::not_found(format!("container {} is not running", r.container_id)));
         }
+        let (exit_code, stdout) = state.exec_answers.get(&r.cmd).cloned().unwrap_or_default();
         state.execs.push((r.container_id, r.cmd));
-        Ok(Response::new(v1::ExecSyncResponse { stdout: Vec::new(), stderr: Vec::new(), exit_code: 0 }))
+        Ok(Response::new(v1::ExecSyncResponse { stdout: stdout.into_bytes(), stderr: Vec::new(), exit_code }))
     }
 }
 

@@ -1,7 +1,7 @@
 //! NodePodProbe `apps.kruise.io/v1alpha1` (kruise `apis/apps/v1alpha1/node_pod_probe_types.go`,
 //! cluster-scoped, one per node): the PodProbeMarker probes kruise-daemon runs on a node, and
-//! their results. Types only: the CRD is installed, no controller of ours reconciles it yet
-//! (issue 32 item 3).
+//! their results. Types only: written by `controller::podprobe` (spec) and the daemon's
+//! `daemon::podprobe` (status), issue 30 item 4.
 
 use k8s_openapi::api::core::v1::Probe;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

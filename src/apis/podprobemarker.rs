@@ -1,7 +1,7 @@
 //! PodProbeMarker `apps.kruise.io/v1alpha1` (kruise `apis/apps/v1alpha1/
 //! pod_probe_marker_types.go`): custom container probes whose results kruise-daemon writes to
-//! pod conditions, labels and annotations. Types only: the CRD is installed, no controller of ours
-//! reconciles it yet (issue 32 item 3).
+//! pod conditions, labels and annotations. Types only: validated by `vpodprobemarker.kb.io`,
+//! reconciled by `controller::podprobe` (issue 30 item 4).
 
 use std::collections::BTreeMap;
 

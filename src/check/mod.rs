@@ -649,4 +649,28 @@ mod tests {
         let ok = out.iter().find(|o| o.name == "ok").unwrap();
         assert_eq!((ok.status.clone(), ok.code), (Status::Denied, 403), "{}", ok.message);
     }
+
+    /// PodProbeMarkers (issue 30 item 4) go through their validating webhook: valid, or denied
+    /// with kruise's message.
+    #[test]
+    fn pod_probe_markers_are_checked() {
+        let settings = Settings { namespace: "default".into(), gates: FeatureGates::default() };
+        let ppm = |name: &str, probe: &str| {
+            json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "PodProbeMarker",
+                "metadata": {"name": name, "namespace": "default"},
+                "spec": {"selector": {"matchLabels": {"app": "web"}}, "probes": [{"name": probe,
+                    "containerName": "main", "probe": {"exec": {"command": ["true"]}},
+                    "podConditionType": "game.kruise.io/healthy"}]}})
+        };
+        let out = check(
+            &[manifest(ppm("ok", "healthy")), manifest(ppm("bad", "Ready"))],
+            &[],
+            &Snapshot::default(),
+            &settings,
+        );
+        let of = |name: &str| out.iter().find(|o| o.name == name).unwrap();
+        assert_eq!(of("ok").status, Status::Ok, "{}", of("ok").message);
+        assert_eq!(of("bad").status, Status::Denied);
+        assert!(of("bad").message.contains("probe name can't be Ready"), "{}", of("bad").message);
+    }
 }

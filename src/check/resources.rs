@@ -50,6 +50,7 @@ pub const KINDS: &[KindInfo] = &[
         resource: "customresourcedefinitions",
         namespaced: false,
     },
+    KindInfo { group: "apps.kruise.io", kind: "PodProbeMarker", resource: "podprobemarkers", namespaced: true },
 ];
 
 /// Splits `apiVersion` into (group, version).

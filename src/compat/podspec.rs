@@ -307,10 +307,10 @@ fn containers_only_for_pod(containers: &[Container], path: &str) -> Vec<FieldErr
 }
 
 /// `IsValidPortNum` message.
-const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
+pub(crate) const PORT_RANGE: &str = "must be between 1 and 65535, inclusive";
 
 /// `validation.IsValidPortName` (apimachinery).
-fn port_name_problems(name: &str) -> Vec<String> {
+pub(crate) fn port_name_problems(name: &str) -> Vec<String> {
     let mut errs = Vec::new();
     if name.len() > 15 {
         errs.push("must be no more than 15 characters".to_string());

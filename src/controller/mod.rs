@@ -30,6 +30,7 @@ pub mod informers;
 pub mod launchpriority;
 pub mod nodeimage;
 pub mod nodeimage_writer;
+pub mod podprobe;
 pub mod podreadiness;
 pub mod podunavailablebudget;
 pub mod predownload;
@@ -272,6 +273,10 @@ impl Leader {
             ));
         }
         tasks.extend(advancedcronjob::start(&self.client, &self.settings, &self.metrics, token));
+        // PodProbeMarker and NodePodProbe (issue 30 item 4), with their gate (it needs KruiseDaemon).
+        if self.settings.gates.enabled(crate::core::features::Gate::PodProbeMarkerGate) {
+            tasks.extend(podprobe::start(&informers, &self.client, &self.settings, &self.metrics, token));
+        }
         tasks.extend(informers.start(&self.client, ns, &self.metrics, token));
         tasks
     }

@@ -168,6 +168,8 @@ pub enum Gate {
     PodUnavailableBudgetUpdateGate,
     /// A pod resize is its own PodUnavailableBudget operation (RESIZE), not an UPDATE.
     InPlacePodVerticalScaling,
+    /// PodProbeMarkers are served and probed by kruise-daemon.
+    PodProbeMarkerGate,
 }
 
 impl Gate {
@@ -200,6 +202,7 @@ impl Gate {
             Gate::PodUnavailableBudgetDeleteGate => "PodUnavailableBudgetDeleteGate",
             Gate::PodUnavailableBudgetUpdateGate => "PodUnavailableBudgetUpdateGate",
             Gate::InPlacePodVerticalScaling => "InPlacePodVerticalScaling",
+            Gate::PodProbeMarkerGate => "PodProbeMarkerGate",
         }
     }
 }

@@ -54,6 +54,7 @@ pub mod launchpriority;
 pub mod leader;
 pub mod lifecycle;
 pub mod pod_mutation;
+pub mod podprobe;
 pub mod podreadiness;
 pub mod pods;
 pub mod predownload;

@@ -10,6 +10,7 @@
 //! - [`runtime`]: the runtime as the puller sees it ([`runtime::ImageRuntime`]) and the node
 //!   without one; [`cri`]: that trait over the node's CRI socket, with runtime discovery; [`secrets`]: the pull secrets, read with a short cache;
 //! - [`crr`]: the ContainerRecreateRequests of this node, executed through the same CRI (issue 30);
+//! - [`podprobe`]: the PodProbeMarker probes of this node's NodePodProbe, results in its status (issue 30);
 //! - [`admin`]: `/healthz`, `/readyz` (names the runtime, or every endpoint tried), `/metrics`.
 //!
 //! A node where no runtime answers keeps its daemon running with pulls disabled (each tag
@@ -19,6 +20,7 @@ pub mod admin;
 pub mod credential_provider;
 pub mod cri;
 pub mod crr;
+pub mod podprobe;
 pub mod puller;
 pub mod runtime;
 pub mod secrets;
@@ -91,9 +93,12 @@ pub async fn run(args: DaemonArgs) -> Result<(), DaemonError> {
     let runtime = Arc::new(cri::CriRuntime::discover(&at).await);
     let rediscover = tokio::spawn(Arc::clone(&runtime).rediscover_until_found(at, Arc::clone(&health), stop.clone()));
     let recreate = tokio::spawn(crr::run(client.clone(), Arc::clone(&runtime), args.node_name.clone(), stop.clone()));
+    let prober =
+        tokio::spawn(podprobe::run(client.clone(), Arc::clone(&runtime), args.node_name.clone(), stop.clone()));
     puller::run(client, runtime, settings, health, metrics, stop.clone()).await;
     stop.cancel();
     let _ = recreate.await;
+    let _ = prober.await;
     rediscover.abort();
     stop.cancel();
     let _ = admin.await;

@@ -29,6 +29,7 @@ pub mod validate_imagelistpulljob;
 pub mod validate_imagepulljob;
 pub mod validate_nodeimage;
 pub mod validate_pod;
+pub mod validate_podprobemarker;
 pub mod validate_pub;
 pub mod validate_sidecarset;
 pub mod validate_statefulset;
@@ -180,6 +181,7 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::MutateAdvancedCronJob => Some(mutate_advancedcronjob::mutate(ctx, review)),
         Handler::ValidateAdvancedCronJob => Some(validate_advancedcronjob::validate(ctx, review)),
         Handler::MutateContainerRecreateRequest => Some(mutate_containerrecreaterequest::mutate(ctx, review)),
+        Handler::ValidatePodProbeMarker => Some(validate_podprobemarker::validate(ctx, review)),
         Handler::Missing => None,
     }
 }

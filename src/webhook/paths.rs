@@ -62,6 +62,8 @@ pub enum Handler {
     /// ContainerRecreateRequest defaults and checks (kruise
     /// `pkg/webhook/containerrecreaterequest/mutating`).
     MutateContainerRecreateRequest,
+    /// PodProbeMarker validation (kruise `pkg/webhook/podprobemarker/validating`).
+    ValidatePodProbeMarker,
     /// Not implemented yet: the path answers 404.
     Missing,
 }
@@ -571,6 +573,21 @@ pub const WEBHOOKS: &[Webhook] = &[
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
         handler: Handler::ValidateCustomResourceDefinition,
+    },
+    Webhook {
+        name: "vpodprobemarker.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-apps-kruise-io-podprobemarker",
+        legacy_path: None,
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1"],
+            resources: &["podprobemarkers"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::ValidatePodProbeMarker,
     },
 ];
 

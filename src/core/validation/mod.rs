@@ -20,6 +20,7 @@ pub mod imagelistpulljob;
 pub mod imagepulljob;
 pub mod meta;
 pub mod nodeimage;
+pub mod podprobemarker;
 pub mod podtemplate;
 pub mod podunavailablebudget;
 pub mod protection;
