@@ -99,6 +99,10 @@ struct State {
     /// Every ExecSync received: container id and command.
     execs: Vec<(String, Vec<String>)>,
     stop_hooks: Vec<StopHook>,
+    /// Exit code and finish time (ns since the epoch) of each container `StopContainer` stopped.
+    exits: BTreeMap<String, (i32, i64)>,
+    /// The exit code a container of this name stops with (default 0: it handles SIGTERM).
+    stop_exit_codes: HashMap<String, i32>,
 }
 
 /// An in-process CRI image+runtime service on a unix socket, scriptable per image. Clones share
@@ -323,6 +327,19 @@ impl FakeRuntime {
         self.lock().stopped.contains(id.trim_start_matches("containerd://"))
     }
 
+    /// The exit code and finish time (ns since the epoch) of a container `StopContainer`
+    /// stopped (`(0, 0)` for one marked stopped by a test).
+    pub fn stop_exit(&self, id: &str) -> Option<(i32, i64)> {
+        let id = id.trim_start_matches("containerd://");
+        let state = self.lock();
+        state.exits.get(id).copied().or_else(|| state.stopped.contains(id).then_some((0, 0)))
+    }
+
+    /// Containers named `name` exit with `code` when stopped from now on (default 0).
+    pub fn set_stop_exit_code(&self, name: &str, code: i32) {
+        self.lock().stop_exit_codes.insert(name.to_string(), code);
+    }
+
     /// Marks a container stopped as `StopContainer` would, without the hooks (tests).
     pub fn mark_stopped_for_test(&self, id: &str) {
         self.lock().stopped.insert(id.to_string());
@@ -495,6 +512,11 @@ impl RuntimeService for FakeRuntime {
                 )));
             };
             state.stopped.insert(id.clone());
+            let code = state.stop_exit_codes.get(&c.name).copied().unwrap_or(0);
+            let at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+            state.exits.entry(id.clone()).or_insert((code, at));
             let stopped = StoppedContainer { id, namespace: ns, pod, pod_uid: uid, name: c.name };
             (stopped, state.stop_hooks.clone())
         };

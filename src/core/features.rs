@@ -168,6 +168,10 @@ pub enum Gate {
     PodUnavailableBudgetUpdateGate,
     /// A pod resize is its own PodUnavailableBudget operation (RESIZE), not an UPDATE.
     InPlacePodVerticalScaling,
+    /// Job pods' sidecars are stopped once their main containers finished.
+    SidecarTerminator,
+    /// kruise-daemon watches its node's pods (container meta, env-from-metadata restarts).
+    DaemonWatchingPod,
 }
 
 impl Gate {
@@ -200,6 +204,8 @@ impl Gate {
             Gate::PodUnavailableBudgetDeleteGate => "PodUnavailableBudgetDeleteGate",
             Gate::PodUnavailableBudgetUpdateGate => "PodUnavailableBudgetUpdateGate",
             Gate::InPlacePodVerticalScaling => "InPlacePodVerticalScaling",
+            Gate::SidecarTerminator => "SidecarTerminator",
+            Gate::DaemonWatchingPod => "DaemonWatchingPod",
         }
     }
 }

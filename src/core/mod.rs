@@ -34,6 +34,8 @@
 //!   spread into them under `parallelism`, ImageListPullJobs (issue 29, spec §7.4).
 //! - [`broadcastjob`]: one BroadcastJob round: a pod to completion on every fitting node (issue 33).
 //! - [`leader`]: leader election on a Lease, as client-go decides it (§8.5).
+//! - [`sidecarterminator`]: what stops a job pod's sidecars once its main containers finished
+//!   (issue 30 item 3).
 //! - [`imagepuller`]: `kruise daemon`'s pulls: workers per tag, retries, credentials, status writes.
 
 pub mod advancedcronjob;
@@ -60,4 +62,5 @@ pub mod predownload;
 pub mod revision;
 pub mod rollout;
 pub mod sidecar;
+pub mod sidecarterminator;
 pub mod validation;
