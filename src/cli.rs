@@ -323,6 +323,10 @@ pub struct DaemonArgs {
     /// Kubeconfig (default: $KUBECONFIG, ~/.kube/config, then the in-cluster service account).
     #[arg(long)]
     pub kubeconfig: Option<PathBuf>,
+    /// Feature gates, as for `serve` (kruise-daemon reads `DaemonWatchingPod` and
+    /// `InPlaceUpdateEnvFromMetadata`).
+    #[arg(long, env = "KRUISE_FEATURE_GATES", default_value = "", value_parser = parse_gates)]
+    pub feature_gates: FeatureGates,
 }
 
 /// `kruise certs`.
