@@ -4,7 +4,8 @@
 //! ImageService (PullImage, ImageStatus, ListImages, RemoveImage, ImageFsInfo) and of the
 //! RuntimeService Version, and ListContainers, StopContainer and ExecSync over the containers the
 //! test kubelet registers ([`FakeRuntime::set_pod_containers`]; a stop runs the
-//! [`FakeRuntime::on_stop`] hooks, so the kubelet restarts the container — issue 30); every other
+//! [`FakeRuntime::on_stop`] hooks, so the kubelet restarts the container — issue 30; `ExecSync` of
+//! `env` prints the environment the kubelet registered, [`FakeRuntime::set_container_env`]); every other
 //! RuntimeService method answers Unimplemented, as the generated default stubs do. Failure messages are containerd 1.6's wording, so the
 //! classification in `error` is exercised the same way as against containerd.
 //!
@@ -103,6 +104,8 @@ struct State {
     exits: BTreeMap<String, (i32, i64)>,
     /// The exit code a container of this name stops with (default 0: it handles SIGTERM).
     stop_exit_codes: HashMap<String, i32>,
+    /// The environment each container started with (what `env` prints in it), by id.
+    envs: BTreeMap<String, Vec<(String, String)>>,
 }
 
 /// An in-process CRI image+runtime service on a unix socket, scriptable per image. Clones share
@@ -335,6 +338,12 @@ impl FakeRuntime {
         state.exits.get(id).copied().or_else(|| state.stopped.contains(id).then_some((0, 0)))
     }
 
+    /// The environment container `id` started with (`ExecSync` of `env` prints it); only the
+    /// first call for an id counts, as a running container's environment never changes.
+    pub fn set_container_env(&self, id: &str, env: Vec<(String, String)>) {
+        self.lock().envs.entry(id.trim_start_matches("containerd://").to_string()).or_insert(env);
+    }
+
     /// Containers named `name` exit with `code` when stopped from now on (default 0).
     pub fn set_stop_exit_code(&self, name: &str, code: i32) {
         self.lock().stop_exit_codes.insert(name.to_string(), code);
@@ -533,8 +542,14 @@ impl RuntimeService for FakeRuntime {
         if !state.containers.contains_key(&r.container_id) || state.stopped.contains(&r.container_id) {
             return Err(Status::not_found(format!("container {} is not running", r.container_id)));
         }
+        let stdout = if r.cmd == ["env"] {
+            let env = state.envs.get(&r.container_id).cloned().unwrap_or_default();
+            env.iter().map(|(k, v)| format!("{k}={v}\n")).collect::<String>().into_bytes()
+        } else {
+            Vec::new()
+        };
         state.execs.push((r.container_id, r.cmd));
-        Ok(Response::new(v1::ExecSyncResponse { stdout: Vec::new(), stderr: Vec::new(), exit_code: 0 }))
+        Ok(Response::new(v1::ExecSyncResponse { stdout, stderr: Vec::new(), exit_code: 0 }))
     }
 }
 

@@ -9,12 +9,15 @@
 //! - [`runtime`]: the runtime as the puller sees it ([`runtime::ImageRuntime`]) and the node
 //!   without one; [`cri`]: that trait over the node's CRI socket, with runtime discovery; [`secrets`]: the pull secrets, read with a short cache;
 //! - [`crr`]: the ContainerRecreateRequests of this node, executed through the same CRI (issue 30);
+//! - [`containermeta`]: this node's pods' runtime container meta, and the restarts of containers
+//!   whose env from metadata changed (gate `DaemonWatchingPod`, issue 30 item 2);
 //! - [`admin`]: `/healthz`, `/readyz` (names the runtime, or every endpoint tried), `/metrics`.
 //!
 //! A node where no runtime answers keeps its daemon running with pulls disabled (each tag
 //! Failed, naming every endpoint tried) rather than crash-looping (kruise #1319, #1825, #851).
 
 pub mod admin;
+pub mod containermeta;
 pub mod cri;
 pub mod crr;
 pub mod puller;
@@ -87,9 +90,17 @@ pub async fn run(args: DaemonArgs) -> Result<(), DaemonError> {
     let runtime = Arc::new(cri::CriRuntime::discover(&at).await);
     let rediscover = tokio::spawn(Arc::clone(&runtime).rediscover_until_found(at, Arc::clone(&health), stop.clone()));
     let recreate = tokio::spawn(crr::run(client.clone(), Arc::clone(&runtime), args.node_name.clone(), stop.clone()));
+    let gates = &args.feature_gates;
+    let meta = gates.enabled(crate::core::features::Gate::DaemonWatchingPod).then(|| {
+        let env_gate = gates.enabled(crate::core::features::Gate::InPlaceUpdateEnvFromMetadata);
+        tokio::spawn(containermeta::run(client.clone(), Arc::clone(&runtime), args.node_name.clone(), env_gate, stop.clone()))
+    });
     puller::run(client, runtime, settings, health, metrics, stop.clone()).await;
     stop.cancel();
     let _ = recreate.await;
+    if let Some(meta) = meta {
+        let _ = meta.await;
+    }
     rediscover.abort();
     stop.cancel();
     let _ = admin.await;

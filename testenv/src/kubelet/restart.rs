@@ -149,9 +149,56 @@ pub fn report_stopped(pod: &Pod, rt: &PodRuntime, runtime: Option<&FakeRuntime>,
     }
 }
 
-/// Registers the pod's running containers in its node's runtime.
+/// The environment the kubelet gives container `name` of `pod` now: literal values and the
+/// `fieldRef`s of the downward API on the pod's metadata (`metadata.labels['k']`,
+/// `metadata.annotations['k']`, name, namespace, uid) and `spec.nodeName`; anything else is left
+/// out.
+pub fn container_env(pod: &Pod, name: &str) -> Vec<(String, String)> {
+    let Some(c) = pod.spec.as_ref().and_then(|s| s.containers.iter().find(|c| c.name == name)) else {
+        return Vec::new();
+    };
+    let meta = &pod.metadata;
+    let mut out = Vec::new();
+    for e in c.env.iter().flatten() {
+        let value = match e.value_from.as_ref().and_then(|v| v.field_ref.as_ref()) {
+            None if e.value_from.is_none() => Some(e.value.clone().unwrap_or_default()),
+            None => None,
+            Some(f) => {
+                let path = f.field_path.as_str();
+                let subscript = |prefix: &str| {
+                    path.strip_prefix(prefix).and_then(|r| r.strip_prefix("['")).and_then(|r| r.strip_suffix("']"))
+                };
+                if let Some(k) = subscript("metadata.labels") {
+                    Some(meta.labels.as_ref().and_then(|l| l.get(k)).cloned().unwrap_or_default())
+                } else if let Some(k) = subscript("metadata.annotations") {
+                    Some(meta.annotations.as_ref().and_then(|a| a.get(k)).cloned().unwrap_or_default())
+                } else {
+                    match path {
+                        "metadata.name" => meta.name.clone(),
+                        "metadata.namespace" => meta.namespace.clone(),
+                        "metadata.uid" => meta.uid.clone(),
+                        "spec.nodeName" => pod.spec.as_ref().and_then(|s| s.node_name.clone()),
+                        _ => None,
+                    }
+                }
+            }
+        };
+        if let Some(v) = value {
+            out.push((e.name.clone(), v));
+        }
+    }
+    out
+}
+
+/// Registers the pod's running containers in its node's runtime, with the environment each
+/// started with (the runtime keeps the first one registered for a container id).
 pub fn register(pod: &Pod, rt: &PodRuntime, runtime: Option<&FakeRuntime>) {
     let Some(runtime) = runtime else { return };
+    for (n, c) in rt.containers.iter() {
+        if let RunState::Running { container_id, .. } = &c.state {
+            runtime.set_container_env(bare(container_id), container_env(pod, n));
+        }
+    }
     let ns = pod.metadata.namespace.as_deref().unwrap_or_default();
     let name = pod.metadata.name.as_deref().unwrap_or_default();
     let uid = pod.metadata.uid.as_deref().unwrap_or_default();
