@@ -142,20 +142,26 @@ async fn an_env_from_metadata_change_is_applied_in_place_by_the_daemons() {
 
     let list = ListParams::default().labels("app=web");
     // Two ready pods, each reported by its node's daemon.
-    let before: BTreeMap<String, (String, i32)> = poll("2 pods reported by their daemons", Duration::from_secs(240), || {
-        let (pods, list) = (pods.clone(), list.clone());
-        async move {
-            let items = pods.list(&list).await.ok()?.items;
-            let ready = items.len() == 2 && items.iter().all(reported);
-            ready.then(|| {
-                items
-                    .iter()
-                    .map(|p| (p.metadata.name.clone().unwrap(), (p.metadata.uid.clone().unwrap(), status_of(p, "main").unwrap().1)))
-                    .collect()
-            })
-        }
-    })
-    .await;
+    let before: BTreeMap<String, (String, i32)> =
+        poll("2 pods reported by their daemons", Duration::from_secs(240), || {
+            let (pods, list) = (pods.clone(), list.clone());
+            async move {
+                let items = pods.list(&list).await.ok()?.items;
+                let ready = items.len() == 2 && items.iter().all(reported);
+                ready.then(|| {
+                    items
+                        .iter()
+                        .map(|p| {
+                            (
+                                p.metadata.name.clone().unwrap(),
+                                (p.metadata.uid.clone().unwrap(), status_of(p, "main").unwrap().1),
+                            )
+                        })
+                        .collect()
+                })
+            }
+        })
+        .await;
     let first = sets.get("web").await.unwrap().status.unwrap().update_revision;
 
     // The label the env reads changes in the template.

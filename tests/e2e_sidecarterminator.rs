@@ -152,7 +152,8 @@ async fn a_job_pod_with_a_sidecar_completes() {
     assert_eq!(after.status.as_ref().unwrap().phase.as_deref(), Some("Succeeded"));
     assert_eq!(terminated_exit(&after, "main"), Some(0));
     assert_eq!(terminated_exit(&after, "sidecar"), Some(0));
-    let sidecar = after.status.as_ref().unwrap().container_statuses.as_ref().unwrap().iter().find(|s| s.name == "sidecar");
+    let sidecar =
+        after.status.as_ref().unwrap().container_statuses.as_ref().unwrap().iter().find(|s| s.name == "sidecar");
     assert_eq!(sidecar.unwrap().restart_count, 0, "the sidecar is not restarted");
     let bare = sidecar_id.split_once("://").map_or(sidecar_id.as_str(), |(_, b)| b).to_string();
     let runtime = c.cri(&node).expect("the node's runtime");

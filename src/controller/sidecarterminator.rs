@@ -22,8 +22,8 @@ use super::{ReconcileError, Settings};
 use crate::apis::containerrecreaterequest::ContainerRecreateRequest;
 use crate::core::rollout::plan::Event;
 use crate::core::sidecarterminator::{
-    Action, EVENT_REASON, SIDECAR_TERMINATED, TERMINATED_MESSAGE, in_place_message, is_interesting,
-    is_virtual_kubelet, plan, request, request_name, stop_message,
+    Action, EVENT_REASON, SIDECAR_TERMINATED, TERMINATED_MESSAGE, in_place_message, is_interesting, is_virtual_kubelet,
+    plan, request, request_name, stop_message,
 };
 use crate::metrics::{ControllerWriteLabels, Metrics};
 
@@ -124,8 +124,9 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
                 ops.extend(updates.iter().map(|(i, _, image)| {
                     json!({"op": "replace", "path": format!("/spec/containers/{i}/image"), "value": image})
                 }));
-                let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(ops))
-                    .map_err(|e| ReconcileError::Api { what: format!("patch pod {key}"), code: None, message: e.to_string() })?;
+                let patch: json_patch::Patch = serde_json::from_value(serde_json::Value::Array(ops)).map_err(|e| {
+                    ReconcileError::Api { what: format!("patch pod {key}"), code: None, message: e.to_string() }
+                })?;
                 ctx.count("patch");
                 pods.patch(&name, &PatchParams::default(), &Patch::<()>::Json(patch))
                     .await

@@ -22,7 +22,9 @@ use k8s_openapi::api::core::v1::{Container, EnvVar, Pod};
 use crate::apis::keys::{IN_PLACE_UPDATE_READY, SIDECARSET_HASH};
 use crate::core::inplace::envref::split_subscripted_path;
 use crate::core::inplace::refresh::{env_from_metadata_hash, hash_envs};
-use crate::core::inplace::state::{RuntimeContainerHashes, RuntimeContainerMeta, RuntimeContainerMetaSet, read_runtime_meta};
+use crate::core::inplace::state::{
+    RuntimeContainerHashes, RuntimeContainerMeta, RuntimeContainerMetaSet, read_runtime_meta,
+};
 use crate::core::pods;
 
 /// One container as the node's runtime shows it (the newest instance of that name).
@@ -60,7 +62,11 @@ pub fn current_env_hash(c: &Container, env: &BTreeMap<String, String>) -> u64 {
         .iter()
         .flatten()
         .filter(|e| metadata_ref(e).is_some_and(|(path, _)| matches!(path, "metadata.annotations" | "metadata.labels")))
-        .map(|e| EnvVar { name: e.name.clone(), value: Some(env.get(&e.name).cloned().unwrap_or_default()), value_from: None })
+        .map(|e| EnvVar {
+            name: e.name.clone(),
+            value: Some(env.get(&e.name).cloned().unwrap_or_default()),
+            value_from: None,
+        })
         .collect();
     hash_envs(envs)
 }
@@ -367,7 +373,8 @@ mod tests {
         obs[0].restart_count = 1;
         assert!(wants_report(Some(&updating), &after, true), "a new container id");
         assert_eq!(needs_env(&after, &obs, true), vec!["containerd://c2"]);
-        let envs: BTreeMap<_, _> = [("containerd://c2".to_string(), Ok([("E".to_string(), "bar".to_string())].into()))].into();
+        let envs: BTreeMap<_, _> =
+            [("containerd://c2".to_string(), Ok([("E".to_string(), "bar".to_string())].into()))].into();
         let r = build(&after, &obs, &envs, true);
         assert!(r.changed && r.restart.is_empty());
         assert_eq!(r.meta.containers[0].restart_count, 1);

@@ -61,7 +61,10 @@ fn env_value<'a>(c: &'a Container, name: &str) -> Option<&'a str> {
 }
 
 fn env_true(c: &Container, name: &str) -> bool {
-    c.env.iter().flatten().any(|e| e.name == name && e.value.as_deref().unwrap_or_default().eq_ignore_ascii_case("true"))
+    c.env
+        .iter()
+        .flatten()
+        .any(|e| e.name == name && e.value.as_deref().unwrap_or_default().eq_ignore_ascii_case("true"))
 }
 
 /// kruise `isNormalSidecar`.
@@ -577,7 +580,10 @@ mod tests {
     #[test]
     fn interesting_pods() {
         let p = pod(
-            vec![json!({"name": "main"}), json!({"name": "normal-sidecar1", "env": env(&[(TERMINATE_SIDECAR_ENV, "true")])})],
+            vec![
+                json!({"name": "main"}),
+                json!({"name": "normal-sidecar1", "env": env(&[(TERMINATE_SIDECAR_ENV, "true")])}),
+            ],
             vec![json!({"name": "main", "state": {"terminated": {"exitCode": 127}}}), running_s("normal-sidecar1")],
             "Never",
             "Running",
@@ -612,7 +618,12 @@ mod tests {
         assert!(is_interesting(&p));
         p.status.as_mut().unwrap().phase = Some("Pending".into());
         assert!(!is_interesting(&p), "Pending");
-        let p = pod(vec![main_c("main"), main_c("other")], vec![succeeded_s("main"), running_s("other")], "Never", "Running");
+        let p = pod(
+            vec![main_c("main"), main_c("other")],
+            vec![succeeded_s("main"), running_s("other")],
+            "Never",
+            "Running",
+        );
         assert!(!is_interesting(&p), "no sidecar");
     }
 

@@ -71,7 +71,13 @@ fn rv(p: &Pod) -> u64 {
 }
 
 /// Runs until `stop` fires. `env_gate`: `InPlaceUpdateEnvFromMetadata`.
-pub async fn run(client: kube::Client, runtime: Arc<CriRuntime>, node: String, env_gate: bool, stop: CancellationToken) {
+pub async fn run(
+    client: kube::Client,
+    runtime: Arc<CriRuntime>,
+    node: String,
+    env_gate: bool,
+    stop: CancellationToken,
+) {
     let api: Api<Pod> = Api::all(client.clone());
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
     let mut events = watcher::watcher(api, config).default_backoff().boxed();
@@ -191,17 +197,13 @@ impl Controller {
         let mut envs = BTreeMap::new();
         for id in needs_env(&pod, &observed, self.env_gate) {
             let bare = id.split_once("://").map_or(id.as_str(), |(_, b)| b);
-            let env = cri
-                .exec_sync(bare, vec!["env".into()], 3)
-                .await
-                .map_err(|e| e.to_string())
-                .and_then(|r| {
-                    if r.exit_code == 0 {
-                        Ok(parse_env(&String::from_utf8_lossy(&r.stdout)))
-                    } else {
-                        Err(format!("env exited with {}", r.exit_code))
-                    }
-                });
+            let env = cri.exec_sync(bare, vec!["env".into()], 3).await.map_err(|e| e.to_string()).and_then(|r| {
+                if r.exit_code == 0 {
+                    Ok(parse_env(&String::from_utf8_lossy(&r.stdout)))
+                } else {
+                    Err(format!("env exited with {}", r.exit_code))
+                }
+            });
             if let Err(e) = &env {
                 tracing::warn!(pod = ?k, container = %id, error = %e, "failed to read the container's env");
             }

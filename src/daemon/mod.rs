@@ -93,7 +93,13 @@ pub async fn run(args: DaemonArgs) -> Result<(), DaemonError> {
     let gates = &args.feature_gates;
     let meta = gates.enabled(crate::core::features::Gate::DaemonWatchingPod).then(|| {
         let env_gate = gates.enabled(crate::core::features::Gate::InPlaceUpdateEnvFromMetadata);
-        tokio::spawn(containermeta::run(client.clone(), Arc::clone(&runtime), args.node_name.clone(), env_gate, stop.clone()))
+        tokio::spawn(containermeta::run(
+            client.clone(),
+            Arc::clone(&runtime),
+            args.node_name.clone(),
+            env_gate,
+            stop.clone(),
+        ))
     });
     puller::run(client, runtime, settings, health, metrics, stop.clone()).await;
     stop.cancel();

@@ -91,7 +91,13 @@ pub fn after_stops(
 /// them) `terminated`, with the runtime's exit code and finish time; the pod `Succeeded` or
 /// `Failed` once every container is terminated, its Ready conditions False (`PodCompleted`).
 /// Applied after [`super::exits::apply`]; a pod nothing was stopped in is left as it is.
-pub fn report_stopped(pod: &Pod, rt: &PodRuntime, runtime: Option<&FakeRuntime>, status: &mut PodStatus, now: Timestamp) {
+pub fn report_stopped(
+    pod: &Pod,
+    rt: &PodRuntime,
+    runtime: Option<&FakeRuntime>,
+    status: &mut PodStatus,
+    now: Timestamp,
+) {
     let Some(runtime) = runtime else { return };
     let statuses = status.container_statuses.get_or_insert_with(Vec::new);
     let mut stopped = 0usize;
@@ -125,10 +131,8 @@ pub fn report_stopped(pod: &Pod, rt: &PodRuntime, runtime: Option<&FakeRuntime>,
     if stopped == 0 {
         return;
     }
-    let exits: Vec<Option<i32>> = statuses
-        .iter()
-        .map(|s| s.state.as_ref().and_then(|st| st.terminated.as_ref()).map(|t| t.exit_code))
-        .collect();
+    let exits: Vec<Option<i32>> =
+        statuses.iter().map(|s| s.state.as_ref().and_then(|st| st.terminated.as_ref()).map(|t| t.exit_code)).collect();
     let finished = !exits.is_empty() && exits.iter().all(Option::is_some);
     if finished {
         let failed = exits.iter().any(|c| *c != Some(0));
