@@ -82,8 +82,7 @@ pub fn parse_env(stdout: &str) -> BTreeMap<String, String> {
 }
 
 fn owned_by_kruise(pod: &Pod) -> bool {
-    let owners = pod.metadata.owner_references.iter().flatten();
-    let controller = owners.filter(|o| o.controller == Some(true)).next();
+    let controller = pod.metadata.owner_references.iter().flatten().find(|o| o.controller == Some(true));
     controller.is_some_and(|o| o.api_version.split_once('/').is_some_and(|(group, _)| group == "apps.kruise.io"))
 }
 
