@@ -8,7 +8,8 @@
 //! measured in the container); after the template's label changes, the daemons stop the
 //! containers through CRI, the kubelet restarts them with the new value, the daemons report the
 //! new hash and the rollout completes — same pod uids, restartCount + 1, the new label, the report's
-//! env hash equal to kruise's expected hash of the new pod.
+//! env hash equal to kruise's expected hash of the new pod; then the same for an Advanced
+//! StatefulSet (`podUpdatePolicy: InPlaceIfPossible`).
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
@@ -20,6 +21,7 @@ use std::time::Duration;
 use e2e_common::{Kruise, cluster, free_port, install, manager_kubeconfig, root};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise::apis::cloneset::CloneSet;
+use kruise::apis::statefulset::v1beta1::StatefulSet;
 use kruise::core::inplace::refresh::env_from_metadata_hash;
 use kruise::core::inplace::state::read_runtime_meta;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
@@ -188,6 +190,70 @@ async fn an_env_from_metadata_change_is_applied_in_place_by_the_daemons() {
         assert_eq!(label(p, "ver"), "v2");
         assert!(reported(p), "{name}: the daemon reports the new container with the new env hash");
     }
+    // The same for an Advanced StatefulSet (the shared pod-update machine).
+    let asts: Api<StatefulSet> = Api::namespaced(client.clone(), ns.name());
+    let set: StatefulSet = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet",
+        "metadata": {"name": "db"},
+        "spec": {
+            "replicas": 2,
+            "serviceName": "db",
+            "selector": {"matchLabels": {"app": "db"}},
+            "template": {
+                "metadata": {"labels": {"app": "db", "ver": "v1"}},
+                "spec": {
+                    "readinessGates": [{"conditionType": "InPlaceUpdateReady"}],
+                    "containers": [{"name": "main", "image": "nginx:1.25", "env": [
+                        {"name": "VER", "valueFrom": {"fieldRef": {"fieldPath": "metadata.labels['ver']"}}}]}]}
+            },
+            "podManagementPolicy": "Parallel",
+            "updateStrategy": {"type": "RollingUpdate", "rollingUpdate": {"podUpdatePolicy": "InPlaceIfPossible"}}
+        }
+    }))
+    .unwrap();
+    asts.create(&PostParams::default(), &set).await.unwrap();
+    let db = ListParams::default().labels("app=db");
+    let before: BTreeMap<String, (String, i32)> =
+        poll("2 StatefulSet pods reported by their daemons", Duration::from_secs(240), || {
+            let (pods, db) = (pods.clone(), db.clone());
+            async move {
+                let items = pods.list(&db).await.ok()?.items;
+                let ready = items.len() == 2 && items.iter().all(reported);
+                ready.then(|| {
+                    items
+                        .iter()
+                        .map(|p| {
+                            (
+                                p.metadata.name.clone().unwrap(),
+                                (p.metadata.uid.clone().unwrap(), status_of(p, "main").unwrap().1),
+                            )
+                        })
+                        .collect()
+                })
+            }
+        })
+        .await;
+    let first = asts.get("db").await.unwrap().status.unwrap().update_revision;
+    let patch = json!({"spec": {"template": {"metadata": {"labels": {"app": "db", "ver": "v2"}}}}});
+    asts.patch("db", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    poll("the StatefulSet rollout to complete", Duration::from_secs(300), || async {
+        let s = asts.get("db").await.ok()?.status?;
+        let done = s.update_revision != first
+            && s.updated_ready_replicas == 2
+            && s.ready_replicas == 2
+            && s.current_revision == s.update_revision;
+        done.then_some(())
+    })
+    .await;
+    for p in &pods.list(&db).await.unwrap().items {
+        let name = p.metadata.name.clone().unwrap();
+        let (uid, restarts) = before.get(&name).unwrap_or_else(|| panic!("{name} is not one of the original pods"));
+        assert_eq!(p.metadata.uid.as_ref(), Some(uid), "{name} updated in place");
+        assert_eq!(status_of(p, "main").unwrap().1, restarts + 1, "{name} restarted once");
+        assert_eq!(label(p, "ver"), "v2");
+        assert!(reported(p), "{name}: the daemon reports the new container with the new env hash");
+    }
+
     // No pod was recreated on the way: the RecreateForEnvFromMetadata event is absent.
     let events: Api<k8s_openapi::api::core::v1::Event> = Api::namespaced(client.clone(), ns.name());
     let recreated = events.list(&ListParams::default()).await.unwrap().items;
