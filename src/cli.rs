@@ -333,6 +333,10 @@ pub struct DaemonArgs {
     /// Where the plugins' executables are (kruise-daemon's flag and default).
     #[arg(long, default_value = "/kruise/plugins")]
     pub plugin_bin_dir: PathBuf,
+    /// Feature gates, as for `serve` (kruise-daemon reads `DaemonWatchingPod` and
+    /// `InPlaceUpdateEnvFromMetadata`).
+    #[arg(long, env = "KRUISE_FEATURE_GATES", default_value = "", value_parser = parse_gates)]
+    pub feature_gates: FeatureGates,
 }
 
 /// `kruise certs`.

@@ -4,7 +4,8 @@
 //! ImageService (PullImage, ImageStatus, ListImages, RemoveImage, ImageFsInfo) and of the
 //! RuntimeService Version, and ListContainers, StopContainer and ExecSync over the containers the
 //! test kubelet registers ([`FakeRuntime::set_pod_containers`]; a stop runs the
-//! [`FakeRuntime::on_stop`] hooks, so the kubelet restarts the container — issue 30); every other
+//! [`FakeRuntime::on_stop`] hooks, so the kubelet restarts the container — issue 30; `ExecSync` of
+//! `env` prints the environment the kubelet registered, [`FakeRuntime::set_container_env`]); every other
 //! RuntimeService method answers Unimplemented, as the generated default stubs do. Failure messages are containerd 1.6's wording, so the
 //! classification in `error` is exercised the same way as against containerd.
 //!
@@ -101,6 +102,12 @@ struct State {
     stop_hooks: Vec<StopHook>,
     /// Scripted ExecSync answers by command: exit code and stdout (default: exit 0, no output).
     exec_answers: BTreeMap<Vec<String>, (i32, String)>,
+    /// Exit code and finish time (ns since the epoch) of each container `StopContainer` stopped.
+    exits: BTreeMap<String, (i32, i64)>,
+    /// The exit code a container of this name stops with (default 0: it handles SIGTERM).
+    stop_exit_codes: HashMap<String, i32>,
+    /// The environment each container started with (what `env` prints in it), by id.
+    envs: BTreeMap<String, Vec<(String, String)>>,
 }
 
 /// An in-process CRI image+runtime service on a unix socket, scriptable per image. Clones share
@@ -325,6 +332,25 @@ impl FakeRuntime {
         self.lock().stopped.contains(id.trim_start_matches("containerd://"))
     }
 
+    /// The exit code and finish time (ns since the epoch) of a container `StopContainer`
+    /// stopped (`(0, 0)` for one marked stopped by a test).
+    pub fn stop_exit(&self, id: &str) -> Option<(i32, i64)> {
+        let id = id.trim_start_matches("containerd://");
+        let state = self.lock();
+        state.exits.get(id).copied().or_else(|| state.stopped.contains(id).then_some((0, 0)))
+    }
+
+    /// The environment container `id` started with (`ExecSync` of `env` prints it); only the
+    /// first call for an id counts, as a running container's environment never changes.
+    pub fn set_container_env(&self, id: &str, env: Vec<(String, String)>) {
+        self.lock().envs.entry(id.trim_start_matches("containerd://").to_string()).or_insert(env);
+    }
+
+    /// Containers named `name` exit with `code` when stopped from now on (default 0).
+    pub fn set_stop_exit_code(&self, name: &str, code: i32) {
+        self.lock().stop_exit_codes.insert(name.to_string(), code);
+    }
+
     /// Marks a container stopped as `StopContainer` would, without the hooks (tests).
     pub fn mark_stopped_for_test(&self, id: &str) {
         self.lock().stopped.insert(id.to_string());
@@ -504,6 +530,11 @@ impl RuntimeService for FakeRuntime {
                 )));
             };
             state.stopped.insert(id.clone());
+            let code = state.stop_exit_codes.get(&c.name).copied().unwrap_or(0);
+            let at = std::time::SystemTime::now()
+                .duration_since(std::time::UNIX_EPOCH)
+                .map_or(0, |d| i64::try_from(d.as_nanos()).unwrap_or(i64::MAX));
+            state.exits.entry(id.clone()).or_insert((code, at));
             let stopped = StoppedContainer { id, namespace: ns, pod, pod_uid: uid, name: c.name };
             (stopped, state.stop_hooks.clone())
         };
@@ -520,7 +551,14 @@ impl RuntimeService for FakeRuntime {
         if !state.containers.contains_key(&r.container_id) || state.stopped.contains(&r.container_id) {
             return Err(Status::not_found(format!("container {} is not running", r.container_id)));
         }
-        let (exit_code, stdout) = state.exec_answers.get(&r.cmd).cloned().unwrap_or_default();
+        let (exit_code, stdout) = match state.exec_answers.get(&r.cmd).cloned() {
+            Some(answer) => answer,
+            None if r.cmd == ["env"] => {
+                let env = state.envs.get(&r.container_id).cloned().unwrap_or_default();
+                (0, env.iter().map(|(k, v)| format!("{k}={v}\n")).collect::<String>())
+            }
+            None => (0, String::new()),
+        };
         state.execs.push((r.container_id, r.cmd));
         Ok(Response::new(v1::ExecSyncResponse { stdout: stdout.into_bytes(), stderr: Vec::new(), exit_code }))
     }

@@ -9,7 +9,7 @@
 //! StatefulSet, spec §6), [`sidecarset`] (spec §4.12), [`podreadiness`] (kruise's
 //! `podreadiness` controller), [`failopen`] (pods admitted without their sidecars),
 //! [`nodeimage`], [`imagepulljob`] and [`imagelistpulljob`] (image pre-download, issue 29);
-//! [`broadcastjob`] (issue 33);
+//! [`broadcastjob`] (issue 33); [`sidecarterminator`] (issue 30 item 3);
 //! [`predownload`] is the image pre-download the CloneSet and StatefulSet rounds share (spec §7).
 //! [`Leader`] starts them all on one set of informers while this replica leads.
 
@@ -37,6 +37,7 @@ pub mod predownload;
 pub mod queue;
 pub mod runner;
 pub mod sidecarset;
+pub mod sidecarterminator;
 pub mod statefulset;
 
 use std::sync::Arc;
@@ -271,6 +272,9 @@ impl Leader {
                 &self.metrics,
                 token,
             ));
+        }
+        if self.settings.gates.enabled(crate::core::features::Gate::SidecarTerminator) {
+            tasks.push(sidecarterminator::start(&informers, &self.client, &self.settings, &self.metrics, token));
         }
         tasks.extend(advancedcronjob::start(&self.client, &self.settings, &self.metrics, token));
         // PodProbeMarker and NodePodProbe (issue 30 item 4), with their gate (it needs KruiseDaemon).

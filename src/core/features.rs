@@ -170,6 +170,10 @@ pub enum Gate {
     InPlacePodVerticalScaling,
     /// PodProbeMarkers are served and probed by kruise-daemon.
     PodProbeMarkerGate,
+    /// Job pods' sidecars are stopped once their main containers finished.
+    SidecarTerminator,
+    /// kruise-daemon watches its node's pods (container meta, env-from-metadata restarts).
+    DaemonWatchingPod,
 }
 
 impl Gate {
@@ -203,6 +207,8 @@ impl Gate {
             Gate::PodUnavailableBudgetUpdateGate => "PodUnavailableBudgetUpdateGate",
             Gate::InPlacePodVerticalScaling => "InPlacePodVerticalScaling",
             Gate::PodProbeMarkerGate => "PodProbeMarkerGate",
+            Gate::SidecarTerminator => "SidecarTerminator",
+            Gate::DaemonWatchingPod => "DaemonWatchingPod",
         }
     }
 }

@@ -34,6 +34,10 @@
 //!   spread into them under `parallelism`, ImageListPullJobs (issue 29, spec §7.4).
 //! - [`broadcastjob`]: one BroadcastJob round: a pod to completion on every fitting node (issue 33).
 //! - [`leader`]: leader election on a Lease, as client-go decides it (§8.5).
+//! - [`sidecarterminator`]: what stops a job pod's sidecars once its main containers finished
+//!   (issue 30 item 3).
+//! - [`containermeta`]: what kruise-daemon reports as a pod's runtime container meta and which
+//!   containers it restarts for env read from metadata (issue 30 item 2).
 //! - [`imagepuller`]: `kruise daemon`'s pulls: workers per tag, retries, credentials, status writes.
 
 pub mod advancedcronjob;
@@ -41,6 +45,7 @@ pub mod broadcastjob;
 pub mod budget;
 pub mod cert_margin;
 pub mod certs;
+pub mod containermeta;
 pub mod conversion;
 pub mod crr;
 pub mod defaults;
@@ -61,4 +66,5 @@ pub mod predownload;
 pub mod revision;
 pub mod rollout;
 pub mod sidecar;
+pub mod sidecarterminator;
 pub mod validation;

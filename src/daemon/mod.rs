@@ -11,6 +11,8 @@
 //!   without one; [`cri`]: that trait over the node's CRI socket, with runtime discovery; [`secrets`]: the pull secrets, read with a short cache;
 //! - [`crr`]: the ContainerRecreateRequests of this node, executed through the same CRI (issue 30);
 //! - [`podprobe`]: the PodProbeMarker probes of this node's NodePodProbe, results in its status (issue 30);
+//! - [`containermeta`]: this node's pods' runtime container meta, and the restarts of containers
+//!   whose env from metadata changed (gate `DaemonWatchingPod`, issue 30 item 2);
 //! - [`admin`]: `/healthz`, `/readyz` (names the runtime, or every endpoint tried), `/metrics`.
 //!
 //! A node where no runtime answers keeps its daemon running with pulls disabled (each tag
@@ -18,6 +20,7 @@
 
 pub mod admin;
 pub mod credential_provider;
+pub mod containermeta;
 pub mod cri;
 pub mod crr;
 pub mod podprobe;
@@ -95,10 +98,24 @@ pub async fn run(args: DaemonArgs) -> Result<(), DaemonError> {
     let recreate = tokio::spawn(crr::run(client.clone(), Arc::clone(&runtime), args.node_name.clone(), stop.clone()));
     let prober =
         tokio::spawn(podprobe::run(client.clone(), Arc::clone(&runtime), args.node_name.clone(), stop.clone()));
+    let gates = &args.feature_gates;
+    let meta = gates.enabled(crate::core::features::Gate::DaemonWatchingPod).then(|| {
+        let env_gate = gates.enabled(crate::core::features::Gate::InPlaceUpdateEnvFromMetadata);
+        tokio::spawn(containermeta::run(
+            client.clone(),
+            Arc::clone(&runtime),
+            args.node_name.clone(),
+            env_gate,
+            stop.clone(),
+        ))
+    });
     puller::run(client, runtime, settings, health, metrics, stop.clone()).await;
     stop.cancel();
     let _ = recreate.await;
     let _ = prober.await;
+    if let Some(meta) = meta {
+        let _ = meta.await;
+    }
     rediscover.abort();
     stop.cancel();
     let _ = admin.await;

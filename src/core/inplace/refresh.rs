@@ -88,6 +88,11 @@ pub fn env_from_metadata_hash(c: &Container, pod: &Pod) -> u64 {
         };
         envs.push(EnvVar { name: e.name.clone(), value: Some(value.cloned().unwrap_or_default()), value_from: None });
     }
+    hash_envs(envs)
+}
+
+/// kruise's `hashEnvs`: the env vars sorted by name (stable), Go's JSON of the list, hashed.
+pub fn hash_envs(mut envs: Vec<EnvVar>) -> u64 {
     envs.sort_by(|a, b| a.name.cmp(&b.name));
     let json = if envs.is_empty() {
         "null".to_string()

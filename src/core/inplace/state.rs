@@ -224,6 +224,9 @@ pub struct RuntimeContainerMeta {
     /// Runtime container id.
     #[serde(default, rename = "containerID")]
     pub container_id: String,
+    /// The kubelet's restart count when the daemon first saw the container.
+    #[serde(default)]
+    pub restart_count: i32,
     /// Hashes of what the container was started from.
     #[serde(default)]
     pub hashes: RuntimeContainerHashes,

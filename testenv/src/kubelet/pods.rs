@@ -351,6 +351,7 @@ impl Driver {
         let (mut status, wake) = runtime::render(&pod, &next, &rs, now);
         let wake =
             super::exits::apply(&pod, &next, &mut status, now).map_or(wake, |w| Some(wake.map_or(w, |x| x.min(w))));
+        super::restart::report_stopped(&pod, &next, node_runtime.as_ref(), &mut status, now);
         self.runtimes.insert(uid.clone(), next);
         if let Some(w) = wake {
             self.at(&k, now, w);
