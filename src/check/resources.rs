@@ -50,6 +50,7 @@ pub const KINDS: &[KindInfo] = &[
         resource: "customresourcedefinitions",
         namespaced: false,
     },
+    KindInfo { group: "apps.kruise.io", kind: "UnitedDeployment", resource: "uniteddeployments", namespaced: true },
 ];
 
 /// Splits `apiVersion` into (group, version).

@@ -34,6 +34,7 @@
 //!   spread into them under `parallelism`, ImageListPullJobs (issue 29, spec §7.4).
 //! - [`broadcastjob`]: one BroadcastJob round: a pod to completion on every fitting node (issue 33).
 //! - [`leader`]: leader election on a Lease, as client-go decides it (§8.5).
+//! - [`uniteddeployment`]: how a UnitedDeployment divides its replicas over its subsets (issue 34).
 //! - [`imagepuller`]: `kruise daemon`'s pulls: workers per tag, retries, credentials, status writes.
 
 pub mod advancedcronjob;
@@ -61,3 +62,4 @@ pub mod revision;
 pub mod rollout;
 pub mod sidecar;
 pub mod validation;
+pub mod uniteddeployment;

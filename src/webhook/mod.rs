@@ -32,6 +32,8 @@ pub mod validate_pod;
 pub mod validate_pub;
 pub mod validate_sidecarset;
 pub mod validate_statefulset;
+pub mod mutate_uniteddeployment;
+pub mod validate_uniteddeployment;
 
 use std::sync::Arc;
 
@@ -180,6 +182,8 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::MutateAdvancedCronJob => Some(mutate_advancedcronjob::mutate(ctx, review)),
         Handler::ValidateAdvancedCronJob => Some(validate_advancedcronjob::validate(ctx, review)),
         Handler::MutateContainerRecreateRequest => Some(mutate_containerrecreaterequest::mutate(ctx, review)),
+        Handler::MutateUnitedDeployment => Some(mutate_uniteddeployment::mutate(ctx, review)),
+        Handler::ValidateUnitedDeployment => Some(validate_uniteddeployment::validate(ctx, review)),
         Handler::Missing => None,
     }
 }

@@ -62,6 +62,10 @@ pub enum Handler {
     /// ContainerRecreateRequest defaults and checks (kruise
     /// `pkg/webhook/containerrecreaterequest/mutating`).
     MutateContainerRecreateRequest,
+    /// UnitedDeployment defaults (kruise `pkg/webhook/uniteddeployment/mutating`).
+    MutateUnitedDeployment,
+    /// UnitedDeployment validation (kruise `pkg/webhook/uniteddeployment/validating`).
+    ValidateUnitedDeployment,
     /// Not implemented yet: the path answers 404.
     Missing,
 }
@@ -571,6 +575,36 @@ pub const WEBHOOKS: &[Webhook] = &[
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
         handler: Handler::ValidateCustomResourceDefinition,
+    },
+    Webhook {
+        name: "muniteddeployment.kb.io",
+        kind: Kind::Mutating,
+        path: "/mutate-apps-kruise-io-uniteddeployment",
+        legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-uniteddeployment"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1"],
+            resources: &["uniteddeployments"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::MutateUnitedDeployment,
+    },
+    Webhook {
+        name: "vuniteddeployment.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-apps-kruise-io-uniteddeployment",
+        legacy_path: Some("/validate-apps-kruise-io-v1alpha1-uniteddeployment"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1"],
+            resources: &["uniteddeployments"],
+            operations: CREATE_UPDATE_DELETE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::ValidateUnitedDeployment,
     },
 ];
 

@@ -1,0 +1,6 @@
+//! UnitedDeployment decisions (issue 34, kruise `pkg/controller/uniteddeployment`):
+//! [`allocation`] divides the replicas over the subsets as kruise's allocators do; [`subsets`]
+//! plans a round over the subset CloneSets (create, update, delete, status).
+
+pub mod allocation;
+pub mod subsets;
