@@ -37,6 +37,7 @@ pub mod queue;
 pub mod runner;
 pub mod sidecarset;
 pub mod statefulset;
+pub mod uniteddeployment;
 
 use std::sync::Arc;
 
@@ -272,6 +273,7 @@ impl Leader {
             ));
         }
         tasks.extend(advancedcronjob::start(&self.client, &self.settings, &self.metrics, token));
+        tasks.extend(uniteddeployment::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.extend(informers.start(&self.client, ns, &self.metrics, token));
         tasks
     }
