@@ -188,9 +188,12 @@ async fn subset_placement_is_immutable() {
     );
 }
 
+/// Deletion protection (gate ResourcesDeletionProtection): `Cascading` refuses while replicas
+/// are left; with the gate off (the default) nothing is refused.
 #[tokio::test]
 async fn deletion_protection() {
-    let app = app();
+    let gates = FeatureGates::default().with(kruise::core::features::Gate::ResourcesDeletionProtection, true);
+    let app = App::with(gates, Arc::new(EmptyView));
     let mut protected = ud(clone_set_spec());
     protected["metadata"]["labels"] = json!({"policy.kruise.io/delete-protection": "Cascading"});
     let delete = ReviewRequest::new(Operation::Delete, "apps.kruise.io", "v1alpha1", "UnitedDeployment", "uniteddeployments")
@@ -200,6 +203,11 @@ async fn deletion_protection() {
     let r = app.send(VALIDATE[0], &delete).await;
     assert_eq!(r["allowed"], false, "{r}");
     assert_eq!(r["status"]["code"], 403, "{r}");
+    assert_eq!(
+        r["status"]["message"],
+        "forbidden by ResourcesProtectionDeletion for policy.kruise.io/delete-protection=Cascading and replicas 6>0"
+    );
+    assert_eq!(self::app().send(VALIDATE[0], &delete).await["allowed"], true, "gate off");
     let mut empty = protected;
     empty["spec"]["replicas"] = json!(0);
     let delete = ReviewRequest::new(Operation::Delete, "apps.kruise.io", "v1alpha1", "UnitedDeployment", "uniteddeployments")
