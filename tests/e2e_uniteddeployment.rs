@@ -111,8 +111,14 @@ async fn a_united_deployment_spreads_over_two_zones_and_rolls_out() {
     // Two zones over the simulated nodes, under a label key of this test's own.
     let zone_key = format!("e2e.kruise.io/{}", ns.name());
     let nodes_api: Api<Node> = Api::all(client.clone());
-    let mut nodes: Vec<String> =
-        nodes_api.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|n| n.metadata.name).collect();
+    let mut nodes: Vec<String> = nodes_api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
     nodes.sort();
     assert!(nodes.len() >= 2, "{nodes:?}");
     let mut zones = BTreeMap::new();
@@ -156,9 +162,16 @@ async fn a_united_deployment_spreads_over_two_zones_and_rolls_out() {
     assert_eq!(sets.len(), 2, "one CloneSet per subset");
     for set in &sets {
         let subset = set.metadata.labels.as_ref().unwrap()[SUBSET_LABEL].clone();
-        assert!(set.metadata.name.as_deref().unwrap().starts_with(&format!("web-{subset}-")), "{:?}", set.metadata.name);
+        assert!(
+            set.metadata.name.as_deref().unwrap().starts_with(&format!("web-{subset}-")),
+            "{:?}",
+            set.metadata.name
+        );
         let owner = &set.metadata.owner_references.as_ref().unwrap()[0];
-        assert_eq!((owner.kind.as_str(), owner.uid.as_str(), owner.controller), ("UnitedDeployment", uid.as_str(), Some(true)));
+        assert_eq!(
+            (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+            ("UnitedDeployment", uid.as_str(), Some(true))
+        );
         assert_eq!(set.spec.replicas, Some(if subset == "zone-a" { 4 } else { 2 }));
     }
     let status = eventually("the status to count 6 ready", Duration::from_secs(120), || async {

@@ -20,7 +20,8 @@ use kruise::webhook::request::ReviewRequest;
 use kube::core::admission::Operation;
 use serde_json::{Value, json};
 
-const MUTATE: [&str; 2] = ["/mutate-apps-kruise-io-uniteddeployment", "/mutate-apps-kruise-io-v1alpha1-uniteddeployment"];
+const MUTATE: [&str; 2] =
+    ["/mutate-apps-kruise-io-uniteddeployment", "/mutate-apps-kruise-io-v1alpha1-uniteddeployment"];
 const VALIDATE: [&str; 2] =
     ["/validate-apps-kruise-io-uniteddeployment", "/validate-apps-kruise-io-v1alpha1-uniteddeployment"];
 
@@ -123,7 +124,8 @@ async fn statefulset_template_defaults_only_when_the_template_changed() {
     let r = app.send(MUTATE[0], &review("v1alpha1", Operation::Update, &new).old_object(old.clone())).await;
     let out = apply(&new, response_patch(&r).as_ref());
     assert!(out.pointer("/spec/template/statefulSetTemplate/spec/template/spec/dnsPolicy").is_none(), "{out}");
-    new["spec"]["template"]["statefulSetTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"] = json!("redis:7");
+    new["spec"]["template"]["statefulSetTemplate"]["spec"]["template"]["spec"]["containers"][0]["image"] =
+        json!("redis:7");
     let r = app.send(MUTATE[0], &review("v1alpha1", Operation::Update, &new).old_object(old)).await;
     let out = apply(&new, response_patch(&r).as_ref());
     assert_eq!(out["spec"]["template"]["statefulSetTemplate"]["spec"]["template"]["spec"]["dnsPolicy"], "ClusterFirst");
@@ -196,10 +198,11 @@ async fn deletion_protection() {
     let app = App::with(gates, Arc::new(EmptyView));
     let mut protected = ud(clone_set_spec());
     protected["metadata"]["labels"] = json!({"policy.kruise.io/delete-protection": "Cascading"});
-    let delete = ReviewRequest::new(Operation::Delete, "apps.kruise.io", "v1alpha1", "UnitedDeployment", "uniteddeployments")
-        .name("web")
-        .namespace("ns")
-        .old_object(protected.clone());
+    let delete =
+        ReviewRequest::new(Operation::Delete, "apps.kruise.io", "v1alpha1", "UnitedDeployment", "uniteddeployments")
+            .name("web")
+            .namespace("ns")
+            .old_object(protected.clone());
     let r = app.send(VALIDATE[0], &delete).await;
     assert_eq!(r["allowed"], false, "{r}");
     assert_eq!(r["status"]["code"], 403, "{r}");
@@ -210,10 +213,11 @@ async fn deletion_protection() {
     assert_eq!(self::app().send(VALIDATE[0], &delete).await["allowed"], true, "gate off");
     let mut empty = protected;
     empty["spec"]["replicas"] = json!(0);
-    let delete = ReviewRequest::new(Operation::Delete, "apps.kruise.io", "v1alpha1", "UnitedDeployment", "uniteddeployments")
-        .name("web")
-        .namespace("ns")
-        .old_object(empty);
+    let delete =
+        ReviewRequest::new(Operation::Delete, "apps.kruise.io", "v1alpha1", "UnitedDeployment", "uniteddeployments")
+            .name("web")
+            .namespace("ns")
+            .old_object(empty);
     let r = app.send(VALIDATE[0], &delete).await;
     assert_eq!(r["allowed"], true, "{r}");
 }

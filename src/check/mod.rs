@@ -668,7 +668,9 @@ mod tests {
         assert_eq!(out[1].status, Status::Denied);
         assert_eq!(out[1].code, 422);
         assert!(
-            out[1].message.contains("sum of indicated subset replicas 7 should not be greater than UnitedDeployment replicas 6"),
+            out[1]
+                .message
+                .contains("sum of indicated subset replicas 7 should not be greater than UnitedDeployment replicas 6"),
             "{}",
             out[1].message
         );

@@ -136,7 +136,11 @@ fn ptr(tokens: &[&str]) -> PointerBuf {
 }
 
 /// Writes `status` pinned to the resourceVersion of `ud` (a conflict retries the round).
-async fn write_status(ctx: &Context, ud: &UnitedDeployment, status: &UnitedDeploymentStatus) -> Result<(), ReconcileError> {
+async fn write_status(
+    ctx: &Context,
+    ud: &UnitedDeployment,
+    status: &UnitedDeploymentStatus,
+) -> Result<(), ReconcileError> {
     let ns = ud.metadata.namespace.clone().unwrap_or_default();
     let name = ud.metadata.name.clone().unwrap_or_default();
     ctx.count("patchStatus");
@@ -145,7 +149,10 @@ async fn write_status(ctx: &Context, ud: &UnitedDeployment, status: &UnitedDeplo
             path: ptr(&["metadata", "resourceVersion"]),
             value: Value::from(ud.metadata.resource_version.clone().unwrap_or_default()),
         }),
-        PatchOperation::Add(AddOperation { path: ptr(&["status"]), value: serde_json::to_value(status).unwrap_or(Value::Null) }),
+        PatchOperation::Add(AddOperation {
+            path: ptr(&["status"]),
+            value: serde_json::to_value(status).unwrap_or(Value::Null),
+        }),
     ]);
     let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
     Api::<UnitedDeployment>::namespaced(ctx.client.clone(), &ns)
@@ -157,7 +164,10 @@ async fn write_status(ctx: &Context, ud: &UnitedDeployment, status: &UnitedDeplo
 
 /// kruise `constructUnitedDeploymentRevisions`: the update revision's name, the current
 /// revision's, and the collision count.
-async fn settle_revision(ctx: &Context, ud: &UnitedDeployment) -> Result<(String, String, Option<i32>), ReconcileError> {
+async fn settle_revision(
+    ctx: &Context,
+    ud: &UnitedDeployment,
+) -> Result<(String, String, Option<i32>), ReconcileError> {
     let ns = ud.metadata.namespace.clone().unwrap_or_default();
     let name = ud.metadata.name.clone().unwrap_or_default();
     let uid = ud.metadata.uid.clone().unwrap_or_default();
@@ -175,7 +185,13 @@ async fn settle_revision(ctx: &Context, ud: &UnitedDeployment) -> Result<(String
     let parent = Parent { name: &name, namespace: Some(&ns), owner: owner_reference(ud) };
     let data = revision_data(ud);
     let next = history::next_revision(&revisions);
-    let new = history::new_controller_revision(&parent, &revision_labels(ud), data.clone(), next, Some(collision.unwrap_or(0)));
+    let new = history::new_controller_revision(
+        &parent,
+        &revision_labels(ud),
+        data.clone(),
+        next,
+        Some(collision.unwrap_or(0)),
+    );
     let equal = history::find_equal_revisions(&revisions, &new.revision);
     let update = match (equal.last(), revisions.len()) {
         (Some(&i), n) if i + 1 == n => revisions[i].metadata.name.clone().unwrap_or_default(),
@@ -262,7 +278,9 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     });
     let shown: BTreeSet<String> = sets
         .iter()
-        .filter_map(|c| c.metadata.labels.as_ref()?.get(crate::core::uniteddeployment::subsets::SUBSET_NAME_LABEL).cloned())
+        .filter_map(|c| {
+            c.metadata.labels.as_ref()?.get(crate::core::uniteddeployment::subsets::SUBSET_NAME_LABEL).cloned()
+        })
         .collect();
     if !ctx.expectations_met(key, &shown) {
         return Ok(Some(super::act::EXPECTATION_RECHECK));

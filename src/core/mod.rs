@@ -61,5 +61,5 @@ pub mod predownload;
 pub mod revision;
 pub mod rollout;
 pub mod sidecar;
-pub mod validation;
 pub mod uniteddeployment;
+pub mod validation;

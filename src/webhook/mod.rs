@@ -17,6 +17,7 @@ pub mod mutate_nodeimage;
 pub mod mutate_pod;
 pub mod mutate_sidecarset;
 pub mod mutate_statefulset;
+pub mod mutate_uniteddeployment;
 pub mod paths;
 pub mod request;
 pub mod review;
@@ -32,7 +33,6 @@ pub mod validate_pod;
 pub mod validate_pub;
 pub mod validate_sidecarset;
 pub mod validate_statefulset;
-pub mod mutate_uniteddeployment;
 pub mod validate_uniteddeployment;
 
 use std::sync::Arc;

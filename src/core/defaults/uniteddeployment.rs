@@ -103,7 +103,8 @@ mod tests {
         default_uniteddeployment(&mut s, true, &FeatureGates::default()).unwrap();
         assert_eq!(s.topology.subsets[0].min_replicas, Some(IntOrString::Int(0)));
         assert_eq!(s.topology.subsets[1].min_replicas, Some(IntOrString::Int(0)));
-        let mut s = spec(json!({"topology": {"subsets": [{"name": "a", "maxReplicas": 2}, {"name": "b", "replicas": 1}]}}));
+        let mut s =
+            spec(json!({"topology": {"subsets": [{"name": "a", "maxReplicas": 2}, {"name": "b", "replicas": 1}]}}));
         default_uniteddeployment(&mut s, true, &FeatureGates::default()).unwrap();
         assert_eq!(s.topology.subsets[1].min_replicas, None);
     }

@@ -100,7 +100,10 @@ fn go_parse_int32(s: &str) -> Result<i64, String> {
 
 /// kruise `NewReplicaAllocator(ud).Alloc(existing)`: the next replicas of every subset of `spec`,
 /// by name. `existing` holds the subset workloads found, by subset name.
-pub fn allocate(spec: &UnitedDeploymentSpec, existing: &BTreeMap<String, SubsetState>) -> Result<BTreeMap<String, i32>, String> {
+pub fn allocate(
+    spec: &UnitedDeploymentSpec,
+    existing: &BTreeMap<String, SubsetState>,
+) -> Result<BTreeMap<String, i32>, String> {
     let strategy = &spec.topology.schedule_strategy;
     let subsets = &spec.topology.subsets;
     if should_reserve_unschedulable_pods(strategy) {
@@ -139,7 +142,10 @@ pub fn sort_infos(infos: &mut [SubsetInfo]) {
 }
 
 /// kruise `specificAllocator.Alloc`.
-fn specific_alloc(spec: &UnitedDeploymentSpec, existing: &BTreeMap<String, SubsetState>) -> Result<BTreeMap<String, i32>, String> {
+fn specific_alloc(
+    spec: &UnitedDeploymentSpec,
+    existing: &BTreeMap<String, SubsetState>,
+) -> Result<BTreeMap<String, i32>, String> {
     let mut infos: Vec<SubsetInfo> = spec
         .topology
         .subsets
@@ -167,7 +173,11 @@ pub fn specified_subset_replicas(expected: i32, subsets: &[Subset]) -> BTreeMap<
 
 /// kruise `specificAllocator.AllocateReplicas` on sorted `infos`: validates the fixed numbers,
 /// then `normalAllocate`. On error `infos` is left as it was.
-pub fn allocate_replicas(infos: &mut [SubsetInfo], replicas: i32, specified: &BTreeMap<String, i32>) -> Result<(), String> {
+pub fn allocate_replicas(
+    infos: &mut [SubsetInfo],
+    replicas: i32,
+    specified: &BTreeMap<String, i32>,
+) -> Result<(), String> {
     validate_replicas(infos, replicas, specified)?;
     normal_allocate(infos, replicas, specified);
     Ok(())

@@ -80,6 +80,9 @@ mod tests {
         assert!(revision_labels(&ud).is_empty());
         // Keys sorted, as Go re-encodes a map.
         let text = revision_data(&ud);
-        assert!(text.starts_with(r#"{"spec":{"template":{"$patch":"replace","cloneSetTemplate":{"metadata":"#), "{text}");
+        assert!(
+            text.starts_with(r#"{"spec":{"template":{"$patch":"replace","cloneSetTemplate":{"metadata":"#),
+            "{text}"
+        );
     }
 }

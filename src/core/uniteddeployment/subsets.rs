@@ -146,7 +146,8 @@ pub fn desired_cloneset(
     set.spec.selector = Some(subset_selector);
     set.spec.replicas = Some(replicas);
     set.spec.update_strategy.partition = Some(IntOrString::Int(partition));
-    let pod_labels = set.spec.template.metadata.get_or_insert_with(Default::default).labels.get_or_insert_with(Default::default);
+    let pod_labels =
+        set.spec.template.metadata.get_or_insert_with(Default::default).labels.get_or_insert_with(Default::default);
     pod_labels.insert(SUBSET_NAME_LABEL.into(), subset.into());
     pod_labels.insert(REVISION_LABEL.into(), revision.into());
     let pod_spec = set.spec.template.spec.get_or_insert_with(Default::default);
@@ -242,7 +243,8 @@ impl Existing {
         match &self.set.spec.update_strategy.partition {
             Some(IntOrString::Int(p)) => *p,
             Some(p @ IntOrString::String(_)) => {
-                crate::compat::intstr::k8s_value_from_int_or_percent(Some(p), i64::from(replicas), true).unwrap_or(0) as i32
+                crate::compat::intstr::k8s_value_from_int_or_percent(Some(p), i64::from(replicas), true).unwrap_or(0)
+                    as i32
             }
             None => 0,
         }
@@ -447,7 +449,8 @@ fn status(
     if revision != s.current_revision && s.updated_ready_replicas >= s.replicas {
         s.current_revision = revision.into();
     }
-    s.label_selector = Selector::from_validated(ud.spec.selector.as_ref()).map(|sel| sel.to_string()).unwrap_or_default();
+    s.label_selector =
+        Selector::from_validated(ud.spec.selector.as_ref()).map(|sel| sel.to_string()).unwrap_or_default();
     s.observed_generation = ud.metadata.generation.unwrap_or(0);
     s
 }

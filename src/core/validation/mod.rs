@@ -24,8 +24,8 @@ pub mod podunavailablebudget;
 pub mod protection;
 pub mod statefulset;
 pub mod template_update;
-pub mod update_order;
 pub mod uniteddeployment;
+pub mod update_order;
 
 /// A value as JSON for a field error (`null` if it cannot be serialised).
 pub(crate) fn json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Value {

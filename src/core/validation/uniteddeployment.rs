@@ -24,8 +24,8 @@ use super::json;
 use super::meta::{validate_object_meta, validate_object_meta_update};
 use super::template_update::normalized_template;
 use crate::apis::uniteddeployment::{
-    AdvancedStatefulSetTemplateSpec, DeploymentTemplateSpec, StatefulSetTemplateSpec, Subset, SubsetTemplate,
-    Topology, UnitedDeployment, UnitedDeploymentSpec,
+    AdvancedStatefulSetTemplateSpec, DeploymentTemplateSpec, StatefulSetTemplateSpec, Subset, SubsetTemplate, Topology,
+    UnitedDeployment, UnitedDeploymentSpec,
 };
 use crate::compat::field::{FieldError, child, index};
 use crate::compat::intstr::validate_nonnegative;
@@ -34,7 +34,9 @@ use crate::compat::normalize::semantic_eq;
 use crate::compat::podspec::{validate_pod_template_spec, validate_template_metadata};
 use crate::compat::selector::{Selector, is_empty, validate_label_selector};
 use crate::core::features::FeatureGates;
-use crate::core::uniteddeployment::allocation::{is_adaptive, parse_subset_replicas, should_reserve_unschedulable_pods};
+use crate::core::uniteddeployment::allocation::{
+    is_adaptive, parse_subset_replicas, should_reserve_unschedulable_pods,
+};
 
 const ROLLING_UPDATE: &str = "RollingUpdate";
 const ONE_OF: &str = "statefulSetTemplate, advancedStatefulSetTemplate, cloneSetTemplate, or deploymentTemplate";
@@ -104,12 +106,20 @@ pub fn validate_spec(spec: &UnitedDeploymentSpec, gates: &FeatureGates) -> Vec<F
             errs.push(FieldError::required(&name_path, ""));
         }
         if names.contains(subset.name.as_str()) {
-            errs.push(FieldError::invalid(&name_path, subset.name.as_str(), format!("duplicated subset name {}", subset.name)));
+            errs.push(FieldError::invalid(
+                &name_path,
+                subset.name.as_str(),
+                format!("duplicated subset name {}", subset.name),
+            ));
         }
         names.insert(subset.name.as_str());
         let dns = is_dns1123_label(&subset.name);
         if !dns.is_empty() {
-            errs.push(FieldError::invalid(&name_path, subset.name.as_str(), format!("invalid subset name {}", dns.join(", "))));
+            errs.push(FieldError::invalid(
+                &name_path,
+                subset.name.as_str(),
+                format!("invalid subset name {}", dns.join(", ")),
+            ));
         }
         errs.extend(validate_node_selector_term(&subset.node_selector_term, &child(&path, "nodeSelectorTerm")));
         errs.extend(validate_tolerations(&subset.tolerations, &child(&path, "tolerations")));
@@ -279,7 +289,11 @@ fn validate_subset_template(t: &SubsetTemplate, sel: &Selector, gates: &FeatureG
         }
         errs.extend(validate_advanced_statefulset_template(asts));
         let template = normalized_template(&asts.spec.template, gates);
-        errs.extend(template_for_statefulset(&template, sel, "spec.template.advancedStatefulSetTemplate.spec.template"));
+        errs.extend(template_for_statefulset(
+            &template,
+            sel,
+            "spec.template.advancedStatefulSetTemplate.spec.template",
+        ));
     } else if let Some(d) = &t.deployment_template {
         if !sel.matches(&labels_of(&d.metadata)) {
             errs.push(FieldError::invalid(
@@ -357,7 +371,11 @@ fn validate_advanced_statefulset_template(sts: &AdvancedStatefulSetTemplateSpec)
     let path = "spec.template.advancedStatefulSetTemplate.spec";
     let mut errs = Vec::new();
     if let Some(r) = sts.spec.replicas {
-        errs.push(FieldError::invalid(&child(path, "replicas"), r, "replicas in advancedStatefulSetTemplate will not be used"));
+        errs.push(FieldError::invalid(
+            &child(path, "replicas"),
+            r,
+            "replicas in advancedStatefulSetTemplate will not be used",
+        ));
     }
     let strategy = &sts.spec.update_strategy;
     if strategy.type_ == ROLLING_UPDATE
@@ -475,10 +493,8 @@ fn node_selector_requirement(req: &NodeSelectorRequirement, path: &str) -> Vec<F
         "In" | "NotIn" if values_len(req) == 0 => {
             errs.push(FieldError::required(&values, "must be specified when `operator` is 'In' or 'NotIn'"));
         }
-        "Exists" | "DoesNotExist" if values_len(req) > 0 => errs.push(FieldError::forbidden(
-            &values,
-            "may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
-        )),
+        "Exists" | "DoesNotExist" if values_len(req) > 0 => errs
+            .push(FieldError::forbidden(&values, "may not be specified when `operator` is 'Exists' or 'DoesNotExist'")),
         "Gt" | "Lt" if values_len(req) != 1 => {
             errs.push(FieldError::required(&values, "must be specified single value when `operator` is 'Lt' or 'Gt'"));
         }

@@ -33,20 +33,11 @@ fn kruise_specify_valid_replicas() {
     assert_eq!(specific(&a, 27, &[("t1", 4), ("t3", 4)]), " t1 -> 4; t3 -> 4; t4 -> 9; t2 -> 10;");
     let b = [("t1", 2), ("t2", 4), ("t3", 2), ("t4", 2)];
     assert_eq!(specific(&b, 8, &[("t1", 4), ("t3", 4)]), " t2 -> 0; t4 -> 0; t1 -> 4; t3 -> 4;");
-    assert_eq!(
-        specific(&b, 16, &[("t1", 4), ("t2", 4), ("t3", 4), ("t4", 4)]),
-        " t1 -> 4; t2 -> 4; t3 -> 4; t4 -> 4;"
-    );
+    assert_eq!(specific(&b, 16, &[("t1", 4), ("t2", 4), ("t3", 4), ("t4", 4)]), " t1 -> 4; t2 -> 4; t3 -> 4; t4 -> 4;");
     let c = [("t1", 4), ("t2", 2), ("t3", 2), ("t4", 2)];
     assert_eq!(specific(&c, 10, &[("t1", 1), ("t2", 2), ("t3", 3)]), " t1 -> 1; t2 -> 2; t3 -> 3; t4 -> 4;");
-    assert_eq!(
-        specific(&c, 10, &[("t1", 1), ("t2", 2), ("t3", 3), ("t4", 4)]),
-        " t1 -> 1; t2 -> 2; t3 -> 3; t4 -> 4;"
-    );
-    assert_eq!(
-        specific(&c, -1, &[("t1", 1), ("t2", 2), ("t3", 3), ("t4", 4)]),
-        " t1 -> 1; t2 -> 2; t3 -> 3; t4 -> 4;"
-    );
+    assert_eq!(specific(&c, 10, &[("t1", 1), ("t2", 2), ("t3", 3), ("t4", 4)]), " t1 -> 1; t2 -> 2; t3 -> 3; t4 -> 4;");
+    assert_eq!(specific(&c, -1, &[("t1", 1), ("t2", 2), ("t3", 3), ("t4", 4)]), " t1 -> 1; t2 -> 2; t3 -> 3; t4 -> 4;");
 }
 
 #[test]
@@ -79,7 +70,11 @@ fn min_max_spec(replicas: i32, mins: &[i32], maxs: &[i32]) -> UnitedDeploymentSp
             ..Default::default()
         })
         .collect();
-    UnitedDeploymentSpec { replicas: Some(replicas), topology: Topology { subsets, ..Default::default() }, ..Default::default() }
+    UnitedDeploymentSpec {
+        replicas: Some(replicas),
+        topology: Topology { subsets, ..Default::default() },
+        ..Default::default()
+    }
 }
 
 fn in_order(out: &BTreeMap<String, i32>, n: usize) -> Vec<i32> {
@@ -117,12 +112,60 @@ fn kruise_default_adaptive_allocation() {
         ("scale down with min and pending", 3, &[1, 3], &[1, -1], &[2, -1], &[1, 0], &[1, 2]),
         ("scale down with only pending", 3, &[1, 3], &[0, -1], &[2, -1], &[1, 0], &[0, 3]),
         ("complex: start", 4, &[0, 0, 0, 0], &[0, 0, 0, 0], &[2, -1, -1, -1], &[0, 0, 0, 0], &[2, 2, 0, 0]),
-        ("complex: found subset-1 unschedulable", 4, &[2, 2, 0, 0], &[0, 0, 0, 0], &[2, -1, -1, -1], &[0, 2, 0, 0], &[2, 0, 2, 0]),
-        ("complex: found subset-2 unschedulable", 4, &[2, 0, 2, 0], &[0, 0, 0, 0], &[2, -1, -1, -1], &[0, -1, 2, 0], &[2, 0, 0, 2]),
-        ("complex: scale up 4 -> 8 when unschedulable", 8, &[2, 0, 0, 2], &[0, 0, 0, 0], &[2, -1, -1, -1], &[0, -1, -1, 0], &[2, 0, 0, 6]),
-        ("complex: scale up 4 -> 8 after recovered", 8, &[2, 0, 0, 2], &[0, 0, 0, 0], &[2, -1, -1, -1], &[0, 0, 0, 0], &[2, 4, 0, 2]),
-        ("complex: scale down 8 -> 4 when unschedulable", 4, &[2, 0, 0, 6], &[0, 0, 0, 0], &[-1, -1, -1, -1], &[0, 0, 0, 0], &[2, 0, 0, 2]),
-        ("complex: scale down 8 -> 4 after recovered", 4, &[2, 0, 0, 6], &[0, 0, 0, 0], &[-1, -1, -1, -1], &[0, 0, 0, 0], &[2, 0, 0, 2]),
+        (
+            "complex: found subset-1 unschedulable",
+            4,
+            &[2, 2, 0, 0],
+            &[0, 0, 0, 0],
+            &[2, -1, -1, -1],
+            &[0, 2, 0, 0],
+            &[2, 0, 2, 0],
+        ),
+        (
+            "complex: found subset-2 unschedulable",
+            4,
+            &[2, 0, 2, 0],
+            &[0, 0, 0, 0],
+            &[2, -1, -1, -1],
+            &[0, -1, 2, 0],
+            &[2, 0, 0, 2],
+        ),
+        (
+            "complex: scale up 4 -> 8 when unschedulable",
+            8,
+            &[2, 0, 0, 2],
+            &[0, 0, 0, 0],
+            &[2, -1, -1, -1],
+            &[0, -1, -1, 0],
+            &[2, 0, 0, 6],
+        ),
+        (
+            "complex: scale up 4 -> 8 after recovered",
+            8,
+            &[2, 0, 0, 2],
+            &[0, 0, 0, 0],
+            &[2, -1, -1, -1],
+            &[0, 0, 0, 0],
+            &[2, 4, 0, 2],
+        ),
+        (
+            "complex: scale down 8 -> 4 when unschedulable",
+            4,
+            &[2, 0, 0, 6],
+            &[0, 0, 0, 0],
+            &[-1, -1, -1, -1],
+            &[0, 0, 0, 0],
+            &[2, 0, 0, 2],
+        ),
+        (
+            "complex: scale down 8 -> 4 after recovered",
+            4,
+            &[2, 0, 0, 6],
+            &[0, 0, 0, 0],
+            &[-1, -1, -1, -1],
+            &[0, 0, 0, 0],
+            &[2, 0, 0, 2],
+        ),
     ];
     for (name, replicas, pods, mins, maxs, pending, want) in rows {
         let mut spec = min_max_spec(*replicas, mins, maxs);
@@ -150,36 +193,216 @@ fn kruise_default_adaptive_allocation() {
 /// kruise `TestReservedAdaptiveAllocation`.
 #[test]
 fn kruise_reserved_adaptive_allocation() {
-    type Row = (&'static str, i32, Option<&'static [i32]>, Option<&'static [i32]>, &'static [i32], &'static [i32], Option<&'static [i32]>, &'static [i32]);
+    type Row = (
+        &'static str,
+        i32,
+        Option<&'static [i32]>,
+        Option<&'static [i32]>,
+        &'static [i32],
+        &'static [i32],
+        Option<&'static [i32]>,
+        &'static [i32],
+    );
     // name, replicas, min, max, cur, reserved (-1: unschedulable anyway), newPods, expect
     let rows: &[Row] = &[
-        ("4 subsets, 2 each, start", 8, Some(&[1, 1, 1, 1]), Some(&[2, 2, 2, -1]), &[0, 0, 0, 0], &[0, 0, 0, 0], None, &[2, 2, 2, 2]),
-        ("4 subsets, subset 1 and 2 unschedulable detected", 8, Some(&[1, 1, 1, 1]), Some(&[2, 2, 2, -1]), &[2, 2, 2, 2], &[0, 2, 2, 0], None, &[2, 2, 2, 6]),
-        ("4 subsets, subset 1 and 2 starts each 1 pods", 8, Some(&[1, 1, 1, 1]), Some(&[2, 2, 2, -1]), &[2, 2, 2, 6], &[0, 1, 1, 0], None, &[2, 2, 2, 4]),
-        ("4 subsets, subset 1 recovered", 8, Some(&[1, 1, 1, 1]), Some(&[2, 2, 2, -1]), &[2, 2, 2, 4], &[0, -1, 1, 0], None, &[2, 2, 2, 3]),
-        ("4 subsets, all subset recovered", 8, Some(&[1, 1, 1, 1]), Some(&[2, 2, 2, -1]), &[2, 2, 2, 3], &[0, 0, -1, 0], None, &[2, 2, 2, 2]),
-        ("4 subsets, part of subset 1 and 2 started, scaled to 16", 16, Some(&[2, 2, 2, 2]), Some(&[4, 4, 4, -1]), &[2, 2, 2, 6], &[0, 1, 1, 0], None, &[4, 2, 2, 10]),
-        ("4 subsets, part of subset 1 and 2 started, scaled back to 8", 8, Some(&[1, 1, 1, 1]), Some(&[2, 2, 2, -1]), &[4, 2, 2, 10], &[0, 1, 1, 0], None, &[2, 2, 2, 4]),
-        ("4 subsets, all of subset 1 and 2 started, already scaled to 16 replicas", 16, Some(&[2, 2, 2, 2]), Some(&[4, 4, 4, -1]), &[4, 2, 2, 10], &[0, -1, -1, 0], None, &[4, 4, 4, 8]),
-        ("4 subsets, scaled to 16, new pods of subset 1 2 already started, verifying new pods", 16, Some(&[2, 2, 2, 2]), Some(&[4, 4, 4, -1]), &[4, 4, 4, 8], &[0, 2, 2, 0], None, &[4, 4, 4, 8]),
-        ("4 subsets, scaled to 16, new pods of subset 1 2 already started, new pods started", 16, Some(&[2, 2, 2, 2]), Some(&[4, 4, 4, -1]), &[4, 4, 4, 8], &[0, -1, -1, 0], None, &[4, 4, 4, 4]),
+        (
+            "4 subsets, 2 each, start",
+            8,
+            Some(&[1, 1, 1, 1]),
+            Some(&[2, 2, 2, -1]),
+            &[0, 0, 0, 0],
+            &[0, 0, 0, 0],
+            None,
+            &[2, 2, 2, 2],
+        ),
+        (
+            "4 subsets, subset 1 and 2 unschedulable detected",
+            8,
+            Some(&[1, 1, 1, 1]),
+            Some(&[2, 2, 2, -1]),
+            &[2, 2, 2, 2],
+            &[0, 2, 2, 0],
+            None,
+            &[2, 2, 2, 6],
+        ),
+        (
+            "4 subsets, subset 1 and 2 starts each 1 pods",
+            8,
+            Some(&[1, 1, 1, 1]),
+            Some(&[2, 2, 2, -1]),
+            &[2, 2, 2, 6],
+            &[0, 1, 1, 0],
+            None,
+            &[2, 2, 2, 4],
+        ),
+        (
+            "4 subsets, subset 1 recovered",
+            8,
+            Some(&[1, 1, 1, 1]),
+            Some(&[2, 2, 2, -1]),
+            &[2, 2, 2, 4],
+            &[0, -1, 1, 0],
+            None,
+            &[2, 2, 2, 3],
+        ),
+        (
+            "4 subsets, all subset recovered",
+            8,
+            Some(&[1, 1, 1, 1]),
+            Some(&[2, 2, 2, -1]),
+            &[2, 2, 2, 3],
+            &[0, 0, -1, 0],
+            None,
+            &[2, 2, 2, 2],
+        ),
+        (
+            "4 subsets, part of subset 1 and 2 started, scaled to 16",
+            16,
+            Some(&[2, 2, 2, 2]),
+            Some(&[4, 4, 4, -1]),
+            &[2, 2, 2, 6],
+            &[0, 1, 1, 0],
+            None,
+            &[4, 2, 2, 10],
+        ),
+        (
+            "4 subsets, part of subset 1 and 2 started, scaled back to 8",
+            8,
+            Some(&[1, 1, 1, 1]),
+            Some(&[2, 2, 2, -1]),
+            &[4, 2, 2, 10],
+            &[0, 1, 1, 0],
+            None,
+            &[2, 2, 2, 4],
+        ),
+        (
+            "4 subsets, all of subset 1 and 2 started, already scaled to 16 replicas",
+            16,
+            Some(&[2, 2, 2, 2]),
+            Some(&[4, 4, 4, -1]),
+            &[4, 2, 2, 10],
+            &[0, -1, -1, 0],
+            None,
+            &[4, 4, 4, 8],
+        ),
+        (
+            "4 subsets, scaled to 16, new pods of subset 1 2 already started, verifying new pods",
+            16,
+            Some(&[2, 2, 2, 2]),
+            Some(&[4, 4, 4, -1]),
+            &[4, 4, 4, 8],
+            &[0, 2, 2, 0],
+            None,
+            &[4, 4, 4, 8],
+        ),
+        (
+            "4 subsets, scaled to 16, new pods of subset 1 2 already started, new pods started",
+            16,
+            Some(&[2, 2, 2, 2]),
+            Some(&[4, 4, 4, -1]),
+            &[4, 4, 4, 8],
+            &[0, -1, -1, 0],
+            None,
+            &[4, 4, 4, 4],
+        ),
         ("3 infinity subsets, start", 2, None, None, &[0, 0, 0], &[0, 0, 0], None, &[2, 0, 0]),
         ("3 infinity subsets, found subset-0 unschedulable", 2, None, None, &[2, 0, 0], &[2, 0, 0], None, &[2, 2, 0]),
         ("3 infinity subsets, found subset-1 unschedulable", 2, None, None, &[2, 2, 0], &[2, 2, 0], None, &[2, 2, 2]),
         ("3 infinity subsets, 2 unschedulable, scale up to 4", 4, None, None, &[2, 2, 2], &[2, 2, 0], None, &[2, 2, 4]),
-        ("3 infinity subsets, scaled, 2 unschedulable, subset-1 recovered", 4, None, None, &[2, 2, 4], &[4, -1, 0], None, &[2, 4, 2]),
-        ("3 infinity subsets, scaled, 2 unschedulable, subset-1 started, waiting verify", 4, None, None, &[2, 4, 2], &[4, 2, 0], None, &[2, 4, 2]),
-        ("3 infinity subsets, scaled, 2 unschedulable, subset-1 started after recovery", 4, None, None, &[2, 4, 2], &[4, -1, 0], None, &[2, 4, 0]),
+        (
+            "3 infinity subsets, scaled, 2 unschedulable, subset-1 recovered",
+            4,
+            None,
+            None,
+            &[2, 2, 4],
+            &[4, -1, 0],
+            None,
+            &[2, 4, 2],
+        ),
+        (
+            "3 infinity subsets, scaled, 2 unschedulable, subset-1 started, waiting verify",
+            4,
+            None,
+            None,
+            &[2, 4, 2],
+            &[4, 2, 0],
+            None,
+            &[2, 4, 2],
+        ),
+        (
+            "3 infinity subsets, scaled, 2 unschedulable, subset-1 started after recovery",
+            4,
+            None,
+            None,
+            &[2, 4, 2],
+            &[4, -1, 0],
+            None,
+            &[2, 4, 0],
+        ),
         ("3 infinity subsets, one of subset-1 started", 2, None, None, &[2, 2, 2], &[2, 1, 0], None, &[2, 2, 1]),
         ("3 infinity subsets, subset-0 recovered", 2, None, None, &[2, 2, 1], &[0, 1, 0], None, &[2, 0, 0]),
         ("3 infinity subsets, scale from 4 to 2", 2, None, None, &[2, 2, 0], &[0, 0, 0], None, &[2, 0, 0]),
-        ("3 infinity subsets, scaled from 2 to 4 and subset-1 recovered", 4, None, None, &[2, 2, 4], &[-1, 2, 0], None, &[4, 2, 2]),
+        (
+            "3 infinity subsets, scaled from 2 to 4 and subset-1 recovered",
+            4,
+            None,
+            None,
+            &[2, 2, 4],
+            &[-1, 2, 0],
+            None,
+            &[4, 2, 2],
+        ),
         ("3 subsets, 2 with minReplicas, start", 2, Some(&[1, 1, 0]), None, &[0, 0, 0], &[0, 0, 0], None, &[1, 1, 0]),
-        ("3 subsets, 2 with minReplicas, two subsets unschedulable", 2, Some(&[1, 1, 0]), None, &[1, 1, 0], &[1, 1, 0], None, &[1, 1, 2]),
-        ("3 subsets, 2 with minReplicas, subset-0 recovered", 2, Some(&[1, 1, 0]), None, &[1, 1, 2], &[-1, 1, 0], None, &[2, 1, 1]),
-        ("3 subsets, 2 with minReplicas, subset-0 recovered, verifying new pods ", 2, Some(&[1, 1, 0]), None, &[2, 1, 1], &[1, 1, 0], None, &[2, 1, 1]),
-        ("3 subsets, 2 with minReplicas, subset-0 recovered, new pod started", 2, Some(&[1, 1, 0]), None, &[2, 1, 1], &[0, 1, 0], None, &[2, 1, 0]),
-        ("3 subsets, 2 with minReplicas, subset-1 recovered", 2, Some(&[1, 1, 0]), None, &[2, 1, 0], &[0, -1, 0], None, &[1, 1, 0]),
+        (
+            "3 subsets, 2 with minReplicas, two subsets unschedulable",
+            2,
+            Some(&[1, 1, 0]),
+            None,
+            &[1, 1, 0],
+            &[1, 1, 0],
+            None,
+            &[1, 1, 2],
+        ),
+        (
+            "3 subsets, 2 with minReplicas, subset-0 recovered",
+            2,
+            Some(&[1, 1, 0]),
+            None,
+            &[1, 1, 2],
+            &[-1, 1, 0],
+            None,
+            &[2, 1, 1],
+        ),
+        (
+            "3 subsets, 2 with minReplicas, subset-0 recovered, verifying new pods ",
+            2,
+            Some(&[1, 1, 0]),
+            None,
+            &[2, 1, 1],
+            &[1, 1, 0],
+            None,
+            &[2, 1, 1],
+        ),
+        (
+            "3 subsets, 2 with minReplicas, subset-0 recovered, new pod started",
+            2,
+            Some(&[1, 1, 0]),
+            None,
+            &[2, 1, 1],
+            &[0, 1, 0],
+            None,
+            &[2, 1, 0],
+        ),
+        (
+            "3 subsets, 2 with minReplicas, subset-1 recovered",
+            2,
+            Some(&[1, 1, 0]),
+            None,
+            &[2, 1, 0],
+            &[0, -1, 0],
+            None,
+            &[1, 1, 0],
+        ),
     ];
     for (name, replicas, mins, maxs, cur, reserved, new_pods, want) in rows {
         let n = want.len();
@@ -231,7 +454,10 @@ fn parse_subset_replicas_as_kruise() {
     assert_eq!(parse_subset_replicas(10, &s("71%")), Ok(7));
     assert_eq!(parse_subset_replicas(10, &s("29%")), Ok(3));
     assert_eq!(parse_subset_replicas(3, &s("50%")), Ok(2), "rounded half up");
-    assert_eq!(parse_subset_replicas(10, &IntOrString::Int(-1)).unwrap_err(), "subset replicas (-1) should not be less than 0");
+    assert_eq!(
+        parse_subset_replicas(10, &IntOrString::Int(-1)).unwrap_err(),
+        "subset replicas (-1) should not be less than 0"
+    );
     assert_eq!(
         parse_subset_replicas(-1, &s("90%")).unwrap_err(),
         "subsetReplicas (90%) should not be string when unitedDeployment replicas is empty"
@@ -248,7 +474,10 @@ fn parse_subset_replicas_as_kruise() {
         parse_subset_replicas(10, &s("3000000000%")).unwrap_err(),
         "subset replicas (3000000000%) should be correct percentage integer: strconv.ParseInt: parsing \"3000000000\": value out of range"
     );
-    assert_eq!(parse_subset_replicas(10, &s("101%")).unwrap_err(), "subset replicas (101%) should be in range [0, 100]");
+    assert_eq!(
+        parse_subset_replicas(10, &s("101%")).unwrap_err(),
+        "subset replicas (101%) should be in range [0, 100]"
+    );
 }
 
 #[test]

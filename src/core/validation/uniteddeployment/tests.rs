@@ -42,7 +42,8 @@ fn gates() -> FeatureGates {
 #[test]
 fn kruise_success_cases() {
     let sts = labelled("statefulSetTemplate");
-    let mut no_replicas = base(sts.clone(), json!([{"name": "subset1", "replicas": 1}, {"name": "subset2", "replicas": 1}]));
+    let mut no_replicas =
+        base(sts.clone(), json!([{"name": "subset1", "replicas": 1}, {"name": "subset2", "replicas": 1}]));
     no_replicas.as_object_mut().unwrap().remove("replicas");
     let mut no_topology = base(sts.clone(), json!([]));
     no_topology.as_object_mut().unwrap().remove("topology");
@@ -88,7 +89,8 @@ fn kruise_error_cases() {
     let mut percent_without_replicas =
         base(sts.clone(), json!([{"name": "subset1", "replicas": "90%"}, {"name": "subset2", "replicas": 1}]));
     percent_without_replicas.as_object_mut().unwrap().remove("replicas");
-    let mut partition = base(sts.clone(), json!([{"name": "subset1", "replicas": "71%"}, {"name": "subset2", "replicas": "90%"}]));
+    let mut partition =
+        base(sts.clone(), json!([{"name": "subset1", "replicas": "71%"}, {"name": "subset2", "replicas": "90%"}]));
     partition["updateStrategy"] = json!({"manualUpdate": {"partitions": {"notExist": 1}}});
     let sts_and_asts = json!({
         "statefulSetTemplate": {"metadata": {"labels": {"a": "b"}}, "spec": {"template": pod_template()}},
@@ -100,45 +102,101 @@ fn kruise_error_cases() {
         "deploymentTemplate": {"metadata": {"labels": {"a": "b"}}, "spec": {"template": pod_template()}}});
     let labelled_pods = json!({"metadata": {"labels": {"a": "b"}}, "spec": {"restartPolicy": "Always", "dnsPolicy": "ClusterFirst",
         "containers": [{"name": "abc", "image": "image", "imagePullPolicy": "IfNotPresent"}]}});
-    let mut adaptive = base(json!({"deploymentTemplate": {"spec": {"template": labelled_pods.clone()}}}), json!([{"name": "subset-1", "replicas": 1}]));
+    let mut adaptive = base(
+        json!({"deploymentTemplate": {"spec": {"template": labelled_pods.clone()}}}),
+        json!([{"name": "subset-1", "replicas": 1}]),
+    );
     adaptive["topology"]["scheduleStrategy"] = json!({"type": "Adaptive"});
-    let mut reserved = base(json!({"statefulSetTemplate": {"spec": {"template": labelled_pods}}}), json!([{"name": "subset-1", "replicas": 1}]));
-    reserved["topology"]["scheduleStrategy"] = json!({"type": "Adaptive", "adaptive": {"reserveUnschedulablePods": true}});
+    let mut reserved = base(
+        json!({"statefulSetTemplate": {"spec": {"template": labelled_pods}}}),
+        json!([{"name": "subset-1", "replicas": 1}]),
+    );
+    reserved["topology"]["scheduleStrategy"] =
+        json!({"type": "Adaptive", "adaptive": {"reserveUnschedulablePods": true}});
     let cases: Vec<(&str, Value, &str)> = vec![
-        ("no pod template label", base(no_label_sts, json!([])),
-            "spec.template.statefulSetTemplate.metadata.labels: Invalid value: null: `selector` does not match template `labels`"),
-        ("deployment no pod template label", base(no_label_dep, json!([])),
-            "spec.template.deploymentTemplate.spec.template.metadata.labels: Invalid value: null: `selector` does not match template `labels`"),
-        ("no subset template", base(json!({}), json!([])),
-            "spec.template: Required value: should provide one of statefulSetTemplate, advancedStatefulSetTemplate, cloneSetTemplate, or deploymentTemplate"),
+        (
+            "no pod template label",
+            base(no_label_sts, json!([])),
+            "spec.template.statefulSetTemplate.metadata.labels: Invalid value: null: `selector` does not match template `labels`",
+        ),
+        (
+            "deployment no pod template label",
+            base(no_label_dep, json!([])),
+            "spec.template.deploymentTemplate.spec.template.metadata.labels: Invalid value: null: `selector` does not match template `labels`",
+        ),
+        (
+            "no subset template",
+            base(json!({}), json!([])),
+            "spec.template: Required value: should provide one of statefulSetTemplate, advancedStatefulSetTemplate, cloneSetTemplate, or deploymentTemplate",
+        ),
         ("no subset name", base(sts.clone(), json!([{}])), "spec.topology.subsets[0].name: Required value"),
-        ("invalid subset nodeSelectorTerm",
-            base(sts.clone(), json!([{"name": "subset", "nodeSelectorTerm": {"matchExpressions": [{"key": "key", "operator": "Exists", "values": ["unexpected"]}]}}])),
-            "spec.topology.subsets[0].nodeSelectorTerm.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'"),
-        ("subset replicas is not enough", base(sts.clone(), json!([{"name": "subset1", "replicas": 1}])),
-            "spec.topology.subsets: Invalid value: 1: if replicas of all subsets are provided, the sum of indicated subset replicas 1 should equal UnitedDeployment replicas 10"),
-        ("subset replicas is too small", base(sts.clone(), json!([{"name": "subset1", "replicas": 1}, {"name": "subset2", "replicas": "71%"}])),
-            "the sum of indicated subset replicas 8 should equal UnitedDeployment replicas 10"),
-        ("subset replicas is too much", base(sts.clone(), json!([{"name": "subset1", "replicas": "71%"}, {"name": "subset2", "replicas": "90%"}])),
-            "spec.topology.subsets: Invalid value: 16: sum of indicated subset replicas 16 should not be greater than UnitedDeployment replicas 10"),
-        ("deployment subset replicas is too much",
-            base(labelled("deploymentTemplate"), json!([{"name": "subset1", "replicas": "71%"}, {"name": "subset2", "replicas": "90%"}])),
-            "sum of indicated subset replicas 16 should not be greater than UnitedDeployment replicas 10"),
-        ("subset replicas type is percent when spec replicas not set", percent_without_replicas,
-            "spec.topology.subsets[0].replicas: Invalid value: \"90%\": subsetReplicas (90%) should not be string when unitedDeployment replicas is empty"),
-        ("partition not exist", partition, "spec.updateStrategy.partitions: Invalid value: {\"notExist\":1}: subset notExist does not exist"),
-        ("duplicated templates", base(sts_and_asts, json!([])),
-            "should provide only one of statefulSetTemplate, advancedStatefulSetTemplate, cloneSetTemplate, or deploymentTemplate"),
+        (
+            "invalid subset nodeSelectorTerm",
+            base(
+                sts.clone(),
+                json!([{"name": "subset", "nodeSelectorTerm": {"matchExpressions": [{"key": "key", "operator": "Exists", "values": ["unexpected"]}]}}]),
+            ),
+            "spec.topology.subsets[0].nodeSelectorTerm.matchExpressions[0].values: Forbidden: may not be specified when `operator` is 'Exists' or 'DoesNotExist'",
+        ),
+        (
+            "subset replicas is not enough",
+            base(sts.clone(), json!([{"name": "subset1", "replicas": 1}])),
+            "spec.topology.subsets: Invalid value: 1: if replicas of all subsets are provided, the sum of indicated subset replicas 1 should equal UnitedDeployment replicas 10",
+        ),
+        (
+            "subset replicas is too small",
+            base(sts.clone(), json!([{"name": "subset1", "replicas": 1}, {"name": "subset2", "replicas": "71%"}])),
+            "the sum of indicated subset replicas 8 should equal UnitedDeployment replicas 10",
+        ),
+        (
+            "subset replicas is too much",
+            base(sts.clone(), json!([{"name": "subset1", "replicas": "71%"}, {"name": "subset2", "replicas": "90%"}])),
+            "spec.topology.subsets: Invalid value: 16: sum of indicated subset replicas 16 should not be greater than UnitedDeployment replicas 10",
+        ),
+        (
+            "deployment subset replicas is too much",
+            base(
+                labelled("deploymentTemplate"),
+                json!([{"name": "subset1", "replicas": "71%"}, {"name": "subset2", "replicas": "90%"}]),
+            ),
+            "sum of indicated subset replicas 16 should not be greater than UnitedDeployment replicas 10",
+        ),
+        (
+            "subset replicas type is percent when spec replicas not set",
+            percent_without_replicas,
+            "spec.topology.subsets[0].replicas: Invalid value: \"90%\": subsetReplicas (90%) should not be string when unitedDeployment replicas is empty",
+        ),
+        (
+            "partition not exist",
+            partition,
+            "spec.updateStrategy.partitions: Invalid value: {\"notExist\":1}: subset notExist does not exist",
+        ),
+        (
+            "duplicated templates",
+            base(sts_and_asts, json!([])),
+            "should provide only one of statefulSetTemplate, advancedStatefulSetTemplate, cloneSetTemplate, or deploymentTemplate",
+        ),
         ("triple duplicated templates", base(triple, json!([])), "should provide only one of"),
         ("deployment duplicated templates", base(sts_and_dep, json!([])), "should provide only one of"),
-        ("deployment no pod template termination policy",
-            base(json!({"deploymentTemplate": {"spec": {"template": {"metadata": {"labels": {"a": "b"}}, "spec": {"restartPolicy": "Always",
-                "dnsPolicy": "ClusterFirst", "containers": [{"name": "abc", "image": "image", "imagePullPolicy": "IfNotPresent"}]}}}}}), json!([])),
-            "spec.template.deploymentTemplate.metadata.labels: Invalid value: null: `selector` does not match template `labels`"),
-        ("use specific allocator in adaptive mode", adaptive,
-            "spec.topology.subsets[0].replicas: Forbidden: specify replicas use minReplicas/maxReplicas to enable adaptive strategy"),
-        ("use stateful workloads with reserved rescheduling enabled", reserved,
-            "only stateless workloads (Deployment and CloneSet) are supported by reserved rescheduling"),
+        (
+            "deployment no pod template termination policy",
+            base(
+                json!({"deploymentTemplate": {"spec": {"template": {"metadata": {"labels": {"a": "b"}}, "spec": {"restartPolicy": "Always",
+                "dnsPolicy": "ClusterFirst", "containers": [{"name": "abc", "image": "image", "imagePullPolicy": "IfNotPresent"}]}}}}}),
+                json!([]),
+            ),
+            "spec.template.deploymentTemplate.metadata.labels: Invalid value: null: `selector` does not match template `labels`",
+        ),
+        (
+            "use specific allocator in adaptive mode",
+            adaptive,
+            "spec.topology.subsets[0].replicas: Forbidden: specify replicas use minReplicas/maxReplicas to enable adaptive strategy",
+        ),
+        (
+            "use stateful workloads with reserved rescheduling enabled",
+            reserved,
+            "only stateless workloads (Deployment and CloneSet) are supported by reserved rescheduling",
+        ),
     ];
     for (name, spec, message) in cases {
         let errs = validate(&ud(spec), &gates());
@@ -168,9 +226,18 @@ fn kruise_update_cases() {
     let sts = labelled("statefulSetTemplate");
     let dep = labelled("deploymentTemplate");
     let success = [
-        (update_ud(sts.clone(), json!([subset("subset-a", &["a"])])), update_ud(sts.clone(), json!([subset("subset-a", &["a"]), subset("subset-b", &["b"])]))),
-        (update_ud(sts.clone(), json!([subset("subset-a", &["a"]), subset("subset-b", &["b"])])), update_ud(sts.clone(), json!([subset("subset-a", &["a"])]))),
-        (update_ud(dep.clone(), json!([subset("subset-a", &["a"])])), update_ud(dep, json!([subset("subset-a", &["a"]), subset("subset-b", &["b"])]))),
+        (
+            update_ud(sts.clone(), json!([subset("subset-a", &["a"])])),
+            update_ud(sts.clone(), json!([subset("subset-a", &["a"]), subset("subset-b", &["b"])])),
+        ),
+        (
+            update_ud(sts.clone(), json!([subset("subset-a", &["a"]), subset("subset-b", &["b"])])),
+            update_ud(sts.clone(), json!([subset("subset-a", &["a"])])),
+        ),
+        (
+            update_ud(dep.clone(), json!([subset("subset-a", &["a"])])),
+            update_ud(dep, json!([subset("subset-a", &["a"]), subset("subset-b", &["b"])])),
+        ),
     ];
     for (i, (old, new)) in success.iter().enumerate() {
         let errs = validate_update_rules(old, new);
@@ -179,10 +246,16 @@ fn kruise_update_cases() {
     let old = update_ud(sts.clone(), json!([subset("subset-a", &["a", "b"])]));
     let new = update_ud(sts, json!([subset("subset-a", &["a"]), subset("subset-b", &["b"])]));
     let errs = validate_update_rules(&old, &new);
-    assert_eq!(aggregate(&errs), "spec.topology.subsets[0].nodeSelectorTerm: Forbidden: may not be changed in an update");
+    assert_eq!(
+        aggregate(&errs),
+        "spec.topology.subsets[0].nodeSelectorTerm: Forbidden: may not be changed in an update"
+    );
     // The same in the order the webhook calls it.
     let errs = validate_update_rules(&new, &old);
-    assert_eq!(aggregate(&errs), "spec.topology.subsets[0].nodeSelectorTerm: Forbidden: may not be changed in an update");
+    assert_eq!(
+        aggregate(&errs),
+        "spec.topology.subsets[0].nodeSelectorTerm: Forbidden: may not be changed in an update"
+    );
 }
 
 /// kruise `Test` (validateSubsetReplicas with min/max).
@@ -211,7 +284,12 @@ fn kruise_min_max_replicas() {
         assert_eq!(!errs.is_empty(), *error, "{name}: {}", aggregate(&errs));
     }
     let subsets = vec![
-        Subset { name: "a".into(), min_replicas: Some(IntOrString::Int(6)), max_replicas: Some(IntOrString::Int(5)), ..Default::default() },
+        Subset {
+            name: "a".into(),
+            min_replicas: Some(IntOrString::Int(6)),
+            max_replicas: Some(IntOrString::Int(5)),
+            ..Default::default()
+        },
         Subset { name: "b".into(), ..Default::default() },
     ];
     assert_eq!(
@@ -222,10 +300,9 @@ fn kruise_min_max_replicas() {
         Subset { name: "a".into(), replicas: Some(IntOrString::Int(1)), ..Default::default() },
         Subset { name: "b".into(), max_replicas: Some(IntOrString::Int(1)), ..Default::default() },
     ];
-    assert!(
-        aggregate(&validate_subset_replicas(Some(5), &mixed, "subset"))
-            .contains("subset.Replicas and subset.MinReplicas/subset.MaxReplicas are mutually exclusive in a UnitedDeployment")
-    );
+    assert!(aggregate(&validate_subset_replicas(Some(5), &mixed, "subset")).contains(
+        "subset.Replicas and subset.MinReplicas/subset.MaxReplicas are mutually exclusive in a UnitedDeployment"
+    ));
     let capacity = vec![Subset { name: "a".into(), min_replicas: Some(IntOrString::Int(1)), ..Default::default() }];
     assert_eq!(
         aggregate(&validate_subset_replicas(None, &capacity, "subset")),
@@ -239,10 +316,18 @@ fn subset_names_and_selector() {
     let errs = validate(&ud(base(sts.clone(), json!([{"name": "a"}, {"name": "a"}, {"name": "B_"}]))), &gates());
     let all = aggregate(&errs);
     assert!(all.contains("spec.topology.subsets[1].name: Invalid value: \"a\": duplicated subset name a"), "{all}");
-    assert!(all.contains("spec.topology.subsets[2].name: Invalid value: \"B_\": invalid subset name a lowercase RFC 1123 label"), "{all}");
+    assert!(
+        all.contains(
+            "spec.topology.subsets[2].name: Invalid value: \"B_\": invalid subset name a lowercase RFC 1123 label"
+        ),
+        "{all}"
+    );
     let mut s = base(sts.clone(), json!([]));
     s["selector"] = json!({});
-    assert!(aggregate(&validate(&ud(s), &gates())).contains("spec.selector: Invalid value: {}: empty selector is invalid for statefulset"));
+    assert!(
+        aggregate(&validate(&ud(s), &gates()))
+            .contains("spec.selector: Invalid value: {}: empty selector is invalid for statefulset")
+    );
     let mut s = base(sts, json!([]));
     s.as_object_mut().unwrap().remove("selector");
     let all = aggregate(&validate(&ud(s), &gates()));
@@ -253,7 +338,8 @@ fn subset_names_and_selector() {
 fn template_rules() {
     let mut sts = labelled("statefulSetTemplate");
     sts["statefulSetTemplate"]["spec"]["replicas"] = json!(3);
-    sts["statefulSetTemplate"]["spec"]["updateStrategy"] = json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 1}});
+    sts["statefulSetTemplate"]["spec"]["updateStrategy"] =
+        json!({"type": "RollingUpdate", "rollingUpdate": {"partition": 1}});
     let all = aggregate(&validate(&ud(base(sts, json!([]))), &gates()));
     assert!(all.contains("spec.template.statefulSetTemplate.spec.replicas: Invalid value: 3: replicas in statefulSetTemplate will not be used"), "{all}");
     assert!(all.contains("spec.template.statefulSetTemplate.spec.updateStrategy.rollingUpdate.partition: Invalid value: 1: partition in statefulSetTemplate will not be used"), "{all}");
@@ -295,7 +381,8 @@ fn node_selector_terms_and_tolerations() {
         "matchExpressions": [{"key": "k", "operator": "In"}, {"key": "k", "operator": "Gt", "values": ["1", "2"]},
                              {"key": "k", "operator": "Near"}],
         "matchFields": [{"key": "spec.nodeName", "operator": "In", "values": ["n1"]},
-                        {"key": "metadata.name", "operator": "In", "values": ["N_1"]}]})).unwrap();
+                        {"key": "metadata.name", "operator": "In", "values": ["N_1"]}]}))
+    .unwrap();
     let all = aggregate(&validate_node_selector_term(&term, "t"));
     for want in [
         "t.matchExpressions[0].values: Required value: must be specified when `operator` is 'In' or 'NotIn'",
