@@ -84,7 +84,8 @@ fn in_order(out: &BTreeMap<String, i32>, n: usize) -> Vec<i32> {
 /// kruise `TestCapacityAllocator`.
 #[test]
 fn kruise_capacity_allocator() {
-    let cases: &[(&str, i32, [i32; 5], [i32; 5], [i32; 5])] = &[
+    type Row = (&'static str, i32, [i32; 5], [i32; 5], [i32; 5]);
+    let cases: &[Row] = &[
         ("sum_all_min_replicas == replicas", 10, [2, 2, 2, 2, 2], [5, 5, 5, 5, -1], [2, 2, 2, 2, 2]),
         ("sum_all_min_replicas < replicas", 14, [2, 2, 2, 2, 2], [5, 5, 5, 5, -1], [5, 3, 2, 2, 2]),
         ("sum_all_min_replicas > replicas", 5, [2, 2, 2, 2, 2], [5, 5, 5, 5, -1], [2, 2, 1, 0, 0]),

@@ -261,7 +261,8 @@ fn kruise_update_cases() {
 /// kruise `Test` (validateSubsetReplicas with min/max).
 #[test]
 fn kruise_min_max_replicas() {
-    let rows: &[(&str, i32, [i32; 5], [i32; 5], bool)] = &[
+    type Row = (&'static str, i32, [i32; 5], [i32; 5], bool);
+    let rows: &[Row] = &[
         ("sum_all_min_replicas == replicas", 10, [2, 2, 2, 2, 2], [5, 5, 5, 5, -1], false),
         ("sum_all_min_replicas < replicas", 14, [2, 2, 2, 2, 2], [5, 5, 5, 5, -1], false),
         ("sum_all_min_replicas > replicas", 5, [2, 2, 2, 2, 2], [5, 5, 5, 5, -1], false),
