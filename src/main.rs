@@ -23,9 +23,14 @@ fn main() {
     std::process::exit(code);
 }
 
+/// Stack of each runtime worker. Decoding and validating the deepest kruise objects (a
+/// UnitedDeployment embeds a whole CloneSet or Advanced StatefulSet spec) overflowed the 2 MiB
+/// default in unoptimised builds; a webhook worker that overflows aborts the process.
+const WORKER_STACK: usize = 8 * 1024 * 1024;
+
 /// Runs `f` on a multi-threaded runtime; exits 1 when none can be started.
 fn block_on(f: impl std::future::Future<Output = i32>) -> i32 {
-    match tokio::runtime::Builder::new_multi_thread().enable_all().build() {
+    match tokio::runtime::Builder::new_multi_thread().thread_stack_size(WORKER_STACK).enable_all().build() {
         Ok(rt) => rt.block_on(f),
         Err(e) => {
             eprintln!("error: cannot start the async runtime: {e}");

@@ -37,6 +37,7 @@ fn fixtures(handler: Handler) -> Vec<&'static str> {
         Handler::MutateAdvancedCronJob | Handler::ValidateAdvancedCronJob => vec!["advancedcronjob-create.json"],
         Handler::MutateContainerRecreateRequest => vec!["containerrecreaterequest-create.json"],
         Handler::ValidatePodProbeMarker => vec!["podprobemarker-create.json"],
+        Handler::MutateUnitedDeployment | Handler::ValidateUnitedDeployment => vec!["uniteddeployment-create.json"],
         Handler::Missing => vec![],
     }
 }

@@ -673,4 +673,30 @@ mod tests {
         assert_eq!(of("bad").status, Status::Denied);
         assert!(of("bad").message.contains("probe name can't be Ready"), "{}", of("bad").message);
     }
+
+    /// UnitedDeployments (issue 34) go through their mutating and validating webhooks: defaulted
+    /// then valid, or denied with kruise's field error.
+    #[test]
+    fn united_deployments_are_checked() {
+        let settings = Settings { namespace: "default".into(), gates: FeatureGates::default() };
+        let ud = |name: &str, replicas: i32| {
+            json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment", "metadata": {"name": name},
+                "spec": {"replicas": 6, "selector": {"matchLabels": {"app": "web"}},
+                    "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                        "selector": {"matchLabels": {"app": "web"}},
+                        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "c", "image": "nginx"}]}}}}},
+                    "topology": {"subsets": [{"name": "a", "replicas": replicas}, {"name": "b"}]}}})
+        };
+        let out = check(&[manifest(ud("ok", 4)), manifest(ud("bad", 7))], &[], &Snapshot::default(), &settings);
+        assert_eq!(out[0].status, Status::Mutated, "defaulted: {}", out[0].message);
+        assert_eq!(out[1].status, Status::Denied);
+        assert_eq!(out[1].code, 422);
+        assert!(
+            out[1]
+                .message
+                .contains("sum of indicated subset replicas 7 should not be greater than UnitedDeployment replicas 6"),
+            "{}",
+            out[1].message
+        );
+    }
 }

@@ -51,6 +51,7 @@ pub const KINDS: &[KindInfo] = &[
         namespaced: false,
     },
     KindInfo { group: "apps.kruise.io", kind: "PodProbeMarker", resource: "podprobemarkers", namespaced: true },
+    KindInfo { group: "apps.kruise.io", kind: "UnitedDeployment", resource: "uniteddeployments", namespaced: true },
 ];
 
 /// Splits `apiVersion` into (group, version).

@@ -39,6 +39,7 @@ pub mod runner;
 pub mod sidecarset;
 pub mod sidecarterminator;
 pub mod statefulset;
+pub mod uniteddeployment;
 
 use std::sync::Arc;
 
@@ -281,6 +282,7 @@ impl Leader {
         if self.settings.gates.enabled(crate::core::features::Gate::PodProbeMarkerGate) {
             tasks.extend(podprobe::start(&informers, &self.client, &self.settings, &self.metrics, token));
         }
+        tasks.extend(uniteddeployment::start(&informers, &self.client, &self.settings, &self.metrics, token));
         tasks.extend(informers.start(&self.client, ns, &self.metrics, token));
         tasks
     }

@@ -38,6 +38,7 @@
 //!   (issue 30 item 3).
 //! - [`containermeta`]: what kruise-daemon reports as a pod's runtime container meta and which
 //!   containers it restarts for env read from metadata (issue 30 item 2).
+//! - [`uniteddeployment`]: how a UnitedDeployment divides its replicas over its subsets (issue 34).
 //! - [`imagepuller`]: `kruise daemon`'s pulls: workers per tag, retries, credentials, status writes.
 
 pub mod advancedcronjob;
@@ -67,4 +68,5 @@ pub mod revision;
 pub mod rollout;
 pub mod sidecar;
 pub mod sidecarterminator;
+pub mod uniteddeployment;
 pub mod validation;

@@ -42,7 +42,7 @@ pub fn write_revision_hash(pod: &mut Pod, revision: &str, short_hash_gate: bool)
 }
 
 /// Go's encoding of one typed object through its struct table, re-read as a JSON value.
-fn go_value(fields: &[crate::compat::gojson::Field], v: &impl serde::Serialize) -> Value {
+pub(crate) fn go_value(fields: &[crate::compat::gojson::Field], v: &impl serde::Serialize) -> Value {
     let mut out = String::new();
     gojson::go_struct(fields, &serde_json::to_value(v).unwrap_or(Value::Null), &mut out);
     serde_json::from_str(&out).unwrap_or(Value::Null)
@@ -54,7 +54,7 @@ const EXACT_F64: u64 = 1 << 53;
 /// What Go's `map[string]interface{}` round trip does to a number: integers beyond 2^53 become
 /// the nearest float64 (`9007199254740993` is written `9007199254740992`,
 /// `9223372036854775807` as `9223372036854776000`).
-fn through_float64(v: &mut Value) {
+pub(crate) fn through_float64(v: &mut Value) {
     match v {
         Value::Number(n)
             if n.as_i64().is_some_and(|i| i.unsigned_abs() > EXACT_F64)

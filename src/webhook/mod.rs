@@ -17,6 +17,7 @@ pub mod mutate_nodeimage;
 pub mod mutate_pod;
 pub mod mutate_sidecarset;
 pub mod mutate_statefulset;
+pub mod mutate_uniteddeployment;
 pub mod paths;
 pub mod request;
 pub mod review;
@@ -33,6 +34,7 @@ pub mod validate_podprobemarker;
 pub mod validate_pub;
 pub mod validate_sidecarset;
 pub mod validate_statefulset;
+pub mod validate_uniteddeployment;
 
 use std::sync::Arc;
 
@@ -182,6 +184,8 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::ValidateAdvancedCronJob => Some(validate_advancedcronjob::validate(ctx, review)),
         Handler::MutateContainerRecreateRequest => Some(mutate_containerrecreaterequest::mutate(ctx, review)),
         Handler::ValidatePodProbeMarker => Some(validate_podprobemarker::validate(ctx, review)),
+        Handler::MutateUnitedDeployment => Some(mutate_uniteddeployment::mutate(ctx, review)),
+        Handler::ValidateUnitedDeployment => Some(validate_uniteddeployment::validate(ctx, review)),
         Handler::Missing => None,
     }
 }

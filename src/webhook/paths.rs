@@ -64,6 +64,10 @@ pub enum Handler {
     MutateContainerRecreateRequest,
     /// PodProbeMarker validation (kruise `pkg/webhook/podprobemarker/validating`).
     ValidatePodProbeMarker,
+    /// UnitedDeployment defaults (kruise `pkg/webhook/uniteddeployment/mutating`).
+    MutateUnitedDeployment,
+    /// UnitedDeployment validation (kruise `pkg/webhook/uniteddeployment/validating`).
+    ValidateUnitedDeployment,
     /// Not implemented yet: the path answers 404.
     Missing,
 }
@@ -588,6 +592,36 @@ pub const WEBHOOKS: &[Webhook] = &[
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
         handler: Handler::ValidatePodProbeMarker,
+    },
+    Webhook {
+        name: "muniteddeployment.kb.io",
+        kind: Kind::Mutating,
+        path: "/mutate-apps-kruise-io-uniteddeployment",
+        legacy_path: Some("/mutate-apps-kruise-io-v1alpha1-uniteddeployment"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1"],
+            resources: &["uniteddeployments"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::MutateUnitedDeployment,
+    },
+    Webhook {
+        name: "vuniteddeployment.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-apps-kruise-io-uniteddeployment",
+        legacy_path: Some("/validate-apps-kruise-io-v1alpha1-uniteddeployment"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1"],
+            resources: &["uniteddeployments"],
+            operations: CREATE_UPDATE_DELETE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::ValidateUnitedDeployment,
     },
 ];
 

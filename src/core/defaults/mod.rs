@@ -14,5 +14,6 @@ pub mod imagepulljob;
 pub mod nodeimage;
 pub mod pod;
 pub mod statefulset;
+pub mod uniteddeployment;
 
 pub use pod::QuantityError;

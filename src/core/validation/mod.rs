@@ -26,6 +26,7 @@ pub mod podunavailablebudget;
 pub mod protection;
 pub mod statefulset;
 pub mod template_update;
+pub mod uniteddeployment;
 pub mod update_order;
 
 /// A value as JSON for a field error (`null` if it cannot be serialised).

@@ -1,0 +1,381 @@
+//! The UnitedDeployment controller (issue 34 item 3; kruise `pkg/controller/uniteddeployment`,
+//! v1.9.0) as wiring, for the CloneSet template: watches on UnitedDeployments and CloneSets
+//! (filed under `namespace/<ud name>` when their controller is a UnitedDeployment), the shared pod
+//! informer for the subsets' pods; a round settles the revision (kruise's
+//! `constructUnitedDeploymentRevisions`: the ControllerRevisions the UnitedDeployment controls are
+//! listed, an equal one reused, else one created, a name collision counted), hands the CloneSets
+//! and their pods to [`crate::core::uniteddeployment::subsets::plan`] and sends the result:
+//! deletions (uid preconditions), creations (generateName), updates (replace at the cached
+//! resourceVersion; a conflict retries the round) and the status (a JSON patch pinned to the
+//! resourceVersion read). A subset whose CloneSet was just created is awaited until the cache
+//! shows it, so a lagging cache never creates a second one. The other three templates are not
+//! reconciled yet: their UnitedDeployments get a SubsetProvisioned=False condition saying so.
+
+use std::collections::{BTreeSet, HashMap};
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use json_patch::jsonptr::PointerBuf;
+use json_patch::{AddOperation, PatchOperation, TestOperation};
+use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
+use k8s_openapi::jiff::Timestamp;
+use kube::Client;
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use serde_json::Value;
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+
+use super::informers::{Informer, Informers, Invalid};
+use super::{ReconcileError, Settings};
+use crate::apis::CloneSet;
+use crate::apis::uniteddeployment::{UnitedDeployment, UnitedDeploymentCondition, UnitedDeploymentStatus};
+use crate::compat::selector::Selector;
+use crate::core::history::{self, Parent};
+use crate::core::uniteddeployment::revision::{revision_data, revision_labels};
+use crate::core::uniteddeployment::subsets::{
+    Action, Existing, OWNER_API_VERSION, OWNER_KIND, owned_by, owner_reference, plan,
+};
+use crate::metrics::{ControllerWriteLabels, Metrics};
+
+/// The controller's name in metrics.
+pub const CONTROLLER: &str = "uniteddeployment";
+const FIELD_MANAGER: &str = "kruise-manager";
+
+/// Subsets whose CloneSet was created and is not in the cache yet, and since when.
+type Pending = (BTreeSet<String>, Instant);
+
+struct Context {
+    settings: Settings,
+    client: Client,
+    metrics: Metrics,
+    uds: Informer<UnitedDeployment>,
+    clonesets: Informer<CloneSet>,
+    informers: Informers,
+    pending: Mutex<HashMap<String, Pending>>,
+}
+
+impl Context {
+    fn count(&self, write: &str) {
+        let labels = ControllerWriteLabels { controller: CONTROLLER.into(), write: write.into() };
+        self.metrics.controller_writes.get_or_create(&labels).inc();
+    }
+
+    fn synced(&self) -> bool {
+        self.uds.index().is_synced() && self.clonesets.index().is_synced() && self.informers.pods.index().is_synced()
+    }
+
+    /// Whether the cache shows every CloneSet created for `key`; drops what it shows.
+    fn expectations_met(&self, key: &str, shown: &BTreeSet<String>) -> bool {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        let Some((set, since)) = pending.get_mut(key) else { return true };
+        set.retain(|s| !shown.contains(s));
+        if set.is_empty() || since.elapsed() > self.settings.expectation_timeout {
+            pending.remove(key);
+            return true;
+        }
+        false
+    }
+
+    fn expect(&self, key: &str, subset: String) {
+        let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
+        pending.entry(key.to_string()).or_insert_with(|| (BTreeSet::new(), Instant::now())).0.insert(subset);
+    }
+}
+
+/// `namespace/<ud name>` of an object whose controller is a UnitedDeployment.
+fn owner_keys(meta: &ObjectMeta) -> Vec<String> {
+    meta.owner_references
+        .iter()
+        .flatten()
+        .find(|r| r.controller == Some(true))
+        .filter(|r| r.api_version == OWNER_API_VERSION && r.kind == OWNER_KIND)
+        .map(|r| vec![format!("{}/{}", meta.namespace.as_deref().unwrap_or(""), r.name)])
+        .unwrap_or_default()
+}
+
+/// Registers the controller on `informers` (pods) and starts its own UnitedDeployment and
+/// CloneSet watches and its runner. Start the informers after this.
+pub fn start(
+    informers: &Informers,
+    client: &Client,
+    settings: &Settings,
+    metrics: &Metrics,
+    token: &CancellationToken,
+) -> Vec<JoinHandle<()>> {
+    let runner = super::runner_for(CONTROLLER, settings, metrics);
+    let uds = super::workload_informer::<UnitedDeployment>("UnitedDeployment", &runner);
+    let clonesets = Informer::<CloneSet>::new("CloneSet", |c: &CloneSet| owner_keys(&c.metadata), Invalid::KeepLast);
+    let queue = runner.queue().clone();
+    clonesets.on_change(move |c| owner_keys(c.meta()).into_iter().for_each(|k| queue.add(k)));
+    let ctx = Arc::new(Context {
+        settings: settings.clone(),
+        client: client.clone(),
+        metrics: metrics.clone(),
+        uds: uds.clone(),
+        clonesets: clonesets.clone(),
+        informers: informers.clone(),
+        pending: Mutex::default(),
+    });
+    tracing::info!(controller = CONTROLLER, "starting");
+    let reconcile = move |key: String| {
+        let ctx = Arc::clone(&ctx);
+        async move { reconcile(&ctx, &key).await }
+    };
+    let ns = settings.namespace.as_deref();
+    vec![
+        tokio::spawn(runner.run(reconcile, token.clone())),
+        uds.start(super::informers::scoped(client, ns), metrics.clone(), token.clone()),
+        clonesets.start(super::informers::scoped(client, ns), metrics.clone(), token.clone()),
+    ]
+}
+
+fn ptr(tokens: &[&str]) -> PointerBuf {
+    PointerBuf::from_tokens(tokens.iter().copied())
+}
+
+/// Writes `status` pinned to the resourceVersion of `ud` (a conflict retries the round).
+async fn write_status(
+    ctx: &Context,
+    ud: &UnitedDeployment,
+    status: &UnitedDeploymentStatus,
+) -> Result<(), ReconcileError> {
+    let ns = ud.metadata.namespace.clone().unwrap_or_default();
+    let name = ud.metadata.name.clone().unwrap_or_default();
+    ctx.count("patchStatus");
+    let patch = json_patch::Patch(vec![
+        PatchOperation::Test(TestOperation {
+            path: ptr(&["metadata", "resourceVersion"]),
+            value: Value::from(ud.metadata.resource_version.clone().unwrap_or_default()),
+        }),
+        PatchOperation::Add(AddOperation {
+            path: ptr(&["status"]),
+            value: serde_json::to_value(status).unwrap_or(Value::Null),
+        }),
+    ]);
+    let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+    Api::<UnitedDeployment>::namespaced(ctx.client.clone(), &ns)
+        .patch_status(&name, &pp, &Patch::Json::<()>(patch))
+        .await
+        .map_err(ReconcileError::api_err(format!("patch status of uniteddeployment {ns}/{name}")))?;
+    Ok(())
+}
+
+/// kruise `constructUnitedDeploymentRevisions`: the update revision's name, the current
+/// revision's, and the collision count.
+async fn settle_revision(
+    ctx: &Context,
+    ud: &UnitedDeployment,
+) -> Result<(String, String, Option<i32>), ReconcileError> {
+    let ns = ud.metadata.namespace.clone().unwrap_or_default();
+    let name = ud.metadata.name.clone().unwrap_or_default();
+    let uid = ud.metadata.uid.clone().unwrap_or_default();
+    let api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
+    let selector = Selector::from_validated(ud.spec.selector.as_ref()).map(|s| s.to_string()).unwrap_or_default();
+    let list = api
+        .list(&ListParams::default().labels(&selector))
+        .await
+        .map_err(ReconcileError::api_err(format!("list revisions of uniteddeployment {ns}/{name}")))?;
+    let mut revisions: Vec<ControllerRevision> =
+        list.items.into_iter().filter(|r| owned_by(&r.metadata, &uid)).collect();
+    history::sort_revisions(&mut revisions);
+    let status = ud.status.clone().unwrap_or_default();
+    let mut collision = status.collision_count;
+    let parent = Parent { name: &name, namespace: Some(&ns), owner: owner_reference(ud) };
+    let data = revision_data(ud);
+    let next = history::next_revision(&revisions);
+    let new = history::new_controller_revision(
+        &parent,
+        &revision_labels(ud),
+        data.clone(),
+        next,
+        Some(collision.unwrap_or(0)),
+    );
+    let equal = history::find_equal_revisions(&revisions, &new.revision);
+    let update = match (equal.last(), revisions.len()) {
+        (Some(&i), n) if i + 1 == n => revisions[i].metadata.name.clone().unwrap_or_default(),
+        (Some(&i), _) => {
+            // An older equal revision becomes the newest (kruise updates its `.revision`).
+            let old = &revisions[i];
+            let rev_name = old.metadata.name.clone().unwrap_or_default();
+            ctx.count("updateRevision");
+            let patch = serde_json::json!({"revision": next});
+            api.patch(&rev_name, &PatchParams::default(), &Patch::Merge(&patch))
+                .await
+                .map_err(ReconcileError::api_err(format!("update revision {ns}/{rev_name}")))?;
+            rev_name
+        }
+        (None, _) => loop {
+            let candidate = history::new_controller_revision(
+                &parent,
+                &revision_labels(ud),
+                data.clone(),
+                next,
+                Some(collision.unwrap_or(0)),
+            );
+            let rev_name = candidate.revision.metadata.name.clone().unwrap_or_default();
+            ctx.count("createRevision");
+            let pp = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+            match api.create(&pp, &candidate.revision).await {
+                Ok(_) => break rev_name,
+                Err(kube::Error::Api(e)) if e.code == 409 => {
+                    let existing = api
+                        .get(&rev_name)
+                        .await
+                        .map_err(ReconcileError::api_err(format!("get revision {ns}/{rev_name}")))?;
+                    if history::data_bytes(&existing) == history::data_bytes(&candidate.revision) {
+                        break rev_name;
+                    }
+                    collision = Some(collision.unwrap_or(0) + 1);
+                }
+                Err(e) => return Err(ReconcileError::api_err(format!("create revision {ns}/{rev_name}"))(e)),
+            }
+        },
+    };
+    let current = revisions
+        .iter()
+        .filter_map(|r| r.metadata.name.clone())
+        .find(|n| *n == status.current_revision)
+        .unwrap_or_else(|| update.clone());
+    Ok((update, current, collision))
+}
+
+async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, ReconcileError> {
+    if !ctx.synced() {
+        return Ok(Some(super::act::EXPECTATION_RECHECK));
+    }
+    let Some(ud) = ctx.uds.index().get_object(key) else {
+        ctx.pending.lock().unwrap_or_else(|e| e.into_inner()).remove(key);
+        return Ok(None);
+    };
+    if ud.metadata.deletion_timestamp.is_some() {
+        return Ok(None);
+    }
+    let now = Time(Timestamp::now());
+    if ud.spec.template.clone_set_template.is_none() {
+        let mut status = ud.status.clone().unwrap_or_default();
+        let message = "only the cloneSetTemplate is reconciled by this controller";
+        if !status.conditions.iter().any(|c| c.type_ == "SubsetProvisioned" && c.message == message) {
+            status.conditions.retain(|c| c.type_ != "SubsetProvisioned");
+            status.conditions.push(UnitedDeploymentCondition {
+                type_: "SubsetProvisioned".into(),
+                status: "False".into(),
+                last_transition_time: Some(now),
+                reason: "Unsupported".into(),
+                message: message.into(),
+            });
+            write_status(ctx, &ud, &status).await?;
+        }
+        return Ok(None);
+    }
+    let uid = ud.metadata.uid.clone().unwrap_or_default();
+    let mut sets: Vec<Arc<CloneSet>> =
+        ctx.clonesets.index().get(key).into_iter().filter(|c| owned_by(&c.metadata, &uid)).collect();
+    sets.sort_by(|a, b| {
+        let t = |c: &CloneSet| c.metadata.creation_timestamp.as_ref().map(|t| t.0);
+        t(a).cmp(&t(b)).then_with(|| a.metadata.name.cmp(&b.metadata.name))
+    });
+    let shown: BTreeSet<String> = sets
+        .iter()
+        .filter_map(|c| {
+            c.metadata.labels.as_ref()?.get(crate::core::uniteddeployment::subsets::SUBSET_NAME_LABEL).cloned()
+        })
+        .collect();
+    if !ctx.expectations_met(key, &shown) {
+        return Ok(Some(super::act::EXPECTATION_RECHECK));
+    }
+    let existing: Vec<Existing> = sets
+        .iter()
+        .map(|c| {
+            let cs_uid = c.metadata.uid.clone().unwrap_or_default();
+            let pods: Vec<Pod> = ctx
+                .informers
+                .pods
+                .index()
+                .get(&cs_uid)
+                .into_iter()
+                .filter(|p| owned_by(&p.metadata, &cs_uid))
+                .map(|p| (*p).clone())
+                .collect();
+            Existing { set: (**c).clone(), pods }
+        })
+        .collect();
+    let (revision, current, collision) = settle_revision(ctx, &ud).await?;
+    let p = match plan(&ud, &existing, &revision, &current, now.clone()) {
+        Ok(p) => p,
+        Err(e) => {
+            // kruise's "Specified subset replicas is ineffective": nothing is written.
+            tracing::warn!(uniteddeployment = key, error = e.as_str(), "cannot plan the subsets");
+            return Ok(Some(ctx.settings.resync));
+        }
+    };
+    let ns = ud.metadata.namespace.clone().unwrap_or_default();
+    let api: Api<CloneSet> = Api::namespaced(ctx.client.clone(), &ns);
+    let pp = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+    for action in &p.actions {
+        match action {
+            Action::Delete { name, uid, reason } => {
+                ctx.count("deleteSubset");
+                tracing::info!(uniteddeployment = key, cloneset = name.as_str(), reason, "deleting a subset");
+                let dp = DeleteParams {
+                    preconditions: Some(Preconditions { uid: Some(uid.clone()), resource_version: None }),
+                    ..DeleteParams::background()
+                };
+                match api.delete(name, &dp).await {
+                    Ok(_) => {}
+                    Err(kube::Error::Api(e)) if e.code == 404 => {}
+                    Err(e) => return Err(ReconcileError::api_err(format!("delete cloneset {ns}/{name}"))(e)),
+                }
+            }
+            Action::Create { subset, set } => {
+                ctx.count("createSubset");
+                api.create(&pp, set)
+                    .await
+                    .map_err(ReconcileError::api_err(format!("create the cloneset of subset {subset} of {key}")))?;
+                tracing::info!(uniteddeployment = key, subset = subset.as_str(), "created a subset");
+                ctx.expect(key, subset.clone());
+            }
+            Action::Update { subset, name, set } => {
+                ctx.count("updateSubset");
+                api.replace(name, &pp, set)
+                    .await
+                    .map_err(ReconcileError::api_err(format!("update the cloneset {name} of subset {subset}")))?;
+            }
+        }
+    }
+    let mut status = p.status;
+    status.collision_count = collision;
+    if ud.status.as_ref() != Some(&status) {
+        write_status(ctx, &ud, &status).await?;
+    }
+    Ok(Some(ctx.settings.resync))
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use k8s_openapi::apimachinery::pkg::apis::meta::v1::OwnerReference;
+
+    fn meta(api_version: &str, kind: &str, controller: bool) -> ObjectMeta {
+        ObjectMeta {
+            namespace: Some("ns".into()),
+            owner_references: Some(vec![OwnerReference {
+                api_version: api_version.into(),
+                kind: kind.into(),
+                name: "web".into(),
+                uid: "u".into(),
+                controller: Some(controller),
+                block_owner_deletion: None,
+            }]),
+            ..Default::default()
+        }
+    }
+
+    #[test]
+    fn clonesets_are_filed_under_their_united_deployment() {
+        assert_eq!(owner_keys(&meta(OWNER_API_VERSION, OWNER_KIND, true)), ["ns/web"]);
+        assert!(owner_keys(&meta(OWNER_API_VERSION, OWNER_KIND, false)).is_empty());
+        assert!(owner_keys(&meta(OWNER_API_VERSION, "CloneSet", true)).is_empty());
+    }
+}

@@ -1,0 +1,8 @@
+//! UnitedDeployment decisions (issue 34, kruise `pkg/controller/uniteddeployment`):
+//! [`allocation`] divides the replicas over the subsets as kruise's allocators do; [`subsets`]
+//! plans a round over the subset CloneSets (create, update, delete, status); [`revision`] is the
+//! revision data kruise hashes.
+
+pub mod allocation;
+pub mod revision;
+pub mod subsets;

@@ -1,0 +1,459 @@
+//! What a UnitedDeployment round does to its subset workloads (CloneSet template), kruise's
+//! `uniteddeployment_controller.go` `Reconcile` / `manageSubsets` / `manageSubsetProvision` /
+//! `calculateStatus` and the CloneSet adapter's `ApplySubsetTemplate` (v1.9.0; issue 34 item 3):
+//!
+//! - one CloneSet per subset, named `<ud>-<subset>-<random>` (`generateName`, kruise's
+//!   `getSubsetPrefix`), controlled by the UnitedDeployment, labelled with the template's labels,
+//!   the selector's `matchLabels`, `apps.kruise.io/subset-name` and the UnitedDeployment revision
+//!   (`apps.kruise.io/controller-revision-hash`), its selector narrowed to the subset, the pod
+//!   template carrying the same two labels, the subset's `nodeSelectorTerm` added to every
+//!   required node-affinity term, its tolerations appended, and its `patch` merged into the pod
+//!   template; `updateStrategy.partition` is the subset's `manualUpdate` partition (at most its
+//!   replicas);
+//! - CloneSets of subsets no longer listed are deleted, a second CloneSet of one subset is deleted
+//!   (the first, oldest, is kept), and a CloneSet is rewritten when its revision, replicas,
+//!   partition or patch differ, or while its pods are not all updated;
+//! - the status: replicas, ready and updated counts summed over the subsets, `subsetReplicas`,
+//!   `updateStatus` (revision and partitions), `currentRevision` promoted once every pod is updated
+//!   and ready, the SubsetProvisioned and SubsetUpdated conditions.
+//!
+//! The subset `patch` is merged as a strategic merge patch for the lists a pod template patch
+//! usually touches (containers, initContainers, volumes, env, tolerations... keyed by `name`);
+//! other lists are replaced — kruise's full strategic merge knows every list's key.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, NodeSelector, NodeSelectorTerm, Pod, PodTemplateSpec};
+use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use serde_json::Value;
+
+use super::allocation::{SubsetState, allocate};
+use crate::apis::CloneSet;
+use crate::apis::uniteddeployment::{
+    MANUAL, UnitedDeployment, UnitedDeploymentCondition, UnitedDeploymentStatus, UnitedDeploymentSubsetStatus,
+    UpdateStatus,
+};
+use crate::compat::names::is_dns1123_subdomain;
+use crate::compat::selector::Selector;
+use crate::core::pods;
+
+/// Label naming the subset of a workload and of its pods.
+pub const SUBSET_NAME_LABEL: &str = "apps.kruise.io/subset-name";
+/// Label naming the UnitedDeployment revision a workload (and its pods) were written from.
+pub const REVISION_LABEL: &str = "apps.kruise.io/controller-revision-hash";
+/// Annotation holding the subset patch a workload was written with.
+pub const SUBSET_PATCH_ANNOTATION: &str = "apps.kruise.io/subset-patch";
+/// `apiVersion` of a UnitedDeployment owner.
+pub const OWNER_API_VERSION: &str = "apps.kruise.io/v1alpha1";
+/// `kind` of a UnitedDeployment owner.
+pub const OWNER_KIND: &str = "UnitedDeployment";
+
+/// kruise `getSubsetPrefix`: `<ud>-<subset>-`, or `<ud>-` when that is not a valid name prefix.
+pub fn subset_prefix(ud: &str, subset: &str) -> String {
+    let prefix = format!("{ud}-{subset}-");
+    // NameIsDNSSubdomain(prefix, true): the prefix is checked with a trailing letter.
+    if is_dns1123_subdomain(&format!("{prefix}a")).is_empty() { prefix } else { format!("{ud}-") }
+}
+
+/// kruise `calcNextPartitions`: the subset's `manualUpdate` partition, at most its replicas.
+pub fn next_partitions(ud: &UnitedDeployment, next_replicas: &BTreeMap<String, i32>) -> BTreeMap<String, i32> {
+    let strategy = &ud.spec.update_strategy;
+    ud.spec
+        .topology
+        .subsets
+        .iter()
+        .map(|s| {
+            let mut p = strategy
+                .manual_update
+                .as_ref()
+                .filter(|_| strategy.type_ == MANUAL)
+                .and_then(|m| m.partitions.get(&s.name).copied())
+                .unwrap_or(0);
+            if let Some(r) = next_replicas.get(&s.name)
+                && p > *r
+            {
+                p = *r;
+            }
+            (s.name.clone(), p)
+        })
+        .collect()
+}
+
+/// The subset `patch` as kruise stores it in the annotation (its raw JSON, "" without one).
+pub fn patch_text(patch: Option<&Value>) -> String {
+    patch.map(|p| serde_json::to_string(p).unwrap_or_default()).unwrap_or_default()
+}
+
+/// The owner reference of a UnitedDeployment's workloads.
+pub fn owner_reference(ud: &UnitedDeployment) -> OwnerReference {
+    OwnerReference {
+        api_version: OWNER_API_VERSION.into(),
+        kind: OWNER_KIND.into(),
+        name: ud.metadata.name.clone().unwrap_or_default(),
+        uid: ud.metadata.uid.clone().unwrap_or_default(),
+        controller: Some(true),
+        block_owner_deletion: Some(true),
+    }
+}
+
+/// Whether `meta` is controlled by the UnitedDeployment with `uid`.
+pub fn owned_by(meta: &ObjectMeta, uid: &str) -> bool {
+    meta.owner_references.iter().flatten().any(|r| r.controller == Some(true) && r.uid == uid)
+}
+
+/// kruise `CloneSetAdapter.ApplySubsetTemplate`: the CloneSet of `subset` at `revision`, laid
+/// over `base` (an existing CloneSet, or a new one). `Err` when the subset is not in the spec, the
+/// template is not a CloneSet template, or the patch does not apply.
+pub fn desired_cloneset(
+    ud: &UnitedDeployment,
+    subset: &str,
+    revision: &str,
+    replicas: i32,
+    partition: i32,
+    base: Option<&CloneSet>,
+) -> Result<CloneSet, String> {
+    let config = ud
+        .spec
+        .topology
+        .subsets
+        .iter()
+        .find(|s| s.name == subset)
+        .ok_or_else(|| format!("fail to find subset config {subset}"))?;
+    let template = ud.spec.template.clone_set_template.as_ref().ok_or("the template is not a cloneSetTemplate")?;
+    let mut set = base.cloned().unwrap_or_default();
+    let ud_name = ud.metadata.name.clone().unwrap_or_default();
+    set.metadata.namespace = ud.metadata.namespace.clone();
+    let labels = set.metadata.labels.get_or_insert_with(Default::default);
+    labels.extend(template.metadata.labels.clone().unwrap_or_default());
+    let selector = ud.spec.selector.clone().unwrap_or_default();
+    labels.extend(selector.match_labels.clone().unwrap_or_default());
+    labels.insert(REVISION_LABEL.into(), revision.into());
+    labels.insert(SUBSET_NAME_LABEL.into(), subset.into());
+    let annotations = set.metadata.annotations.get_or_insert_with(Default::default);
+    annotations.extend(template.metadata.annotations.clone().unwrap_or_default());
+    if set.metadata.name.is_none() {
+        set.metadata.generate_name = Some(subset_prefix(&ud_name, subset));
+    }
+    let owner = owner_reference(ud);
+    let refs = set.metadata.owner_references.get_or_insert_with(Default::default);
+    if !refs.iter().any(|r| r.uid == owner.uid) {
+        refs.push(owner);
+    }
+    let mut subset_selector = selector;
+    subset_selector.match_labels.get_or_insert_with(Default::default).insert(SUBSET_NAME_LABEL.into(), subset.into());
+    set.spec = template.spec.clone();
+    set.spec.selector = Some(subset_selector);
+    set.spec.replicas = Some(replicas);
+    set.spec.update_strategy.partition = Some(IntOrString::Int(partition));
+    let pod_labels =
+        set.spec.template.metadata.get_or_insert_with(Default::default).labels.get_or_insert_with(Default::default);
+    pod_labels.insert(SUBSET_NAME_LABEL.into(), subset.into());
+    pod_labels.insert(REVISION_LABEL.into(), revision.into());
+    let pod_spec = set.spec.template.spec.get_or_insert_with(Default::default);
+    attach_node_affinity(pod_spec, &config.node_selector_term);
+    if !config.tolerations.is_empty() {
+        pod_spec.tolerations.get_or_insert_with(Default::default).extend(config.tolerations.iter().cloned());
+    }
+    if let Some(patch) = &config.patch {
+        set.spec.template = patch_template(&set.spec.template, patch)?;
+    }
+    set.metadata
+        .annotations
+        .get_or_insert_with(Default::default)
+        .insert(SUBSET_PATCH_ANNOTATION.into(), patch_text(config.patch.as_ref()));
+    Ok(set)
+}
+
+/// kruise `attachNodeAffinity`: the subset's match expressions appended to every required term
+/// (one empty term made first when there is none).
+pub fn attach_node_affinity(pod_spec: &mut k8s_openapi::api::core::v1::PodSpec, term: &NodeSelectorTerm) {
+    let expressions = term.match_expressions.clone().unwrap_or_default();
+    if expressions.is_empty() {
+        return;
+    }
+    let affinity = pod_spec.affinity.get_or_insert_with(Affinity::default);
+    let node = affinity.node_affinity.get_or_insert_with(NodeAffinity::default);
+    let required = node.required_during_scheduling_ignored_during_execution.get_or_insert_with(NodeSelector::default);
+    if required.node_selector_terms.is_empty() {
+        required.node_selector_terms.push(NodeSelectorTerm::default());
+    }
+    for t in &mut required.node_selector_terms {
+        t.match_expressions.get_or_insert_with(Default::default).extend(expressions.iter().cloned());
+    }
+}
+
+/// The subset patch merged into the pod template (see the module note).
+pub fn patch_template(template: &PodTemplateSpec, patch: &Value) -> Result<PodTemplateSpec, String> {
+    let mut doc = serde_json::to_value(template).map_err(|e| e.to_string())?;
+    merge(&mut doc, patch);
+    serde_json::from_value(doc).map_err(|e| format!("the subset patch does not give a pod template: {e}"))
+}
+
+fn merge(target: &mut Value, patch: &Value) {
+    match (target, patch) {
+        (Value::Object(t), Value::Object(p)) => {
+            for (k, v) in p {
+                if v.is_null() {
+                    t.remove(k);
+                } else if let Some(existing) = t.get_mut(k) {
+                    merge(existing, v);
+                } else {
+                    t.insert(k.clone(), v.clone());
+                }
+            }
+        }
+        (Value::Array(t), Value::Array(p)) if keyed_by_name(t) && keyed_by_name(p) => {
+            for item in p {
+                let name = item.get("name");
+                match t.iter_mut().find(|x| x.get("name") == name) {
+                    Some(existing) => merge(existing, item),
+                    None => t.push(item.clone()),
+                }
+            }
+        }
+        (t, p) => *t = p.clone(),
+    }
+}
+
+fn keyed_by_name(items: &[Value]) -> bool {
+    items.iter().all(|i| i.get("name").is_some_and(Value::is_string))
+}
+
+/// What the controller knows of one subset CloneSet.
+#[derive(Clone, Debug)]
+pub struct Existing {
+    /// The CloneSet.
+    pub set: CloneSet,
+    /// Its pods (controlled by it).
+    pub pods: Vec<Pod>,
+}
+
+impl Existing {
+    fn subset(&self) -> Option<&str> {
+        self.set.metadata.labels.as_ref()?.get(SUBSET_NAME_LABEL).map(String::as_str).filter(|s| !s.is_empty())
+    }
+
+    fn revision(&self) -> &str {
+        self.set.metadata.labels.as_ref().and_then(|l| l.get(REVISION_LABEL)).map_or("", String::as_str)
+    }
+
+    fn partition(&self) -> i32 {
+        let replicas = self.set.spec.replicas.unwrap_or(0);
+        match &self.set.spec.update_strategy.partition {
+            Some(IntOrString::Int(p)) => *p,
+            Some(p @ IntOrString::String(_)) => {
+                crate::compat::intstr::k8s_value_from_int_or_percent(Some(p), i64::from(replicas), true).unwrap_or(0)
+                    as i32
+            }
+            None => 0,
+        }
+    }
+
+    fn patch(&self) -> &str {
+        self.set.metadata.annotations.as_ref().and_then(|a| a.get(SUBSET_PATCH_ANNOTATION)).map_or("", String::as_str)
+    }
+
+    /// kruise `CalculateUpdatedReplicas`: active pods at `revision`, and those ready.
+    fn updated(&self, revision: &str) -> (i32, i32) {
+        let updated: Vec<&Pod> = self
+            .pods
+            .iter()
+            .filter(|p| pods::label(p, REVISION_LABEL) == Some(revision) && pods::is_active(p))
+            .collect();
+        (updated.len() as i32, updated.iter().filter(|p| pods::is_ready(p)).count() as i32)
+    }
+}
+
+/// One write of a round.
+#[derive(Clone, Debug, PartialEq)]
+pub enum Action {
+    /// Create the subset's CloneSet (`generateName`).
+    Create { subset: String, set: Box<CloneSet> },
+    /// Replace the CloneSet `name` (resourceVersion kept from the cache) with `set`.
+    Update { subset: String, name: String, set: Box<CloneSet> },
+    /// Delete the CloneSet `name` (uid precondition).
+    Delete { name: String, uid: String, reason: &'static str },
+}
+
+/// A round: the writes, then the status to write once they succeed.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Plan {
+    /// Deletions first, then creations, then updates.
+    pub actions: Vec<Action>,
+    /// The status after the round (conditions set assuming the writes succeed).
+    pub status: UnitedDeploymentStatus,
+    /// The replicas allocated to each subset.
+    pub next_replicas: BTreeMap<String, i32>,
+}
+
+/// kruise's round for a CloneSet template: `existing` are the CloneSets the UnitedDeployment
+/// controls (oldest first), `revision` the update revision name, `current_revision` the status's
+/// (or the update revision when there is none), `now` for condition times.
+pub fn plan(
+    ud: &UnitedDeployment,
+    existing: &[Existing],
+    revision: &str,
+    current_revision: &str,
+    now: Time,
+) -> Result<Plan, String> {
+    let mut actions = Vec::new();
+    // classifySubsetBySubsetName + deleteDupSubset: the first CloneSet of a subset is kept.
+    let mut by_subset: BTreeMap<&str, &Existing> = BTreeMap::new();
+    for e in existing {
+        let Some(subset) = e.subset() else { continue };
+        if by_subset.contains_key(subset) {
+            actions.push(delete(e, "duplicate"));
+        } else {
+            by_subset.insert(subset, e);
+        }
+    }
+    let states: BTreeMap<String, SubsetState> = by_subset
+        .iter()
+        .map(|(name, e)| {
+            let status = e.set.status.clone().unwrap_or_default();
+            let state = SubsetState {
+                replicas: e.set.spec.replicas.unwrap_or(0),
+                ready_replicas: status.ready_replicas,
+                ..Default::default()
+            };
+            (name.to_string(), state)
+        })
+        .collect();
+    let next_replicas = allocate(&ud.spec, &states)?;
+    let partitions = next_partitions(ud, &next_replicas);
+    let expected: BTreeSet<&str> = ud.spec.topology.subsets.iter().map(|s| s.name.as_str()).collect();
+    for (subset, e) in &by_subset {
+        if !expected.contains(subset) {
+            actions.push(delete(e, "subset removed"));
+        }
+    }
+    let mut provisioned = false;
+    for s in &ud.spec.topology.subsets {
+        if by_subset.contains_key(s.name.as_str()) {
+            continue;
+        }
+        let replicas = next_replicas.get(&s.name).copied().unwrap_or(0);
+        let partition = partitions.get(&s.name).copied().unwrap_or(0);
+        let set = desired_cloneset(ud, &s.name, revision, replicas, partition, None)?;
+        actions.push(Action::Create { subset: s.name.clone(), set: Box::new(set) });
+        provisioned = true;
+    }
+    provisioned |= by_subset.keys().any(|s| !expected.contains(s));
+    for s in &ud.spec.topology.subsets {
+        let Some(e) = by_subset.get(s.name.as_str()) else { continue };
+        let replicas = next_replicas.get(&s.name).copied().unwrap_or(0);
+        let partition = partitions.get(&s.name).copied().unwrap_or(0);
+        let status = e.set.status.clone().unwrap_or_default();
+        let stale = e.revision() != revision
+            || e.set.spec.replicas.unwrap_or(0) != replicas
+            || e.partition() != partition
+            || e.patch() != patch_text(s.patch.as_ref())
+            || status.updated_replicas < status.replicas;
+        if !stale {
+            continue;
+        }
+        let desired = desired_cloneset(ud, &s.name, revision, replicas, partition, Some(&e.set))?;
+        // Only a real change is written (kruise rewrites while pods are not updated; the same
+        // object again would change nothing).
+        if desired != e.set {
+            let name = e.set.metadata.name.clone().unwrap_or_default();
+            actions.push(Action::Update { subset: s.name.clone(), name, set: Box::new(desired) });
+        }
+    }
+    let status = status(ud, &by_subset, &next_replicas, &partitions, revision, current_revision, provisioned, now);
+    Ok(Plan { actions, status, next_replicas })
+}
+
+fn delete(e: &Existing, reason: &'static str) -> Action {
+    Action::Delete {
+        name: e.set.metadata.name.clone().unwrap_or_default(),
+        uid: e.set.metadata.uid.clone().unwrap_or_default(),
+        reason,
+    }
+}
+
+/// kruise `SetUnitedDeploymentCondition`: the transition time only moves when the status does.
+fn set_condition(conditions: &mut Vec<UnitedDeploymentCondition>, mut c: UnitedDeploymentCondition) {
+    if let Some(old) = conditions.iter().find(|o| o.type_ == c.type_) {
+        if old.status == c.status && old.reason == c.reason && old.message == c.message {
+            return;
+        }
+        if old.status == c.status {
+            c.last_transition_time = old.last_transition_time.clone();
+        }
+    }
+    conditions.retain(|o| o.type_ != c.type_);
+    conditions.push(c);
+}
+
+/// kruise `calculateStatus` (and the conditions `manageSubsets` sets on success).
+#[allow(clippy::too_many_arguments)]
+fn status(
+    ud: &UnitedDeployment,
+    by_subset: &BTreeMap<&str, &Existing>,
+    next_replicas: &BTreeMap<String, i32>,
+    partitions: &BTreeMap<String, i32>,
+    revision: &str,
+    current_revision: &str,
+    provisioned: bool,
+    now: Time,
+) -> UnitedDeploymentStatus {
+    let mut s = ud.status.clone().unwrap_or_default();
+    let condition = |type_: &str| UnitedDeploymentCondition {
+        type_: type_.into(),
+        status: "True".into(),
+        last_transition_time: Some(now.clone()),
+        reason: String::new(),
+        message: String::new(),
+    };
+    if provisioned {
+        set_condition(&mut s.conditions, condition("SubsetProvisioned"));
+    }
+    set_condition(&mut s.conditions, condition("SubsetUpdated"));
+    s.replicas = 0;
+    s.reserved_pods = 0;
+    s.ready_replicas = 0;
+    s.updated_replicas = 0;
+    s.updated_ready_replicas = 0;
+    for (name, e) in by_subset {
+        let cs = e.set.status.clone().unwrap_or_default();
+        let (updated, updated_ready) = e.updated(revision);
+        s.replicas += cs.replicas;
+        s.ready_replicas += cs.ready_replicas;
+        s.updated_replicas += updated;
+        s.updated_ready_replicas += updated_ready;
+        let partition = partitions.get(*name).copied().unwrap_or(0);
+        match s.subset_statuses.iter_mut().find(|x| x.name == *name) {
+            Some(x) => {
+                x.replicas = cs.replicas;
+                x.ready_replicas = cs.ready_replicas;
+                x.partition = partition;
+            }
+            None => s.subset_statuses.push(UnitedDeploymentSubsetStatus {
+                name: name.to_string(),
+                replicas: cs.replicas,
+                ready_replicas: cs.ready_replicas,
+                partition,
+                ..Default::default()
+            }),
+        }
+    }
+    s.subset_replicas = next_replicas.clone();
+    if s.current_revision.is_empty() {
+        s.current_revision = current_revision.into();
+    }
+    let update = s.update_status.get_or_insert_with(UpdateStatus::default);
+    update.updated_revision = revision.into();
+    update.current_partitions = partitions.clone();
+    if revision != s.current_revision && s.updated_ready_replicas >= s.replicas {
+        s.current_revision = revision.into();
+    }
+    s.label_selector =
+        Selector::from_validated(ud.spec.selector.as_ref()).map(|sel| sel.to_string()).unwrap_or_default();
+    s.observed_generation = ud.metadata.generation.unwrap_or(0);
+    s
+}
+
+#[cfg(test)]
+mod tests;

@@ -1,0 +1,187 @@
+//! The CloneSet planner: kruise's `ApplySubsetTemplate` shape, provisioning, updates, deletions
+//! and status.
+
+use super::*;
+use serde_json::json;
+
+fn ud(spec: Value) -> UnitedDeployment {
+    let mut u = UnitedDeployment::new("web", serde_json::from_value(spec).unwrap());
+    u.metadata.namespace = Some("ns".into());
+    u.metadata.uid = Some("ud-uid".into());
+    u.metadata.generation = Some(2);
+    u
+}
+
+fn spec() -> Value {
+    json!({"replicas": 6, "selector": {"matchLabels": {"app": "web"}},
+        "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "web", "team": "a"}}, "spec": {
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}}, "spec": {"containers": [{"name": "main", "image": "nginx:1"}]}}}}},
+        "topology": {"subsets": [
+            {"name": "zone-a", "replicas": 4, "nodeSelectorTerm": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]},
+             "tolerations": [{"key": "dedicated", "operator": "Exists"}],
+             "patch": {"spec": {"containers": [{"name": "main", "env": [{"name": "ZONE", "value": "a"}]}]}}},
+            {"name": "zone-b", "nodeSelectorTerm": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}}]},
+        "updateStrategy": {"type": "Manual", "manualUpdate": {"partitions": {"zone-a": 9, "zone-b": 1}}}})
+}
+
+fn now() -> Time {
+    Time(k8s_openapi::jiff::Timestamp::from_second(1_700_000_000).unwrap())
+}
+
+fn created(plan: &Plan) -> BTreeMap<String, CloneSet> {
+    plan.actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Create { subset, set } => Some((subset.clone(), (**set).clone())),
+            _ => None,
+        })
+        .collect()
+}
+
+#[test]
+fn subset_prefix_as_kruise() {
+    assert_eq!(subset_prefix("web", "zone-a"), "web-zone-a-");
+    assert_eq!(subset_prefix("web", "Zone_A"), "web-");
+}
+
+#[test]
+fn first_round_creates_one_cloneset_per_subset() {
+    let u = ud(spec());
+    let p = plan(&u, &[], "web-abc", "web-abc", now()).unwrap();
+    assert_eq!(p.next_replicas, [("zone-a".to_string(), 4), ("zone-b".to_string(), 2)].into());
+    let sets = created(&p);
+    assert_eq!(sets.len(), 2);
+    let a = &sets["zone-a"];
+    assert_eq!(a.metadata.generate_name.as_deref(), Some("web-zone-a-"));
+    assert_eq!(a.metadata.namespace.as_deref(), Some("ns"));
+    let labels = a.metadata.labels.clone().unwrap();
+    assert_eq!(labels["app"], "web");
+    assert_eq!(labels["team"], "a");
+    assert_eq!(labels[SUBSET_NAME_LABEL], "zone-a");
+    assert_eq!(labels[REVISION_LABEL], "web-abc");
+    let owner = &a.metadata.owner_references.as_ref().unwrap()[0];
+    assert_eq!((owner.kind.as_str(), owner.uid.as_str(), owner.controller), ("UnitedDeployment", "ud-uid", Some(true)));
+    assert_eq!(a.spec.replicas, Some(4));
+    assert_eq!(a.spec.update_strategy.partition, Some(IntOrString::Int(4)), "partition 9 capped at the replicas");
+    assert_eq!(
+        serde_json::to_value(&a.spec.selector).unwrap(),
+        json!({"matchLabels": {"app": "web", SUBSET_NAME_LABEL: "zone-a"}})
+    );
+    let pod = serde_json::to_value(&a.spec.template).unwrap();
+    assert_eq!(pod["metadata"]["labels"][SUBSET_NAME_LABEL], "zone-a");
+    assert_eq!(pod["metadata"]["labels"][REVISION_LABEL], "web-abc");
+    assert_eq!(
+        pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"],
+        json!([{"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}])
+    );
+    assert_eq!(pod["spec"]["tolerations"], json!([{"key": "dedicated", "operator": "Exists"}]));
+    assert_eq!(pod["spec"]["containers"][0]["image"], "nginx:1");
+    assert_eq!(pod["spec"]["containers"][0]["env"], json!([{"name": "ZONE", "value": "a"}]));
+    assert_eq!(
+        a.metadata.annotations.as_ref().unwrap()[SUBSET_PATCH_ANNOTATION],
+        r#"{"spec":{"containers":[{"env":[{"name":"ZONE","value":"a"}],"name":"main"}]}}"#
+    );
+    let b = &sets["zone-b"];
+    assert_eq!(b.spec.replicas, Some(2));
+    assert_eq!(b.spec.update_strategy.partition, Some(IntOrString::Int(1)));
+    assert_eq!(b.metadata.annotations.as_ref().unwrap()[SUBSET_PATCH_ANNOTATION], "");
+    assert_eq!(p.status.subset_replicas, p.next_replicas);
+    assert_eq!(p.status.update_status.as_ref().unwrap().updated_revision, "web-abc");
+    assert_eq!(p.status.current_revision, "web-abc");
+    assert_eq!(p.status.label_selector, "app=web");
+    assert_eq!(p.status.observed_generation, 2);
+    let types: Vec<&str> = p.status.conditions.iter().map(|c| c.type_.as_str()).collect();
+    assert_eq!(types, ["SubsetProvisioned", "SubsetUpdated"]);
+}
+
+fn existing(u: &UnitedDeployment, subset: &str, name: &str, revision: &str, replicas: i32, ready: i32) -> Existing {
+    let mut set = desired_cloneset(u, subset, revision, replicas, 0, None).unwrap();
+    set.metadata.name = Some(name.into());
+    set.metadata.uid = Some(format!("{name}-uid"));
+    set.status = Some(crate::apis::CloneSetStatus {
+        replicas,
+        ready_replicas: ready,
+        updated_replicas: replicas,
+        ..Default::default()
+    });
+    let pods = (0..replicas)
+        .map(|i| {
+            serde_json::from_value(json!({"metadata": {"name": format!("{name}-{i}"), "labels": {REVISION_LABEL: revision}},
+                "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if i < ready {"True"} else {"False"}}]}}))
+            .unwrap()
+        })
+        .collect();
+    Existing { set, pods }
+}
+
+#[test]
+fn settled_subsets_need_nothing() {
+    let mut s = spec();
+    s["updateStrategy"] = json!({"type": "Manual", "manualUpdate": {}});
+    s["topology"]["subsets"][0].as_object_mut().unwrap().remove("patch");
+    let u = ud(s);
+    let sets = [existing(&u, "zone-a", "web-zone-a-x", "r1", 4, 4), existing(&u, "zone-b", "web-zone-b-y", "r1", 2, 2)];
+    let p = plan(&u, &sets, "r1", "r1", now()).unwrap();
+    assert!(p.actions.is_empty(), "{:?}", p.actions);
+    assert_eq!((p.status.replicas, p.status.ready_replicas, p.status.updated_replicas), (6, 6, 6));
+    assert_eq!(p.status.subset_statuses.len(), 2);
+}
+
+#[test]
+fn new_revision_rewrites_both_and_promotes_once_ready() {
+    let u = ud(spec());
+    let sets = [existing(&u, "zone-a", "web-zone-a-x", "r1", 4, 4), existing(&u, "zone-b", "web-zone-b-y", "r1", 2, 2)];
+    let p = plan(&u, &sets, "r2", "r1", now()).unwrap();
+    let updated: Vec<&str> = p
+        .actions
+        .iter()
+        .map(|a| match a {
+            Action::Update { name, set, .. } => {
+                assert_eq!(set.metadata.labels.as_ref().unwrap()[REVISION_LABEL], "r2");
+                name.as_str()
+            }
+            other => panic!("{other:?}"),
+        })
+        .collect();
+    assert_eq!(updated, ["web-zone-a-x", "web-zone-b-y"]);
+    assert_eq!(p.status.current_revision, "r1", "nothing updated yet");
+    assert_eq!(p.status.updated_replicas, 0);
+    let sets = [existing(&u, "zone-a", "web-zone-a-x", "r2", 4, 4), existing(&u, "zone-b", "web-zone-b-y", "r2", 2, 2)];
+    let mut u2 = u.clone();
+    u2.status = Some(p.status.clone());
+    let p = plan(&u2, &sets, "r2", "r1", now()).unwrap();
+    assert_eq!(p.status.current_revision, "r2");
+    assert_eq!(p.status.updated_ready_replicas, 6);
+}
+
+#[test]
+fn removed_and_duplicate_subsets_are_deleted() {
+    let u = ud(spec());
+    let sets = [
+        existing(&u, "zone-a", "web-zone-a-x", "r1", 4, 4),
+        existing(&u, "zone-a", "web-zone-a-z", "r1", 4, 4),
+        existing(&u, "zone-b", "web-zone-b-y", "r1", 2, 2),
+    ];
+    let mut gone = spec();
+    gone["topology"]["subsets"].as_array_mut().unwrap().remove(1);
+    gone["topology"]["subsets"][0]["replicas"] = json!(6);
+    let u = ud(gone);
+    let p = plan(&u, &sets, "r1", "r1", now()).unwrap();
+    let deletes: Vec<(&str, &str)> = p
+        .actions
+        .iter()
+        .filter_map(|a| match a {
+            Action::Delete { name, reason, .. } => Some((name.as_str(), *reason)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(deletes, [("web-zone-a-z", "duplicate"), ("web-zone-b-y", "subset removed")]);
+}
+
+#[test]
+fn allocation_errors_are_reported() {
+    let mut s = spec();
+    s["topology"]["subsets"][0]["replicas"] = json!(9);
+    assert!(plan(&ud(s), &[], "r1", "r1", now()).unwrap_err().contains("is greater than UnitedDeployment replica"));
+}

@@ -1,0 +1,214 @@
+//! The UnitedDeployment controller and webhooks end to end (issue 34 items 1–3) on the real
+//! control plane of `testenv/`: `kruise serve` with exactly the rights `deploy/rbac.yaml` gives it,
+//! talking to the API server through the fault proxy, the generated `webhook-config/` registered,
+//! the scheduler placing the pods and the simulated kubelets running them. The test labels the
+//! simulated nodes into two zones itself (a label key of its own namespace, so concurrent tests
+//! do not meet). Asserted:
+//! - an invalid UnitedDeployment is denied by `vuniteddeployment.kb.io` with kruise's field error,
+//!   and the mutating webhook fills the defaults;
+//! - a UnitedDeployment of 6 with subsets `zone-a: 4` and `zone-b` (the rest) creates two
+//!   CloneSets (`web-zone-a-…`, `web-zone-b-…`, owned by it) with 4 and 2 pods, each pod on a node
+//!   of its zone, and reports 6 ready replicas;
+//! - with CloneSet writes answered 409 and every watch cut, a template image change rolls both
+//!   subsets out and the status promotes the new revision;
+//! - the scale subresource scales it to 8, zone-b taking the 2 more.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod e2e_common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use e2e_common::{Kruise, NAMESPACE, cluster, eventually, install, manager_kubeconfig, root};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kruise::apis::CloneSet;
+use kruise::apis::uniteddeployment::UnitedDeployment;
+use kruise_testenv::{Share, WriteFault};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::{Value, json};
+
+const SUBSET_LABEL: &str = "apps.kruise.io/subset-name";
+
+fn ud(zone_key: &str, replicas_a: Value, image: &str) -> UnitedDeployment {
+    serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 6,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "main", "image": image}]}}}}},
+            "topology": {"subsets": [
+                {"name": "zone-a", "replicas": replicas_a,
+                 "nodeSelectorTerm": {"matchExpressions": [{"key": zone_key, "operator": "In", "values": ["a"]}]}},
+                {"name": "zone-b",
+                 "nodeSelectorTerm": {"matchExpressions": [{"key": zone_key, "operator": "In", "values": ["b"]}]}}]}
+        }
+    }))
+    .unwrap()
+}
+
+/// Pods of the namespace by subset: (node, image, ready) of each live pod.
+async fn pods_by_subset(pods: &Api<Pod>) -> BTreeMap<String, Vec<(String, String, bool)>> {
+    let mut out: BTreeMap<String, Vec<(String, String, bool)>> = BTreeMap::new();
+    let Ok(list) = pods.list(&ListParams::default().labels("app=web")).await else { return out };
+    for p in list.items.into_iter().filter(|p| p.metadata.deletion_timestamp.is_none()) {
+        let subset = p.metadata.labels.as_ref().and_then(|l| l.get(SUBSET_LABEL)).cloned().unwrap_or_default();
+        let spec = p.spec.clone().unwrap_or_default();
+        let ready = p
+            .status
+            .as_ref()
+            .and_then(|s| s.conditions.as_ref())
+            .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+        let image = spec.containers.first().and_then(|c| c.image.clone()).unwrap_or_default();
+        out.entry(subset).or_default().push((spec.node_name.unwrap_or_default(), image, ready));
+    }
+    out
+}
+
+/// Waits for `want` ready pods per subset, all running `image` on nodes of their zone.
+async fn settled(
+    pods: &Api<Pod>,
+    zones: &BTreeMap<String, String>,
+    want: &[(&str, usize)],
+    image: &str,
+    what: &str,
+) -> BTreeMap<String, Vec<(String, String, bool)>> {
+    eventually(what, Duration::from_secs(300), || async {
+        let by = pods_by_subset(pods).await;
+        let total: usize = by.values().map(Vec::len).sum();
+        let ok = want.iter().all(|(subset, n)| {
+            let zone = if *subset == "zone-a" { "a" } else { "b" };
+            by.get(*subset).is_some_and(|ps| {
+                ps.len() == *n
+                    && ps.iter().all(|(node, img, ready)| {
+                        *ready && img == image && zones.get(node).map(String::as_str) == Some(zone)
+                    })
+            })
+        });
+        (ok && total == want.iter().map(|w| w.1).sum::<usize>()).then_some(by)
+    })
+    .await
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_united_deployment_spreads_over_two_zones_and_rolls_out() {
+    let c = cluster();
+    let ns = c.namespace("e2e-ud").await.unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    manager_kubeconfig(certs.path()).await;
+    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
+    let proxy = c.fault_proxy_as(&token).await.unwrap();
+    let kruise = Kruise::start(certs.path(), proxy.kubeconfig(), &["--namespace", ns.name()]);
+    install(&[&kruise]).await;
+    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
+    let client = c.client().await.unwrap();
+    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+
+    // Two zones over the simulated nodes, under a label key of this test's own.
+    let zone_key = format!("e2e.kruise.io/{}", ns.name());
+    let nodes_api: Api<Node> = Api::all(client.clone());
+    let mut nodes: Vec<String> = nodes_api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    nodes.sort();
+    assert!(nodes.len() >= 2, "{nodes:?}");
+    let mut zones = BTreeMap::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let zone = if i < nodes.len() / 2 { "a" } else { "b" };
+        let patch = json!({"metadata": {"labels": {zone_key.clone(): zone}}});
+        nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+        zones.insert(node.clone(), zone.to_string());
+    }
+
+    let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let clonesets: Api<CloneSet> = Api::namespaced(client.clone(), ns.name());
+
+    // 1. An invalid one is denied (the webhook may take a moment to be reachable).
+    let too_many = ud(&zone_key, json!(7), "nginx:1.25");
+    let denied = eventually("the validating webhook to deny", Duration::from_secs(60), || {
+        let (uds, too_many) = (uds.clone(), too_many.clone());
+        async move {
+            match uds.create(&PostParams::default(), &too_many).await {
+                Err(kube::Error::Api(e)) if e.message.contains("denied the request") => Some(e.message),
+                Err(_) => None,
+                Ok(_) => panic!("a UnitedDeployment asking 7 of 6 replicas was admitted"),
+            }
+        }
+    })
+    .await;
+    assert!(denied.contains("admission webhook \"vuniteddeployment.kb.io\" denied the request"), "{denied}");
+    assert!(
+        denied.contains("spec.topology.subsets: Invalid value: 7: sum of indicated subset replicas 7 should not be greater than UnitedDeployment replicas 6"),
+        "{denied}"
+    );
+
+    // 2. zone-a: 4, zone-b: the rest.
+    let created = uds.create(&PostParams::default(), &ud(&zone_key, json!(4), "nginx:1.25")).await.unwrap();
+    assert_eq!(created.spec.revision_history_limit, Some(10), "defaulted by the mutating webhook");
+    assert_eq!(created.spec.update_strategy.type_, "Manual");
+    let uid = created.metadata.uid.clone().unwrap();
+    settled(&pods, &zones, &[("zone-a", 4), ("zone-b", 2)], "nginx:1.25", "4 pods in zone-a and 2 in zone-b").await;
+    let sets = clonesets.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(sets.len(), 2, "one CloneSet per subset");
+    for set in &sets {
+        let subset = set.metadata.labels.as_ref().unwrap()[SUBSET_LABEL].clone();
+        assert!(
+            set.metadata.name.as_deref().unwrap().starts_with(&format!("web-{subset}-")),
+            "{:?}",
+            set.metadata.name
+        );
+        let owner = &set.metadata.owner_references.as_ref().unwrap()[0];
+        assert_eq!(
+            (owner.kind.as_str(), owner.uid.as_str(), owner.controller),
+            ("UnitedDeployment", uid.as_str(), Some(true))
+        );
+        assert_eq!(set.spec.replicas, Some(if subset == "zone-a" { 4 } else { 2 }));
+    }
+    let status = eventually("the status to count 6 ready", Duration::from_secs(120), || async {
+        let s = uds.get("web").await.ok()?.status?;
+        (s.replicas == 6 && s.ready_replicas == 6 && s.updated_replicas == 6).then_some(s)
+    })
+    .await;
+    assert_eq!(status.subset_replicas, [("zone-a".to_string(), 4), ("zone-b".to_string(), 2)].into());
+    let first_revision = status.current_revision.clone();
+    assert!(first_revision.starts_with("web-"), "{status:?}");
+
+    // 3. A new image, with the CloneSet writes answered 409 three times and every watch cut.
+    proxy.fail_writes(WriteFault::Conflict, Share::Next(3), &["clonesets"]);
+    proxy.cut_watches();
+    let patch = json!({"spec": {"template": {"cloneSetTemplate": {"spec": {"template": {"spec": {
+        "containers": [{"name": "main", "image": "nginx:1.26"}]}}}}}}});
+    uds.patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    settled(&pods, &zones, &[("zone-a", 4), ("zone-b", 2)], "nginx:1.26", "both subsets rolled out").await;
+    let status = eventually("the new revision promoted", Duration::from_secs(120), || async {
+        let s = uds.get("web").await.ok()?.status?;
+        let updated = s.update_status.as_ref()?.updated_revision.clone();
+        (updated != first_revision && s.current_revision == updated && s.updated_ready_replicas == 6).then_some(s)
+    })
+    .await;
+    assert_eq!(status.replicas, 6, "{status:?}");
+    let counts = proxy.counts();
+    assert!(counts.conflicts >= 1, "the fault happened: {counts:?}");
+    proxy.heal_writes();
+
+    // 4. The scale subresource: 8, zone-b taking the 2 more.
+    let scale = json!({"spec": {"replicas": 8}});
+    uds.patch_scale("web", &PatchParams::default(), &Patch::Merge(&scale)).await.unwrap();
+    settled(&pods, &zones, &[("zone-a", 4), ("zone-b", 4)], "nginx:1.26", "zone-b scaled to 4").await;
+
+    for node in &nodes {
+        let patch = json!({"metadata": {"labels": {zone_key.clone(): null}}});
+        let _ = nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await;
+    }
+    drop(kruise);
+}
