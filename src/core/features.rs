@@ -168,6 +168,8 @@ pub enum Gate {
     PodUnavailableBudgetUpdateGate,
     /// A pod resize is its own PodUnavailableBudget operation (RESIZE), not an UPDATE.
     InPlacePodVerticalScaling,
+    /// WorkloadSpreads are admitted and spread pods (pod webhooks and controller).
+    WorkloadSpread,
 }
 
 impl Gate {
@@ -200,6 +202,7 @@ impl Gate {
             Gate::PodUnavailableBudgetDeleteGate => "PodUnavailableBudgetDeleteGate",
             Gate::PodUnavailableBudgetUpdateGate => "PodUnavailableBudgetUpdateGate",
             Gate::InPlacePodVerticalScaling => "InPlacePodVerticalScaling",
+            Gate::WorkloadSpread => "WorkloadSpread",
         }
     }
 }

@@ -32,6 +32,7 @@ pub mod validate_pod;
 pub mod validate_pub;
 pub mod validate_sidecarset;
 pub mod validate_statefulset;
+pub mod validate_workloadspread;
 
 use std::sync::Arc;
 
@@ -70,6 +71,8 @@ pub enum Listed {
     Namespace(NamespaceContents),
     /// The custom resources of the CRD being deleted (their metadata).
     CustomResources(Result<Vec<ObjectMeta>, String>),
+    /// The WorkloadSpreads of a WorkloadSpread's namespace and its target's pod template.
+    WorkloadSpread(validate_workloadspread::Listed),
 }
 
 /// What a review's handler needs listed before it decides (see [`Listed`]).
@@ -79,12 +82,17 @@ pub enum Listing {
     Namespace(String),
     /// The custom resources a CRD serves.
     CustomResources(CustomResources),
+    /// The WorkloadSpreads of a namespace and a WorkloadSpread's target workload.
+    WorkloadSpread(validate_workloadspread::Listing),
 }
 
 /// The listing a review needs: a DELETE of a Namespace or CRD labelled `Cascading` with the
 /// gates on (`core::validation::protection::needs_listing`); `None` for anything else, and for
 /// an old object that does not decode (the handler answers that).
 pub fn listing_needed(ctx: &Context, handler: Handler, review: &Review) -> Option<Listing> {
+    if handler == Handler::ValidateWorkloadSpread {
+        return validate_workloadspread::listing_needed(ctx, review).map(Listing::WorkloadSpread);
+    }
     if review.request.operation != Operation::Delete || !review.request.sub_resource.as_deref().unwrap_or("").is_empty()
     {
         return None;
@@ -180,6 +188,7 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::MutateAdvancedCronJob => Some(mutate_advancedcronjob::mutate(ctx, review)),
         Handler::ValidateAdvancedCronJob => Some(validate_advancedcronjob::validate(ctx, review)),
         Handler::MutateContainerRecreateRequest => Some(mutate_containerrecreaterequest::mutate(ctx, review)),
+        Handler::ValidateWorkloadSpread => Some(validate_workloadspread::validate(ctx, review)),
         Handler::Missing => None,
     }
 }

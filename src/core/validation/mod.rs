@@ -8,7 +8,7 @@
 //! InPlaceOnly guard and the recreate warning), [`protection`] (deletion protection),
 //! [`podunavailablebudget`] (PodUnavailableBudget objects), [`imagepulljob`],
 //! [`imagelistpulljob`] and [`nodeimage`] (the image-pull kinds), [`daemonset`] (the Advanced
-//! DaemonSet).
+//! DaemonSet), [`workloadspread`].
 
 pub mod advancedcronjob;
 pub mod broadcastjob;
@@ -25,6 +25,7 @@ pub mod protection;
 pub mod statefulset;
 pub mod template_update;
 pub mod update_order;
+pub mod workloadspread;
 
 /// A value as JSON for a field error (`null` if it cannot be serialised).
 pub(crate) fn json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Value {
