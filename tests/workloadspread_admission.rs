@@ -27,7 +27,8 @@ use tower::ServiceExt;
 
 use common::app::App;
 
-const VALIDATE: [&str; 2] = ["/validate-apps-kruise-io-workloadspread", "/validate-apps-kruise-io-v1alpha1-workloadspread"];
+const VALIDATE: [&str; 2] =
+    ["/validate-apps-kruise-io-workloadspread", "/validate-apps-kruise-io-v1alpha1-workloadspread"];
 
 fn ws(name: &str, target: &str) -> Value {
     json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread",
@@ -96,7 +97,9 @@ async fn invalid_spreads_are_denied_with_kruise_messages() {
         "spec.subsets[0].maxReplicas: Invalid value: \"40%\": maxReplicas sum of all subsets must equal 100% when type is specified as percent"
     );
 
-    let r = app.send(VALIDATE[0], &review(Operation::Create, &json!({"spec": {"subsets": "many"}}))).await;
+    let r = app
+        .send(VALIDATE[0], &review(Operation::Create, &json!({"metadata": {"name": "x"}, "spec": {"subsets": "many"}})))
+        .await;
     assert_eq!(r["status"]["code"], 400, "{r}");
 }
 
@@ -177,8 +180,11 @@ impl ListSource for Lists {
 }
 
 async fn send_listed(lists: Lists, review: &ReviewRequest) -> Value {
-    let state = AppState::new(Context::with_gates(FeatureGates::default(), Arc::new(EmptyView) as Arc<dyn ClusterView>), Metrics::new())
-        .with_lists(Arc::new(lists));
+    let state = AppState::new(
+        Context::with_gates(FeatureGates::default(), Arc::new(EmptyView) as Arc<dyn ClusterView>),
+        Metrics::new(),
+    )
+    .with_lists(Arc::new(lists));
     let request = Request::post(VALIDATE[0])
         .header("content-type", "application/json")
         .body(Body::from(review.to_bytes()))

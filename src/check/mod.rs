@@ -617,7 +617,13 @@ mod tests {
         );
         assert_eq!(out[0].status, Status::Ok, "{}", out[0].message);
         assert_eq!(out[1].status, Status::Denied);
-        assert!(out[1].message.contains("spec.subsets[0].maxReplicas: Invalid value: \"-1%\": maxReplicas is not valid for subset"), "{}", out[1].message);
+        assert!(
+            out[1]
+                .message
+                .contains("spec.subsets[0].maxReplicas: Invalid value: \"-1%\": maxReplicas is not valid for subset"),
+            "{}",
+            out[1].message
+        );
     }
 
     /// AdvancedCronJobs go through their mutating and validating webhooks: defaulted then

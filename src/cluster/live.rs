@@ -447,7 +447,13 @@ impl ListSource for LiveView {
     ) -> ListFuture<'a, Value> {
         let (group, version, plural) = (resource.group, resource.version, resource.plural);
         let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
-        let r = ApiResource { group: group.into(), version: version.into(), api_version, kind: String::new(), plural: plural.into() };
+        let r = ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version,
+            kind: String::new(),
+            plural: plural.into(),
+        };
         let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), namespace, &r);
         Box::pin(async move {
             let list = async move {

@@ -169,8 +169,10 @@ mod tests {
 
     #[test]
     fn node_selector_terms() {
-        let ok = term(json!({"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}],
-            "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}));
+        let ok = term(
+            json!({"matchExpressions": [{"key": "topology.kubernetes.io/zone", "operator": "In", "values": ["a"]}],
+            "matchFields": [{"key": "metadata.name", "operator": "In", "values": ["node-1"]}]}),
+        );
         assert!(validate_node_selector_term(&ok, "t").is_empty());
         let bad = term(json!({"matchExpressions": [
             {"key": "k", "operator": "Exists", "values": ["x"]},
@@ -198,7 +200,10 @@ mod tests {
         .unwrap();
         assert_eq!(
             paths(&validate_preferred_scheduling_terms(&terms, "p")),
-            ["p[0].weight: Invalid value: 101: must be in the range 1-100", "p[2].weight: Invalid value: 0: must be in the range 1-100"]
+            [
+                "p[0].weight: Invalid value: 101: must be in the range 1-100",
+                "p[2].weight: Invalid value: 0: must be in the range 1-100"
+            ]
         );
     }
 

@@ -52,9 +52,9 @@ fn directive(m: &Map<String, Value>) -> Option<&str> {
 /// The patch value without its directives, for a field the original does not have.
 fn clean(v: &Value) -> Value {
     match v {
-        Value::Object(m) => Value::Object(
-            m.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), clean(v))).collect(),
-        ),
+        Value::Object(m) => {
+            Value::Object(m.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), clean(v))).collect())
+        }
         Value::Array(a) => Value::Array(
             a.iter().filter(|e| !e.as_object().is_some_and(|m| directive(m) == Some("delete"))).map(clean).collect(),
         ),
@@ -169,7 +169,8 @@ mod tests {
     #[test]
     fn replace_directive_and_missing_fields() {
         let pod = json!({"spec": {"nodeSelector": {"a": "1", "b": "2"}}});
-        let patch = json!({"metadata": {"annotations": {"k": "v"}}, "spec": {"nodeSelector": {"$patch": "replace", "c": "3"}}});
+        let patch =
+            json!({"metadata": {"annotations": {"k": "v"}}, "spec": {"nodeSelector": {"$patch": "replace", "c": "3"}}});
         let out = apply_pod_patch(&pod, &patch).unwrap();
         assert_eq!(out, json!({"metadata": {"annotations": {"k": "v"}}, "spec": {"nodeSelector": {"c": "3"}}}));
         assert!(apply_pod_patch(&pod, &json!([1])).is_err());

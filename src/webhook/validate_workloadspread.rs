@@ -20,7 +20,9 @@ use super::{Context, decode_object, writes_object};
 use crate::apis::workloadspread::WorkloadSpread;
 use crate::cluster::{ListSource, NamespacedResource};
 use crate::core::features::Gate;
-use crate::core::validation::workloadspread::{WorkloadTemplate, target_is_known, validate as validate_ws, validate_update};
+use crate::core::validation::workloadspread::{
+    WorkloadTemplate, target_is_known, validate as validate_ws, validate_update,
+};
 
 /// What to list for one review.
 #[derive(Clone, Debug, PartialEq, Eq)]

@@ -26,7 +26,9 @@ use crate::apis::workloadspread::{ADAPTIVE, FIXED, TargetReference, WorkloadSpre
 use crate::compat::field::{FieldError, child, index};
 use crate::compat::intstr::go_atoi;
 use crate::compat::podspec::validate_pod_spec;
-use crate::compat::scheduling::{validate_node_selector_term, validate_preferred_scheduling_terms, validate_tolerations};
+use crate::compat::scheduling::{
+    validate_node_selector_term, validate_preferred_scheduling_terms, validate_tolerations,
+};
 use crate::compat::selector::Selector;
 use crate::compat::strategic::apply_pod_patch;
 use crate::core::defaults::pod::default_pod_spec;
@@ -110,7 +112,11 @@ pub fn validate(
 }
 
 /// `validateWorkloadSpreadSpec(obj, "spec")`.
-pub fn validate_spec(ws: &WorkloadSpread, workload: Option<&WorkloadTemplate>, gates: &FeatureGates) -> Vec<FieldError> {
+pub fn validate_spec(
+    ws: &WorkloadSpread,
+    workload: Option<&WorkloadTemplate>,
+    gates: &FeatureGates,
+) -> Vec<FieldError> {
     let spec = &ws.spec;
     let mut errs = Vec::new();
     let mut template = None;
@@ -247,7 +253,11 @@ fn validate_subsets(
             match first_is_percent {
                 None => first_is_percent = Some(is_percent),
                 Some(first) if first != is_percent => {
-                    errs.push(FieldError::invalid(&mp, json(max), "the maxReplicas type of all subsets must be the same"));
+                    errs.push(FieldError::invalid(
+                        &mp,
+                        json(max),
+                        "the maxReplicas type of all subsets must be the same",
+                    ));
                     return errs;
                 }
                 Some(_) => {}

@@ -66,8 +66,10 @@ fn create_success_cases() {
         }
         s
     };
-    let resources = json!({"spec": {"containers": [{"name": "main", "resources": {"limits": {"cpu": "2", "memory": "8000Mi"}}}]}});
-    let adaptive = json!({"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30, "disableSimulationSchedule": true}});
+    let resources =
+        json!({"spec": {"containers": [{"name": "main", "resources": {"limits": {"cpu": "2", "memory": "8000Mi"}}}]}});
+    let adaptive =
+        json!({"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 30, "disableSimulationSchedule": true}});
     let mut cases = vec![
         two_subsets(
             cs,
@@ -131,13 +133,17 @@ fn create_error_cases() {
         ("subsets is nil", |w| w["spec"]["subsets"] = Value::Null, "spec.subsets"),
         (
             "statefulset group error",
-            |w| w["spec"]["targetRef"] = json!({"apiVersion": "rollouts.kruise.io/v2", "kind": "StatefulSet", "name": "demo"}),
+            |w| {
+                w["spec"]["targetRef"] =
+                    json!({"apiVersion": "rollouts.kruise.io/v2", "kind": "StatefulSet", "name": "demo"})
+            },
             "spec.targetRef",
         ),
         (
             "statefulset subset is percentage",
             |w| {
-                w["spec"]["targetRef"] = json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet", "name": "demo"});
+                w["spec"]["targetRef"] =
+                    json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "StatefulSet", "name": "demo"});
                 w["spec"]["subsets"][0]["maxReplicas"] = json!("50%");
             },
             "spec.subsets[0].maxReplicas",
@@ -173,10 +179,26 @@ fn create_error_cases() {
             },
             "spec.subsets[0].preferredSchedulingTerms[0].preference.matchExpressions[0].values",
         ),
-        ("subset-a's maxReplicas < 0", |w| w["spec"]["subsets"][0]["maxReplicas"] = json!(-100), "spec.subsets[0].maxReplicas"),
-        ("subset-a's maxReplicas = 0.2%", |w| w["spec"]["subsets"][0]["maxReplicas"] = json!("0.2%"), "spec.subsets[0].maxReplicas"),
-        ("subset-a's maxReplicas = 50.2%", |w| w["spec"]["subsets"][0]["maxReplicas"] = json!("50.2%"), "spec.subsets[0].maxReplicas"),
-        ("subset-a's maxReplicas = 101%", |w| w["spec"]["subsets"][0]["maxReplicas"] = json!("101%"), "spec.subsets[0].maxReplicas"),
+        (
+            "subset-a's maxReplicas < 0",
+            |w| w["spec"]["subsets"][0]["maxReplicas"] = json!(-100),
+            "spec.subsets[0].maxReplicas",
+        ),
+        (
+            "subset-a's maxReplicas = 0.2%",
+            |w| w["spec"]["subsets"][0]["maxReplicas"] = json!("0.2%"),
+            "spec.subsets[0].maxReplicas",
+        ),
+        (
+            "subset-a's maxReplicas = 50.2%",
+            |w| w["spec"]["subsets"][0]["maxReplicas"] = json!("50.2%"),
+            "spec.subsets[0].maxReplicas",
+        ),
+        (
+            "subset-a's maxReplicas = 101%",
+            |w| w["spec"]["subsets"][0]["maxReplicas"] = json!("101%"),
+            "spec.subsets[0].maxReplicas",
+        ),
         (
             "subset-a's maxReplicas = 40%, subset-b's maxReplicas = 70%",
             |w| {
@@ -194,8 +216,16 @@ fn create_error_cases() {
             },
             "spec.subsets[0].maxReplicas",
         ),
-        ("subset-a's maxReplicas = -1%", |w| w["spec"]["subsets"][0]["maxReplicas"] = json!("-1%"), "spec.subsets[0].maxReplicas"),
-        ("scheduleStrategy's type is not valid", |w| w["spec"]["scheduleStrategy"] = json!({"type": "random"}), "spec.scheduleStrategy.type"),
+        (
+            "subset-a's maxReplicas = -1%",
+            |w| w["spec"]["subsets"][0]["maxReplicas"] = json!("-1%"),
+            "spec.subsets[0].maxReplicas",
+        ),
+        (
+            "scheduleStrategy's type is not valid",
+            |w| w["spec"]["scheduleStrategy"] = json!({"type": "random"}),
+            "spec.scheduleStrategy.type",
+        ),
         (
             "rescheduleCriticalSeconds = -1",
             |w| {
@@ -262,7 +292,10 @@ fn messages_in_full() {
 
     let mut w = demo();
     w["spec"]["subsets"][1]["name"] = json!("subset-a");
-    assert_eq!(aggregate(&run(w)), "spec.subsets[1].name: Invalid value: \"subset-a\": duplicated subset name subset-a");
+    assert_eq!(
+        aggregate(&run(w)),
+        "spec.subsets[1].name: Invalid value: \"subset-a\": duplicated subset name subset-a"
+    );
 
     let mut w = demo();
     w["spec"]["subsets"][1]["maxReplicas"] = json!("50%");
@@ -362,7 +395,9 @@ fn subsets_patch_on_the_workload_template() {
         assert!(errs[0].path.starts_with("spec.subsets[0].patch.containers[0].volumeMounts"), "{}", errs[0]);
     }
     // A patch breaking the pod (an empty image) is refused under `patch`.
-    let w = ws(json!({"spec": {"subsets": [{"name": "test", "patch": {"spec": {"containers": [{"name": "main", "image": ""}]}}}]}}));
+    let w = ws(
+        json!({"spec": {"subsets": [{"name": "test", "patch": {"spec": {"containers": [{"name": "main", "image": ""}]}}}]}}),
+    );
     let errs = validate_subsets(&w, &w.spec.subsets, Some(&good), &gates(), "spec.subsets");
     assert_eq!(aggregate(&errs), "spec.subsets[0].patch.containers[0].image: Required value");
 }
