@@ -35,6 +35,8 @@
 //! - [`broadcastjob`]: one BroadcastJob round: a pod to completion on every fitting node (issue 33).
 //! - [`leader`]: leader election on a Lease, as client-go decides it (§8.5).
 //! - [`imagepuller`]: `kruise daemon`'s pulls: workers per tag, retries, credentials, status writes.
+//! - [`workloadspread`]: which subset of a WorkloadSpread a new pod goes to, what that changes
+//!   in the pod and in the spread's status, and what a deleted pod releases (issue 34).
 
 pub mod advancedcronjob;
 pub mod broadcastjob;
@@ -61,3 +63,4 @@ pub mod revision;
 pub mod rollout;
 pub mod sidecar;
 pub mod validation;
+pub mod workloadspread;
