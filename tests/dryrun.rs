@@ -36,6 +36,7 @@ fn fixtures(handler: Handler) -> Vec<&'static str> {
         Handler::MutateBroadcastJob | Handler::ValidateBroadcastJob => vec!["broadcastjob-create.json"],
         Handler::MutateAdvancedCronJob | Handler::ValidateAdvancedCronJob => vec!["advancedcronjob-create.json"],
         Handler::MutateContainerRecreateRequest => vec!["containerrecreaterequest-create.json"],
+        Handler::ValidateWorkloadSpread => vec!["workloadspread-create.json"],
         Handler::Missing => vec![],
     }
 }
