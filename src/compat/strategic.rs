@@ -56,7 +56,7 @@ fn clean(v: &Value) -> Value {
             Value::Object(m.iter().filter(|(k, _)| !k.starts_with('$')).map(|(k, v)| (k.clone(), clean(v))).collect())
         }
         Value::Array(a) => Value::Array(
-            a.iter().filter(|e| !e.as_object().is_some_and(|m| directive(m) == Some("delete"))).map(clean).collect(),
+            a.iter().filter(|e| e.as_object().is_none_or(|m| directive(m) != Some("delete"))).map(clean).collect(),
         ),
         other => other.clone(),
     }

@@ -283,7 +283,7 @@ async fn with_listing(state: &AppState, ctx: Context, handler: Handler, review: 
             Listed::CustomResources(source.custom_resources(&r.group, &r.version, &r.plural).await)
         }
         Some(Listing::WorkloadSpread(l)) => {
-            Listed::WorkloadSpread(super::validate_workloadspread::list(&**source, &l).await)
+            Listed::WorkloadSpread(Box::new(super::validate_workloadspread::list(&**source, &l).await))
         }
     };
     ctx.with_listed(listed)

@@ -72,7 +72,7 @@ pub enum Listed {
     /// The custom resources of the CRD being deleted (their metadata).
     CustomResources(Result<Vec<ObjectMeta>, String>),
     /// The WorkloadSpreads of a WorkloadSpread's namespace and its target's pod template.
-    WorkloadSpread(validate_workloadspread::Listed),
+    WorkloadSpread(Box<validate_workloadspread::Listed>),
 }
 
 /// What a review's handler needs listed before it decides (see [`Listed`]).

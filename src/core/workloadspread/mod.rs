@@ -22,6 +22,10 @@
 //!   changed `priorityClassName`), and the annotation `apps.kruise.io/matched-workloadspread`
 //!   written as kruise's `json.Marshal` writes it (`{"name":"…","subset":"…"}`, `uid` only
 //!   when generated).
+//!
+//! [`cost`] decides the deletion cost the controller writes on the subsets' pods.
+
+pub mod cost;
 
 use std::collections::BTreeMap;
 
