@@ -38,6 +38,7 @@ fn fixtures(handler: Handler) -> Vec<&'static str> {
         Handler::MutateContainerRecreateRequest => vec!["containerrecreaterequest-create.json"],
         Handler::ValidatePodProbeMarker => vec!["podprobemarker-create.json"],
         Handler::MutateUnitedDeployment | Handler::ValidateUnitedDeployment => vec!["uniteddeployment-create.json"],
+        Handler::ValidateWorkloadSpread => vec!["workloadspread-create.json"],
         Handler::Missing => vec![],
     }
 }

@@ -252,7 +252,7 @@ fn check_on_a_mixed_folder_reports_everything() {
     assert_eq!(sets.len(), 2);
     let warning = sets[1]["warnings"][0].as_str().unwrap();
     assert!(warning.contains("sidecars-a.yaml:1") && warning.contains("sidecars-b.yaml:2"), "{warning}");
-    // A v1beta1 CloneSet is checked (issue 15); a WorkloadSpread (no webhook of this build
+    // A v1beta1 CloneSet is checked (issue 15); an EphemeralJob (no webhook of this build
     // serves it; ImagePullJobs are checked since issue 29) is unchecked, with a warning and no
     // verdict.
     assert_eq!(result(&report, "next")["result"], "mutated");

@@ -599,6 +599,33 @@ mod tests {
         assert!(out[1].message.contains("pod restartPolicy can only be Never or OnFailure"), "{}", out[1].message);
     }
 
+    /// WorkloadSpreads go through their validating webhook (issue 34): admitted, or denied
+    /// with kruise's field error.
+    #[test]
+    fn workload_spreads_are_checked() {
+        let settings = Settings { namespace: "default".into(), gates: FeatureGates::default() };
+        let ws = |name: &str, max: Value| {
+            json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread", "metadata": {"name": name},
+                   "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": name},
+                       "subsets": [{"name": "a", "maxReplicas": max}, {"name": "b"}]}})
+        };
+        let out = check(
+            &[manifest(ws("ok", json!(2))), manifest(ws("bad", json!("-1%")))],
+            &[],
+            &Snapshot::default(),
+            &settings,
+        );
+        assert_eq!(out[0].status, Status::Ok, "{}", out[0].message);
+        assert_eq!(out[1].status, Status::Denied);
+        assert!(
+            out[1]
+                .message
+                .contains("spec.subsets[0].maxReplicas: Invalid value: \"-1%\": maxReplicas is not valid for subset"),
+            "{}",
+            out[1].message
+        );
+    }
+
     /// AdvancedCronJobs go through their mutating and validating webhooks: defaulted then
     /// valid, or denied with kruise's schedule error.
     #[test]

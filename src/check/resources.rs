@@ -34,6 +34,7 @@ pub const KINDS: &[KindInfo] = &[
         resource: "containerrecreaterequests",
         namespaced: true,
     },
+    KindInfo { group: "apps.kruise.io", kind: "WorkloadSpread", resource: "workloadspreads", namespaced: true },
     KindInfo {
         group: "policy.kruise.io",
         kind: "PodUnavailableBudget",

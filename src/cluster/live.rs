@@ -1,5 +1,5 @@
 //! The live cluster view (issue 10 item 2): one watch per kind (SidecarSets, Namespaces and
-//! PodUnavailableBudgets of the whole cluster; ControllerRevisions and the `kruise-configuration` ConfigMap of the manager
+//! PodUnavailableBudgets and WorkloadSpreads of the whole cluster; ControllerRevisions and the `kruise-configuration` ConfigMap of the manager
 //! namespace) keeps a [`Snapshot`] current, so a pod CREATE reads memory and never waits on the
 //! network. Watches list and watch untyped objects and decode each one on its own: an object that
 //! does not decode is skipped, logged and counted (`kruise_cluster_view_decode_failures`), and the
@@ -40,12 +40,13 @@ pub const CONFIGURATION_NAME: &str = "kruise-configuration";
 pub const POD_FETCH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// The kinds the live view watches.
-pub const WATCHED: [ViewKind; 5] = [
+pub const WATCHED: [ViewKind; 6] = [
     ViewKind::Namespace,
     ViewKind::SidecarSet,
     ViewKind::ControllerRevision,
     ViewKind::ConfigMap,
     ViewKind::PodUnavailableBudget,
+    ViewKind::WorkloadSpread,
 ];
 
 /// The cluster as the watches last saw it.
@@ -176,6 +177,10 @@ impl LiveView {
             ViewKind::PodUnavailableBudget => {
                 (Api::all_with(client, &ApiResource::erase::<PodUnavailableBudget>(&())), watcher::Config::default())
             }
+            ViewKind::WorkloadSpread => (
+                Api::all_with(client, &ApiResource::erase::<crate::apis::workloadspread::WorkloadSpread>(&())),
+                watcher::Config::default(),
+            ),
             ViewKind::ConfigMap | ViewKind::Pod => (
                 Api::namespaced_with(client, ns, &ApiResource::erase::<ConfigMap>(&())),
                 watcher::Config::default().fields(&format!("metadata.name={CONFIGURATION_NAME}")),
@@ -300,6 +305,7 @@ fn api_versions(kind: ViewKind) -> &'static [&'static str] {
         // keeps `ignoredPodSelector`) first; v1alpha1 where it is not served.
         ViewKind::PodUnavailableBudget => &[PUB_V1BETA1, crate::core::conversion::POLICY_V1ALPHA1],
         ViewKind::Namespace | ViewKind::ConfigMap | ViewKind::Pod => &["v1"],
+        ViewKind::WorkloadSpread => &["apps.kruise.io/v1alpha1"],
     }
 }
 
@@ -348,6 +354,9 @@ impl ClusterView for LiveView {
     }
     fn pod_unavailable_budgets(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>> {
         self.read().pod_unavailable_budgets(namespace)
+    }
+    fn workload_spreads(&self, namespace: &str) -> Vec<Arc<crate::apis::workloadspread::WorkloadSpread>> {
+        self.read().workload_spreads(namespace)
     }
 }
 
@@ -427,6 +436,34 @@ impl ListSource for LiveView {
                 api.list_metadata(&Default::default()).await.map(|l| l.items.into_iter().map(|o| o.metadata).collect())
             };
             list_within(format!("{plural}.{group}"), list).await
+        })
+    }
+
+    fn namespaced_json<'a>(
+        &'a self,
+        resource: &'a super::NamespacedResource,
+        namespace: &'a str,
+        name: Option<&'a str>,
+    ) -> ListFuture<'a, Value> {
+        let (group, version, plural) = (resource.group, resource.version, resource.plural);
+        let api_version = if group.is_empty() { version.to_string() } else { format!("{group}/{version}") };
+        let r = ApiResource {
+            group: group.into(),
+            version: version.into(),
+            api_version,
+            kind: String::new(),
+            plural: plural.into(),
+        };
+        let api: Api<DynamicObject> = Api::namespaced_with(self.client.clone(), namespace, &r);
+        Box::pin(async move {
+            let list = async move {
+                let objects = match name {
+                    Some(name) => api.get_opt(name).await?.into_iter().collect(),
+                    None => api.list(&Default::default()).await?.items,
+                };
+                Ok(objects.into_iter().map(|o| serde_json::to_value(o).unwrap_or(Value::Null)).collect())
+            };
+            list_within(format!("{plural}.{group} of namespace {namespace}"), list).await
         })
     }
 }

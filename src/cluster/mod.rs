@@ -21,6 +21,7 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 
 use crate::apis::SidecarSet;
 use crate::apis::podunavailablebudget::PodUnavailableBudget;
+use crate::apis::workloadspread::WorkloadSpread;
 
 /// Read access to the objects handlers need.
 pub trait ClusterView: Send + Sync {
@@ -76,6 +77,10 @@ pub trait ClusterView: Send + Sync {
     fn pod_unavailable_budgets(&self, _namespace: &str) -> Vec<Arc<PodUnavailableBudget>> {
         Vec::new()
     }
+    /// The WorkloadSpreads of `namespace`, in name order (the pod webhook's index by namespace).
+    fn workload_spreads(&self, _namespace: &str) -> Vec<Arc<WorkloadSpread>> {
+        Vec::new()
+    }
 }
 
 /// A [`ClusterView::on_change`] handler: given the kind and the metadata of the object that
@@ -94,6 +99,29 @@ pub trait ListSource: Send + Sync {
     fn claims<'a>(&'a self, namespace: &'a str) -> ListFuture<'a, PersistentVolumeClaim>;
     /// The metadata of every custom resource of `group`/`version` `plural`, in all namespaces.
     fn custom_resources<'a>(&'a self, group: &'a str, version: &'a str, plural: &'a str) -> ListFuture<'a, ObjectMeta>;
+    /// The objects of `group`/`version` `plural` in `namespace` as JSON — every one, or only the
+    /// one called `name` (none when it does not exist). The WorkloadSpread webhook lists the
+    /// other WorkloadSpreads and reads the target workload this way (writes of WorkloadSpreads
+    /// are rare, so neither is watched). Sources that cannot list say so.
+    fn namespaced_json<'a>(
+        &'a self,
+        _resource: &'a NamespacedResource,
+        _namespace: &'a str,
+        _name: Option<&'a str>,
+    ) -> ListFuture<'a, serde_json::Value> {
+        Box::pin(async { Err("this source cannot list namespaced objects".to_string()) })
+    }
+}
+
+/// A namespaced resource by group, version and plural (for [`ListSource::namespaced_json`]).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct NamespacedResource {
+    /// API group ("" for core).
+    pub group: &'static str,
+    /// Version.
+    pub version: &'static str,
+    /// Plural resource name.
+    pub plural: &'static str,
 }
 
 /// What [`PodSource::fetch`] returns: the pods found, or why they cannot be read.
@@ -150,6 +178,9 @@ impl ClusterView for WithPods {
     }
     fn pod_unavailable_budgets(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>> {
         self.base.pod_unavailable_budgets(namespace)
+    }
+    fn workload_spreads(&self, namespace: &str) -> Vec<Arc<WorkloadSpread>> {
+        self.base.workload_spreads(namespace)
     }
 }
 

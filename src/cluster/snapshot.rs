@@ -14,6 +14,7 @@ use serde_json::Value;
 use super::ClusterView;
 use crate::apis::SidecarSet;
 use crate::apis::podunavailablebudget::PodUnavailableBudget;
+use crate::apis::workloadspread::WorkloadSpread;
 use crate::compat::decode::{Error as DecodeError, from_value};
 use crate::core::conversion::{V1ALPHA1, V1BETA1};
 
@@ -32,6 +33,8 @@ pub enum ViewKind {
     ControllerRevision,
     /// `policy.kruise.io/v1alpha1 PodUnavailableBudget`.
     PodUnavailableBudget,
+    /// `apps.kruise.io/v1alpha1 WorkloadSpread`.
+    WorkloadSpread,
 }
 
 impl ViewKind {
@@ -46,6 +49,7 @@ impl ViewKind {
             ("policy.kruise.io/v1alpha1" | "policy.kruise.io/v1beta1", "PodUnavailableBudget") => {
                 ViewKind::PodUnavailableBudget
             }
+            ("apps.kruise.io/v1alpha1", "WorkloadSpread") => ViewKind::WorkloadSpread,
             _ => return None,
         })
     }
@@ -59,6 +63,7 @@ impl ViewKind {
             ViewKind::ConfigMap => "ConfigMap",
             ViewKind::ControllerRevision => "ControllerRevision",
             ViewKind::PodUnavailableBudget => "PodUnavailableBudget",
+            ViewKind::WorkloadSpread => "WorkloadSpread",
         }
     }
 }
@@ -82,6 +87,8 @@ pub struct Snapshot {
     config_maps: HashMap<(String, String), Arc<ConfigMap>>,
     /// PodUnavailableBudgets by namespace, then name.
     budgets: HashMap<String, BTreeMap<String, Arc<PodUnavailableBudget>>>,
+    /// WorkloadSpreads by namespace, then name (the pod webhook's only lookup of them).
+    workload_spreads: HashMap<String, BTreeMap<String, Arc<WorkloadSpread>>>,
 }
 
 impl Snapshot {
@@ -156,6 +163,11 @@ impl Snapshot {
                 let (ns, name) = key(&b.metadata);
                 self.budgets.entry(ns).or_default().insert(name, Arc::new(b));
             }
+            ViewKind::WorkloadSpread => {
+                let ws: WorkloadSpread = from_value(&object)?;
+                let (ns, name) = key(&ws.metadata);
+                self.workload_spreads.entry(ns).or_default().insert(name, Arc::new(ws));
+            }
         }
         Ok(())
     }
@@ -187,6 +199,11 @@ impl Snapshot {
                     list.remove(name);
                 }
             }
+            ViewKind::WorkloadSpread => {
+                if let Some(list) = self.workload_spreads.get_mut(namespace) {
+                    list.remove(name);
+                }
+            }
         }
     }
 
@@ -199,6 +216,7 @@ impl Snapshot {
             ViewKind::ConfigMap => self.config_maps.clear(),
             ViewKind::ControllerRevision => self.revisions.clear(),
             ViewKind::PodUnavailableBudget => self.budgets.clear(),
+            ViewKind::WorkloadSpread => self.workload_spreads.clear(),
             ViewKind::SidecarSet => {
                 self.sidecarsets.clear();
                 self.cluster_sidecarsets.clear();
@@ -227,6 +245,7 @@ impl Snapshot {
             ViewKind::ConfigMap => self.config_maps.len(),
             ViewKind::ControllerRevision => self.revisions.values().map(Vec::len).sum(),
             ViewKind::PodUnavailableBudget => self.budgets.values().map(BTreeMap::len).sum(),
+            ViewKind::WorkloadSpread => self.workload_spreads.values().map(BTreeMap::len).sum(),
         }
     }
 
@@ -344,6 +363,9 @@ impl ClusterView for Snapshot {
     }
     fn pod_unavailable_budgets(&self, namespace: &str) -> Vec<Arc<PodUnavailableBudget>> {
         self.budgets.get(namespace).map(|m| m.values().cloned().collect()).unwrap_or_default()
+    }
+    fn workload_spreads(&self, namespace: &str) -> Vec<Arc<WorkloadSpread>> {
+        self.workload_spreads.get(namespace).map(|m| m.values().cloned().collect()).unwrap_or_default()
     }
 }
 

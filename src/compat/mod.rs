@@ -21,6 +21,8 @@
 //! | [`yaml`] | `sigs.k8s.io/yaml` over go-yaml v2 (YAML 1.1) and apimachinery's `YAMLOrJSONDecoder`: manifest text as kubectl reads it |
 //! | [`cron`] | `github.com/robfig/cron/v3` v3.0.1 (`ParseStandard`, `Schedule.Next`) with Go's `time.ParseDuration`, `time.LoadLocation` and `time.Date` offsets |
 //! | [`decode`] | `encoding/json` into Go structs (null is the zero value) with apimachinery's field-path decode errors as `field.Error`s |
+//! | [`scheduling`] | `k8s.io/kubernetes/pkg/apis/core/validation` v1.32 (`ValidateNodeSelectorTerm`, `ValidatePreferredSchedulingTerms`, `ValidateTolerations`) |
+//! | [`strategic`] | `k8s.io/apimachinery/pkg/util/strategicpatch.StrategicMergePatch` on a Pod (merge keys of `core/v1`) |
 //! | [`patch`] | controller-runtime's `admission.PatchResponseFromRaw` (RFC 6902 patch from the raw request to the mutated object), except that fields our types do not know are kept (spec §11.7) |
 
 pub mod cron;
@@ -38,6 +40,8 @@ pub mod normalize;
 pub mod patch;
 pub mod podspec;
 pub mod quantity;
+pub mod scheduling;
 pub mod selector;
 pub mod spew;
+pub mod strategic;
 pub mod yaml;

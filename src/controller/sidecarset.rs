@@ -112,7 +112,7 @@ fn view_trigger(
                     }
                 }
             }
-            ViewKind::ConfigMap | ViewKind::Pod | ViewKind::PodUnavailableBudget => {}
+            ViewKind::ConfigMap | ViewKind::Pod | ViewKind::PodUnavailableBudget | ViewKind::WorkloadSpread => {}
         }
         true
     }

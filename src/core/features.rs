@@ -174,6 +174,8 @@ pub enum Gate {
     SidecarTerminator,
     /// kruise-daemon watches its node's pods (container meta, env-from-metadata restarts).
     DaemonWatchingPod,
+    /// WorkloadSpreads are admitted and spread pods (pod webhooks and controller).
+    WorkloadSpread,
 }
 
 impl Gate {
@@ -209,6 +211,7 @@ impl Gate {
             Gate::PodProbeMarkerGate => "PodProbeMarkerGate",
             Gate::SidecarTerminator => "SidecarTerminator",
             Gate::DaemonWatchingPod => "DaemonWatchingPod",
+            Gate::WorkloadSpread => "WorkloadSpread",
         }
     }
 }

@@ -40,6 +40,8 @@
 //!   containers it restarts for env read from metadata (issue 30 item 2).
 //! - [`uniteddeployment`]: how a UnitedDeployment divides its replicas over its subsets (issue 34).
 //! - [`imagepuller`]: `kruise daemon`'s pulls: workers per tag, retries, credentials, status writes.
+//! - [`workloadspread`]: which subset of a WorkloadSpread a new pod goes to, what that changes
+//!   in the pod and in the spread's status, and what a deleted pod releases (issue 34).
 
 pub mod advancedcronjob;
 pub mod broadcastjob;
@@ -70,3 +72,4 @@ pub mod sidecar;
 pub mod sidecarterminator;
 pub mod uniteddeployment;
 pub mod validation;
+pub mod workloadspread;

@@ -282,6 +282,9 @@ async fn with_listing(state: &AppState, ctx: Context, handler: Handler, review: 
         Some(Listing::CustomResources(r)) => {
             Listed::CustomResources(source.custom_resources(&r.group, &r.version, &r.plural).await)
         }
+        Some(Listing::WorkloadSpread(l)) => {
+            Listed::WorkloadSpread(Box::new(super::validate_workloadspread::list(&**source, &l).await))
+        }
     };
     ctx.with_listed(listed)
 }

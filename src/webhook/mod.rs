@@ -35,6 +35,7 @@ pub mod validate_pub;
 pub mod validate_sidecarset;
 pub mod validate_statefulset;
 pub mod validate_uniteddeployment;
+pub mod validate_workloadspread;
 
 use std::sync::Arc;
 
@@ -73,6 +74,8 @@ pub enum Listed {
     Namespace(NamespaceContents),
     /// The custom resources of the CRD being deleted (their metadata).
     CustomResources(Result<Vec<ObjectMeta>, String>),
+    /// The WorkloadSpreads of a WorkloadSpread's namespace and its target's pod template.
+    WorkloadSpread(Box<validate_workloadspread::Listed>),
 }
 
 /// What a review's handler needs listed before it decides (see [`Listed`]).
@@ -82,12 +85,17 @@ pub enum Listing {
     Namespace(String),
     /// The custom resources a CRD serves.
     CustomResources(CustomResources),
+    /// The WorkloadSpreads of a namespace and a WorkloadSpread's target workload.
+    WorkloadSpread(validate_workloadspread::Listing),
 }
 
 /// The listing a review needs: a DELETE of a Namespace or CRD labelled `Cascading` with the
 /// gates on (`core::validation::protection::needs_listing`); `None` for anything else, and for
 /// an old object that does not decode (the handler answers that).
 pub fn listing_needed(ctx: &Context, handler: Handler, review: &Review) -> Option<Listing> {
+    if handler == Handler::ValidateWorkloadSpread {
+        return validate_workloadspread::listing_needed(ctx, review).map(Listing::WorkloadSpread);
+    }
     if review.request.operation != Operation::Delete || !review.request.sub_resource.as_deref().unwrap_or("").is_empty()
     {
         return None;
@@ -186,6 +194,7 @@ pub fn handle(ctx: &Context, handler: Handler, review: &Review) -> Option<Verdic
         Handler::ValidatePodProbeMarker => Some(validate_podprobemarker::validate(ctx, review)),
         Handler::MutateUnitedDeployment => Some(mutate_uniteddeployment::mutate(ctx, review)),
         Handler::ValidateUnitedDeployment => Some(validate_uniteddeployment::validate(ctx, review)),
+        Handler::ValidateWorkloadSpread => Some(validate_workloadspread::validate(ctx, review)),
         Handler::Missing => None,
     }
 }

@@ -68,6 +68,8 @@ pub enum Handler {
     MutateUnitedDeployment,
     /// UnitedDeployment validation (kruise `pkg/webhook/uniteddeployment/validating`).
     ValidateUnitedDeployment,
+    /// WorkloadSpread validation (kruise `pkg/webhook/workloadspread/validating`).
+    ValidateWorkloadSpread,
     /// Not implemented yet: the path answers 404.
     Missing,
 }
@@ -482,6 +484,21 @@ pub const WEBHOOKS: &[Webhook] = &[
         excludes_system_namespaces: false,
         reinvocation_if_needed: false,
         handler: Handler::MutateContainerRecreateRequest,
+    },
+    Webhook {
+        name: "vworkloadspread.kb.io",
+        kind: Kind::Validating,
+        path: "/validate-apps-kruise-io-workloadspread",
+        legacy_path: Some("/validate-apps-kruise-io-v1alpha1-workloadspread"),
+        rules: &[Rule {
+            groups: KRUISE,
+            versions: &["v1alpha1"],
+            resources: &["workloadspreads"],
+            operations: CREATE_UPDATE,
+        }],
+        excludes_system_namespaces: false,
+        reinvocation_if_needed: false,
+        handler: Handler::ValidateWorkloadSpread,
     },
     Webhook {
         name: "vpodunavailablebudget.kb.io",

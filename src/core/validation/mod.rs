@@ -8,7 +8,7 @@
 //! InPlaceOnly guard and the recreate warning), [`protection`] (deletion protection),
 //! [`podunavailablebudget`] (PodUnavailableBudget objects), [`imagepulljob`],
 //! [`imagelistpulljob`] and [`nodeimage`] (the image-pull kinds), [`daemonset`] (the Advanced
-//! DaemonSet).
+//! DaemonSet), [`workloadspread`].
 
 pub mod advancedcronjob;
 pub mod advancedcronjob_v1beta1;
@@ -28,6 +28,7 @@ pub mod statefulset;
 pub mod template_update;
 pub mod uniteddeployment;
 pub mod update_order;
+pub mod workloadspread;
 
 /// A value as JSON for a field error (`null` if it cannot be serialised).
 pub(crate) fn json<T: serde::Serialize + ?Sized>(v: &T) -> serde_json::Value {
