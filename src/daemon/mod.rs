@@ -19,8 +19,8 @@
 //! Failed, naming every endpoint tried) rather than crash-looping (kruise #1319, #1825, #851).
 
 pub mod admin;
-pub mod credential_provider;
 pub mod containermeta;
+pub mod credential_provider;
 pub mod cri;
 pub mod crr;
 pub mod podprobe;
