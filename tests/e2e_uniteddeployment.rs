@@ -193,7 +193,9 @@ async fn a_united_deployment_spreads_over_two_zones_and_rolls_out() {
     let status = eventually("the new revision promoted", Duration::from_secs(120), || async {
         let s = uds.get("web").await.ok()?.status?;
         let updated = s.update_status.as_ref()?.updated_revision.clone();
-        (updated != first_revision && s.current_revision == updated && s.updated_ready_replicas == 6).then_some(s)
+        // The subsets' CloneSet statuses settle one by one: wait for all of them.
+        (updated != first_revision && s.current_revision == updated && s.updated_ready_replicas == 6 && s.replicas == 6)
+            .then_some(s)
     })
     .await;
     assert_eq!(status.replicas, 6, "{status:?}");

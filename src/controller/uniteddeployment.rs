@@ -106,6 +106,8 @@ pub fn start(
 ) -> Vec<JoinHandle<()>> {
     let runner = super::runner_for(CONTROLLER, settings, metrics);
     let uds = super::workload_informer::<UnitedDeployment>("UnitedDeployment", &runner);
+    // A CloneSet watch of its own, keyed by owner: not yet the CloneSet controller's shared one
+    // (one watch per kind is the platform's rule; tests/e2e_incluster.rs counts both).
     let clonesets = Informer::<CloneSet>::new("CloneSet", |c: &CloneSet| owner_keys(&c.metadata), Invalid::KeepLast);
     let queue = runner.queue().clone();
     clonesets.on_change(move |c| owner_keys(c.meta()).into_iter().for_each(|k| queue.add(k)));
