@@ -15,10 +15,10 @@
 mod e2e_common;
 
 use std::collections::BTreeMap;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use e2e_common::{Kruise, cluster, free_port, install, manager_kubeconfig, root};
+use e2e_common::{Daemons, Kruise, cluster, free_port, install, manager_kubeconfig, root};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise::apis::cloneset::CloneSet;
 use kruise::apis::statefulset::v1beta1::StatefulSet;
@@ -26,18 +26,6 @@ use kruise::core::inplace::refresh::env_from_metadata_hash;
 use kruise::core::inplace::state::read_runtime_meta;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::json;
-
-/// `kruise daemon` processes, killed (and reaped) on drop, whatever the test's outcome.
-struct Daemons(Vec<Child>);
-
-impl Drop for Daemons {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
 
 async fn poll<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
 where

@@ -19,30 +19,18 @@
 
 mod e2e_common;
 
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use e2e_common::{Kruise, Kubectl, cluster, free_port, install, manager_kubeconfig, root};
+use e2e_common::{Daemons, Kruise, Kubectl, cluster, free_port, install, manager_kubeconfig, root};
 use k8s_openapi::api::core::v1::Node;
 use kruise::apis::nodeimage::v1beta1::NodeImage;
 use kruise_cri::fake::{Behaviour, FakeRuntime, image_id};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
-
-/// `kruise daemon` processes, killed (and reaped) on drop, whatever the test's outcome.
-struct Daemons(Vec<Child>);
-
-impl Drop for Daemons {
-    fn drop(&mut self) {
-        for child in &mut self.0 {
-            let _ = child.kill();
-            let _ = child.wait();
-        }
-    }
-}
 
 async fn poll<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
 where

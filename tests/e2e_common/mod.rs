@@ -247,3 +247,15 @@ impl Kubectl {
         )
     }
 }
+
+/// `kruise daemon` processes, killed (and reaped) on drop, whatever the test's outcome.
+pub struct Daemons(pub Vec<Child>);
+
+impl Drop for Daemons {
+    fn drop(&mut self) {
+        for child in &mut self.0 {
+            let _ = child.kill();
+            let _ = child.wait();
+        }
+    }
+}
