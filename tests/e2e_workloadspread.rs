@@ -9,7 +9,7 @@
 //!   read at admission time), while the same patch on a workload that does not exist yet passes;
 //! - the target cannot change on UPDATE; `kubectl get ws` prints kruise's columns.
 //!
-//! Not covered: the pod hooks and the controller (not served by this build yet).
+//! The pod hooks and the controller: tests/e2e_workloadspread_pods.rs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;

@@ -203,7 +203,12 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     if ws.metadata.deletion_timestamp.is_some() {
         return Ok(None);
     }
-    let Some(target) = target(ctx, &ws, ns).await? else { return Ok(Some(ctx.settings.resync)) };
+    // A target that does not exist (yet) has no pods and no replicas (kruise's controller finder).
+    let target = target(ctx, &ws, ns).await?.unwrap_or_else(|| Target {
+        uids: Vec::new(),
+        replicas: 0,
+        latest_version: VERSION_IGNORED.into(),
+    });
     let cached = ctx.informers.pods.index().get(&namespace_key(ns));
     let pods: Vec<&Pod> = cached
         .iter()
