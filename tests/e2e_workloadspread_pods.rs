@@ -83,8 +83,14 @@ async fn a_workload_spread_places_a_deployment_over_two_zones_and_scales_down_th
     // Two zones over the simulated nodes, under a label key of this test's own.
     let zone_key = format!("e2e.kruise.io/{}", ns.name());
     let nodes_api: Api<Node> = Api::all(client.clone());
-    let mut nodes: Vec<String> =
-        nodes_api.list(&ListParams::default()).await.unwrap().items.into_iter().filter_map(|n| n.metadata.name).collect();
+    let mut nodes: Vec<String> = nodes_api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
     nodes.sort();
     assert!(nodes.len() >= 2, "{nodes:?}");
     let mut zones = BTreeMap::new();
@@ -135,11 +141,12 @@ async fn a_workload_spread_places_a_deployment_over_two_zones_and_scales_down_th
     .unwrap();
     deployments.create(&PostParams::default(), &deployment).await.unwrap();
     let want = BTreeMap::from([(key("a", "zone-a", "200"), 2), (key("b", "zone-b", "100"), 3)]);
-    let got = eventually("2 pods in zone-a and 3 in zone-b, with their deletion costs", Duration::from_secs(240), || async {
-        let got = tally(&placed(&pods, &zones).await);
-        (got == want).then_some(got)
-    })
-    .await;
+    let got =
+        eventually("2 pods in zone-a and 3 in zone-b, with their deletion costs", Duration::from_secs(240), || async {
+            let got = tally(&placed(&pods, &zones).await);
+            (got == want).then_some(got)
+        })
+        .await;
     assert_eq!(got, want);
     let counts = proxy.counts();
     assert!(counts.conflicts >= 1, "the fault happened: {counts:?}");

@@ -31,7 +31,9 @@ use crate::cluster::ClusterView;
 use crate::cluster::snapshot::ViewKind;
 use crate::core::features::Gate;
 use crate::core::workloadspread::status::plan;
-use crate::core::workloadspread::{DELETION_COST_ANNOTATION, Injected, MATCHED_ANNOTATION, VERSION_IGNORED, selects_pod};
+use crate::core::workloadspread::{
+    DELETION_COST_ANNOTATION, Injected, MATCHED_ANNOTATION, VERSION_IGNORED, selects_pod,
+};
 use crate::metrics::{ControllerWriteLabels, Metrics};
 
 /// The controller's name in metrics.
@@ -149,7 +151,8 @@ async fn target(ctx: &Context, ws: &WorkloadSpread, namespace: &str) -> Result<O
     };
     let uid = object.metadata.uid.clone().unwrap_or_default();
     let field = if reference.kind == "Job" { "/spec/parallelism" } else { "/spec/replicas" };
-    let replicas = object.data.pointer(field).and_then(Value::as_i64).map_or(1, |r| i32::try_from(r).unwrap_or(i32::MAX));
+    let replicas =
+        object.data.pointer(field).and_then(Value::as_i64).map_or(1, |r| i32::try_from(r).unwrap_or(i32::MAX));
     let mut t = Target { uids: vec![uid.clone()], replicas, latest_version: VERSION_IGNORED.into() };
     match reference.kind.as_str() {
         "Deployment" => {
@@ -175,7 +178,9 @@ async fn target(ctx: &Context, ws: &WorkloadSpread, namespace: &str) -> Result<O
                 .items
                 .iter()
                 .filter(|rs| rs.metadata.deletion_timestamp.is_none())
-                .filter(|rs| rs.metadata.owner_references.iter().flatten().any(|r| r.controller == Some(true) && r.uid == uid))
+                .filter(|rs| {
+                    rs.metadata.owner_references.iter().flatten().any(|r| r.controller == Some(true) && r.uid == uid)
+                })
                 .collect();
             owned.sort_by_key(|rs| revision(rs));
             t.uids = owned.iter().filter_map(|rs| rs.metadata.uid.clone()).collect();
@@ -185,7 +190,8 @@ async fn target(ctx: &Context, ws: &WorkloadSpread, namespace: &str) -> Result<O
                 .unwrap_or_default();
         }
         "ReplicaSet" => {
-            t.latest_version = object.metadata.labels.as_ref().and_then(|l| l.get("pod-template-hash").cloned()).unwrap_or_default();
+            t.latest_version =
+                object.metadata.labels.as_ref().and_then(|l| l.get("pod-template-hash").cloned()).unwrap_or_default();
         }
         _ => {}
     }
@@ -216,7 +222,8 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         .filter(|p| crate::core::workloadspread::controller_of(p).is_some_and(|o| target.uids.contains(&o.uid)))
         .filter(|p| {
             let no_labels = Default::default();
-            selects_pod(ws.spec.target_filter.as_ref(), p.metadata.labels.as_ref().unwrap_or(&no_labels)).unwrap_or(false)
+            selects_pod(ws.spec.target_filter.as_ref(), p.metadata.labels.as_ref().unwrap_or(&no_labels))
+                .unwrap_or(false)
         })
         .collect();
     let now = Time(Timestamp::now());
@@ -242,7 +249,11 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         let mut next = (*ws).clone();
         next.status = Some(status);
         Api::<WorkloadSpread>::namespaced(ctx.client.clone(), ns)
-            .replace_status(name, &PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() }, &next)
+            .replace_status(
+                name,
+                &PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() },
+                &next,
+            )
             .await
             .map_err(ReconcileError::api_err(format!("update status of workloadspread {key}")))?;
     }
@@ -270,7 +281,10 @@ mod tests {
     fn target_kinds_have_resources() {
         assert_eq!(resource_of("apps/v1", "Deployment").map(|r| r.plural), Some("deployments".into()));
         assert_eq!(resource_of("batch/v1", "Job").map(|r| r.plural), Some("jobs".into()));
-        assert_eq!(resource_of("apps.kruise.io/v1beta1", "StatefulSet").map(|r| r.api_version), Some("apps.kruise.io/v1beta1".into()));
+        assert_eq!(
+            resource_of("apps.kruise.io/v1beta1", "StatefulSet").map(|r| r.api_version),
+            Some("apps.kruise.io/v1beta1".into())
+        );
         assert!(resource_of("v1", "Pod").is_none());
     }
 }

@@ -202,8 +202,9 @@ impl Spreads {
     /// `tryToGetTheLatestMatchedWS` without a refresh: the newer of the view's copy and ours.
     fn newest(&self, key: &(String, String), viewed: &Arc<WorkloadSpread>) -> Arc<WorkloadSpread> {
         let written = self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(key).cloned();
-        let version =
-            |w: &WorkloadSpread| w.metadata.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0);
+        let version = |w: &WorkloadSpread| {
+            w.metadata.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
+        };
         match written {
             Some(w) if version(&w) >= version(viewed) => w,
             _ => Arc::clone(viewed),
@@ -243,7 +244,10 @@ impl Spreads {
             }
             match self.store.replace_status(&next).await {
                 Ok(written) => {
-                    self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).insert(key, Arc::new(written));
+                    self.written
+                        .lock()
+                        .unwrap_or_else(std::sync::PoisonError::into_inner)
+                        .insert(key, Arc::new(written));
                     return Ok(Some((update.subset, update.generated_uid)));
                 }
                 Err(WriteError::NotFound) => return Ok(None),

@@ -106,7 +106,8 @@ pub fn spread_check(ctx: &Context, review: &Review) -> Option<crate::webhook::sp
     if !crate::core::pods::is_active(&pod) || ws::controller_of(&pod).is_none() {
         return None;
     }
-    let namespace = pod.metadata.namespace.clone().or_else(|| req.namespace.clone()).unwrap_or_else(|| "default".into());
+    let namespace =
+        pod.metadata.namespace.clone().or_else(|| req.namespace.clone()).unwrap_or_else(|| "default".into());
     let spread = ctx
         .cluster
         .workload_spreads(&namespace)

@@ -29,7 +29,9 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 
 use super::cost::{FAKE_SUBSET, cost_applies, needs_patch, version_costs};
 use super::{Injected, MATCHED_ANNOTATION, SUBSET_SCHEDULABLE, pod_version};
-use crate::apis::workloadspread::{WorkloadSpread, WorkloadSpreadStatus, WorkloadSpreadSubset, WorkloadSpreadSubsetStatus};
+use crate::apis::workloadspread::{
+    WorkloadSpread, WorkloadSpreadStatus, WorkloadSpreadSubset, WorkloadSpreadSubsetStatus,
+};
 use crate::compat::intstr::k8s_scaled_value;
 use crate::core::pods::{is_active, name};
 
@@ -96,13 +98,15 @@ fn subset_status(
             i32::try_from(v).unwrap_or(i32::MAX)
         }
     };
-    let mut status = WorkloadSpreadSubsetStatus { name: subset.name.clone(), missing_replicas: max, ..Default::default() };
+    let mut status =
+        WorkloadSpreadSubsetStatus { name: subset.name.clone(), missing_replicas: max, ..Default::default() };
     let mut creating = old.map(|o| o.creating_pods.clone()).unwrap_or_default();
     let deleting = old.map(|o| o.deleting_pods.clone()).unwrap_or_default();
     let mut requeue = |d: Duration| plan.requeue = Some(plan.requeue.map_or(d, |r| r.min(d)));
     let mut active = 0;
     for pod in pods {
-        match pod.metadata.annotations.as_ref().and_then(|a| a.get(MATCHED_ANNOTATION)).and_then(|a| Injected::parse(a)) {
+        match pod.metadata.annotations.as_ref().and_then(|a| a.get(MATCHED_ANNOTATION)).and_then(|a| Injected::parse(a))
+        {
             Some(i) if !i.uid.is_empty() => creating.remove(&i.uid),
             _ => creating.remove(name(pod)),
         };
@@ -140,8 +144,9 @@ fn subset_status(
         }
     }
     // The old conditions other than `Schedulable` are kept (no rescheduling: it is removed).
-    status.conditions =
-        old.map(|o| o.conditions.iter().filter(|c| c.type_ != SUBSET_SCHEDULABLE).cloned().collect()).unwrap_or_default();
+    status.conditions = old
+        .map(|o| o.conditions.iter().filter(|c| c.type_ != SUBSET_SCHEDULABLE).cloned().collect())
+        .unwrap_or_default();
     Some(status)
 }
 

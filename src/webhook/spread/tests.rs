@@ -126,7 +126,12 @@ fn statuses(ws: &WorkloadSpread) -> Vec<(String, i32, Vec<String>, Vec<String>)>
     ws.status.as_ref().unwrap().versioned_subset_statuses["abc"]
         .iter()
         .map(|s| {
-            (s.name.clone(), s.missing_replicas, s.creating_pods.keys().cloned().collect(), s.deleting_pods.keys().cloned().collect())
+            (
+                s.name.clone(),
+                s.missing_replicas,
+                s.creating_pods.keys().cloned().collect(),
+                s.deleting_pods.keys().cloned().collect(),
+            )
         })
         .collect()
 }
@@ -195,7 +200,8 @@ async fn deletion_is_recorded_once() {
     spreads.place(&check(&fake, "p0", "web-abc"), &now()).await.unwrap();
     let mut placed = pod("p9", "web-abc");
     let injected = Injected { name: "ws".into(), subset: "zone-a".into(), uid: String::new() };
-    placed.metadata.annotations = Some([(crate::core::workloadspread::MATCHED_ANNOTATION.to_string(), injected.to_annotation())].into());
+    placed.metadata.annotations =
+        Some([(crate::core::workloadspread::MATCHED_ANNOTATION.to_string(), injected.to_annotation())].into());
     for _ in 0..2 {
         let c = DeleteCheck {
             pod: placed.clone(),

@@ -28,10 +28,12 @@ fn ws(maxes: &[Value], status: Value) -> WorkloadSpread {
             s
         })
         .collect();
-    crate::compat::decode::from_value(&json!({"metadata": {"name": "test-workloadSpread", "namespace": "default", "generation": 10},
+    crate::compat::decode::from_value(
+        &json!({"metadata": {"name": "test-workloadSpread", "namespace": "default", "generation": 10},
         "spec": {"targetRef": {"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet", "name": "cloneset-test"},
             "subsets": subsets},
-        "status": status}))
+        "status": status}),
+    )
     .unwrap()
 }
 
@@ -100,7 +102,11 @@ fn zero_pods() {
 #[test]
 fn two_subsets_two_pods_and_their_costs() {
     // "two subset, create two pod, maxReplicas = 5, missingReplicas = 4"
-    let p = run(&ws(&[json!(5), json!(5)], json!({})), &[pod("test-pod-0", Some("subset-a")), pod("test-pod-1", Some("subset-b"))], 10);
+    let p = run(
+        &ws(&[json!(5), json!(5)], json!({})),
+        &[pod("test-pod-0", Some("subset-a")), pod("test-pod-1", Some("subset-b"))],
+        10,
+    );
     assert_eq!(overall(&p), [row("subset-a", 4, 1, &[], &[]), row("subset-b", 4, 1, &[], &[])]);
     assert_eq!(p.costs, [("test-pod-0".to_string(), "200".to_string()), ("test-pod-1".into(), "100".into())]);
 }
@@ -134,11 +140,15 @@ fn creating_pods_wait_until_their_timeout() {
 
 #[test]
 fn a_pod_created_without_a_name_is_matched_by_its_uid() {
-    let status = json!({"subsetStatuses": [{"name": "subset-a", "missingReplicas": 4, "creatingPods": {"uid-1": at(1)}}]});
+    let status =
+        json!({"subsetStatuses": [{"name": "subset-a", "missingReplicas": 4, "creatingPods": {"uid-1": at(1)}}]});
     let mut p0 = pod("web-x1", None);
     p0.metadata.annotations = Some(
-        [(MATCHED_ANNOTATION.to_string(), r#"{"name":"test-workloadSpread","subset":"subset-a","uid":"uid-1"}"#.to_string())]
-            .into(),
+        [(
+            MATCHED_ANNOTATION.to_string(),
+            r#"{"name":"test-workloadSpread","subset":"subset-a","uid":"uid-1"}"#.to_string(),
+        )]
+        .into(),
     );
     let p = run(&ws(&[json!(5)], status), &[p0], 10);
     assert_eq!(overall(&p), [row("subset-a", 4, 1, &[], &[])]);
@@ -206,9 +216,12 @@ const DELETION_COST: &str = super::super::DELETION_COST_ANNOTATION;
 fn versioned_statuses_and_the_old_version_reversed() {
     // "multiVersion pods": Deployment pods of two template hashes; the old version drains from
     // the first subset.
-    let mut spread = ws(&[json!(2), Value::Null], json!({"versionedSubsetStatuses": {
+    let mut spread = ws(
+        &[json!(2), Value::Null],
+        json!({"versionedSubsetStatuses": {
         "gone": [{"name": "subset-a", "missingReplicas": 1, "creatingPods": {"x": at(1)}}, {"name": "subset-b", "missingReplicas": -1}],
-        "empty": [{"name": "subset-a", "missingReplicas": 2}, {"name": "subset-b", "missingReplicas": -1}]}}));
+        "empty": [{"name": "subset-a", "missingReplicas": 2}, {"name": "subset-b", "missingReplicas": -1}]}}),
+    );
     spread.spec.target_ref = Some(crate::apis::workloadspread::TargetReference {
         api_version: "apps/v1".into(),
         kind: "Deployment".into(),
@@ -226,9 +239,18 @@ fn versioned_statuses_and_the_old_version_reversed() {
     let p = plan(&spread, &refs, 3, "v2", &at(0));
     let status = p.status.unwrap();
     assert_eq!(rows(&status.subset_statuses), [row("subset-a", 0, 2, &[], &[]), row("subset-b", -1, 1, &[], &[])]);
-    assert_eq!(rows(&status.versioned_subset_statuses["v1"]), [row("subset-a", 1, 1, &[], &[]), row("subset-b", -1, 1, &[], &[])]);
-    assert_eq!(rows(&status.versioned_subset_statuses["v2"]), [row("subset-a", 1, 1, &[], &[]), row("subset-b", -1, 0, &[], &[])]);
-    assert_eq!(rows(&status.versioned_subset_statuses["gone"]), [row("subset-a", 1, 0, &["x"], &[]), row("subset-b", -1, 0, &[], &[])]);
+    assert_eq!(
+        rows(&status.versioned_subset_statuses["v1"]),
+        [row("subset-a", 1, 1, &[], &[]), row("subset-b", -1, 1, &[], &[])]
+    );
+    assert_eq!(
+        rows(&status.versioned_subset_statuses["v2"]),
+        [row("subset-a", 1, 1, &[], &[]), row("subset-b", -1, 0, &[], &[])]
+    );
+    assert_eq!(
+        rows(&status.versioned_subset_statuses["gone"]),
+        [row("subset-a", 1, 0, &["x"], &[]), row("subset-b", -1, 0, &[], &[])]
+    );
     assert!(!status.versioned_subset_statuses.contains_key("empty"));
     let costs: BTreeMap<String, String> = p.costs.into_iter().collect();
     assert_eq!(costs["new-0"], "200");
