@@ -87,11 +87,14 @@ pub struct Placement {
     pub generated_uid: String,
 }
 
+/// A WorkloadSpread's `(namespace, name)`.
+type Key = (String, String);
+
 /// The WorkloadSpread writer of one process.
 pub struct Spreads {
     store: Arc<dyn SpreadStore>,
-    locks: Mutex<HashMap<(String, String), Arc<tokio::sync::Mutex<()>>>>,
-    written: Mutex<HashMap<(String, String), Arc<WorkloadSpread>>>,
+    locks: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
+    written: Mutex<HashMap<Key, Arc<WorkloadSpread>>>,
     retry_delay: Duration,
 }
 
@@ -194,13 +197,13 @@ impl Spreads {
         self.write(ws, &check.pod, Some(&check.injected), check.op, now).await.map(|_| ())
     }
 
-    fn lock_of(&self, key: &(String, String)) -> Arc<tokio::sync::Mutex<()>> {
+    fn lock_of(&self, key: &Key) -> Arc<tokio::sync::Mutex<()>> {
         let mut locks = self.locks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
         Arc::clone(locks.entry(key.clone()).or_default())
     }
 
     /// `tryToGetTheLatestMatchedWS` without a refresh: the newer of the view's copy and ours.
-    fn newest(&self, key: &(String, String), viewed: &Arc<WorkloadSpread>) -> Arc<WorkloadSpread> {
+    fn newest(&self, key: &Key, viewed: &Arc<WorkloadSpread>) -> Arc<WorkloadSpread> {
         let written = self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(key).cloned();
         let version = |w: &WorkloadSpread| {
             w.metadata.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
