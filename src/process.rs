@@ -170,7 +170,10 @@ async fn in_cluster(args: ServeArgs, stop: CancellationToken) -> Result<(), RunE
         .with_budgets(Arc::new(
             webhook::budget::Budgets::new(Arc::new(webhook::budget::ApiStore::new(client.clone())))
                 .with_metrics(metrics.clone()),
-        ));
+        ))
+        .with_spreads(Arc::new(webhook::spread::Spreads::new(Arc::new(webhook::spread::ApiStore::new(
+            client.clone(),
+        )))));
     tracing::info!(namespace = %config.namespace, feature_gates = %config.gates, "starting");
     let handle =
         server::start_with(server_options(&args), certs, readiness, webhook::http::router(Arc::new(state)), metrics)

@@ -9,7 +9,7 @@
 //!   read at admission time), while the same patch on a workload that does not exist yet passes;
 //! - the target cannot change on UPDATE; `kubectl get ws` prints kruise's columns.
 //!
-//! Not covered: the pod hooks and the controller (not served by this build yet).
+//! The pod hooks and the controller: tests/e2e_workloadspread_pods.rs.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
@@ -95,9 +95,17 @@ async fn workload_spreads_are_validated_by_kruise() {
     assert!(e.contains("ws.spec.targetRef is in conflict with other WorkloadSpread zones"), "{e}");
 
     // The target cannot change.
-    let mut moved = spreads.get("zones").await.unwrap();
-    moved.spec.target_ref.as_mut().unwrap().name = "api".into();
-    let e = spreads.replace("zones", &PostParams::default(), &moved).await.unwrap_err().to_string();
+    // (The controller writes the status meanwhile: a 409 on a stale copy is read again.)
+    let e = eventually("the target change refused", Duration::from_secs(60), || async {
+        let mut moved = spreads.get("zones").await.ok()?;
+        moved.spec.target_ref.as_mut().unwrap().name = "api".into();
+        match spreads.replace("zones", &PostParams::default(), &moved).await {
+            Err(kube::Error::Api(e)) if e.code == 409 => None,
+            Err(e) => Some(e.to_string()),
+            Ok(_) => panic!("the target of a WorkloadSpread changed"),
+        }
+    })
+    .await;
     assert!(e.contains("change TargetReference is not permitted for WorkloadSpread"), "{e}");
 
     // Bad maxReplicas, with kruise's message.

@@ -220,3 +220,79 @@ async fn listed_at_admission_time() {
     let r = send_listed(failing, &review(Operation::Create, &ws("first", "web"))).await;
     assert_eq!(message(&r), ": Internal error: query other WorkloadSpread failed, err: connection refused", "{r}");
 }
+
+fn pod_review(op: Operation, pod: &Value, namespace: &str) -> ReviewRequest {
+    let delete = matches!(op, Operation::Delete);
+    let r = ReviewRequest::new(op, "", "v1", "Pod", "pods").name("").namespace(namespace);
+    if delete { r.old_object(pod.clone()) } else { r.object(pod.clone()) }
+}
+
+/// A pod whose controller is Deployment `web` itself (the offline view cannot walk a ReplicaSet
+/// up to its Deployment).
+fn web_pod(namespace: &str) -> Value {
+    json!({"apiVersion": "v1", "kind": "Pod",
+        "metadata": {"generateName": "web-", "namespace": namespace, "labels": {"app": "web"},
+            "ownerReferences": [{"apiVersion": "apps/v1", "kind": "Deployment", "name": "web", "uid": "u", "controller": true}]},
+        "spec": {"containers": [{"name": "c", "image": "nginx"}]}})
+}
+
+/// `/mutate-pod` places a targeted pod in the first subset with room (offline: decided on the
+/// view's copy, nothing written): node affinity, the subset's patch and kruise's annotation; a
+/// pod of a namespace without WorkloadSpreads, or with the gate off, is left as it was.
+#[tokio::test]
+async fn the_pod_webhook_places_targeted_pods() {
+    let mut view = Snapshot::default();
+    view.insert(ws("spread", "web")).unwrap();
+    let view = Arc::new(view);
+    let app = App::with(FeatureGates::default(), view.clone());
+    let pod = web_pod("ns");
+    let r = app.send("/mutate-pod", &pod_review(Operation::Create, &pod, "ns")).await;
+    assert_eq!(r["allowed"], true, "{r}");
+    let placed = common::apply(&pod, common::response_patch(&r).as_ref());
+    assert_eq!(placed["metadata"]["labels"]["subset"], "zone-a", "{placed}");
+    let matched: Value = serde_json::from_str(
+        placed["metadata"]["annotations"]["apps.kruise.io/matched-workloadspread"].as_str().unwrap(),
+    )
+    .unwrap();
+    assert_eq!(matched["name"], "spread");
+    assert_eq!(matched["subset"], "zone-a");
+    assert!(matched["uid"].as_str().is_some_and(|u| !u.is_empty()), "a nameless pod gets a uid: {matched}");
+    let term = &placed["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+        [0]["matchExpressions"][0];
+    assert_eq!(term["values"], json!(["zone-a"]), "{placed}");
+
+    // Another namespace, another owner, the gate off: no WorkloadSpread part.
+    let elsewhere = web_pod("other");
+    let r = app.send("/mutate-pod", &pod_review(Operation::Create, &elsewhere, "other")).await;
+    let same = common::apply(&elsewhere, common::response_patch(&r).as_ref());
+    assert!(same["metadata"]["annotations"].get("apps.kruise.io/matched-workloadspread").is_none(), "{same}");
+    let mut other_owner = web_pod("ns");
+    other_owner["metadata"]["ownerReferences"][0]["name"] = json!("api");
+    let r = app.send("/mutate-pod", &pod_review(Operation::Create, &other_owner, "ns")).await;
+    let same = common::apply(&other_owner, common::response_patch(&r).as_ref());
+    assert!(
+        same["metadata"].get("annotations").is_none_or(|a| a.get("apps.kruise.io/matched-workloadspread").is_none()),
+        "{same}"
+    );
+    let off = App::with(FeatureGates::parse("WorkloadSpread=false").unwrap(), view);
+    let r = off.send("/mutate-pod", &pod_review(Operation::Create, &pod, "ns")).await;
+    let same = common::apply(&pod, common::response_patch(&r).as_ref());
+    assert!(
+        same["metadata"].get("annotations").is_none_or(|a| a.get("apps.kruise.io/matched-workloadspread").is_none()),
+        "{same}"
+    );
+}
+
+/// `/validate-pod` allows the DELETE of a placed pod (offline there is nothing to record).
+#[tokio::test]
+async fn the_pod_webhook_allows_deleting_placed_pods() {
+    let mut view = Snapshot::default();
+    view.insert(ws("spread", "web")).unwrap();
+    let app = App::with(FeatureGates::default(), Arc::new(view));
+    let mut pod = web_pod("ns");
+    pod["metadata"]["name"] = json!("web-1");
+    pod["metadata"]["annotations"] =
+        json!({"apps.kruise.io/matched-workloadspread": "{\"name\":\"spread\",\"subset\":\"zone-a\"}"});
+    let r = app.send("/validate-pod", &pod_review(Operation::Delete, &pod, "ns")).await;
+    assert_eq!(r["allowed"], true, "{r}");
+}

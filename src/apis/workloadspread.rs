@@ -1,7 +1,7 @@
 //! WorkloadSpread `apps.kruise.io/v1alpha1`, kruise's `apis/apps/v1alpha1/workloadspread_types.go`
 //! (v1.9.0): spreads the pods of a workload over subsets of nodes with per-subset limits and
-//! patches. Types only: the CRD is installed so existing objects stay readable and writable;
-//! nothing of ours reconciles it yet (no webhook, no controller).
+//! patches. Types only: admission is `webhook::validate_workloadspread`, the pod hooks
+//! `webhook::spread`, the controller `controller::workloadspread`.
 
 use std::collections::BTreeMap;
 

@@ -40,6 +40,7 @@ pub mod sidecarset;
 pub mod sidecarterminator;
 pub mod statefulset;
 pub mod uniteddeployment;
+pub mod workloadspread;
 
 use std::sync::Arc;
 
@@ -283,6 +284,8 @@ impl Leader {
             tasks.extend(podprobe::start(&informers, &self.client, &self.settings, &self.metrics, token));
         }
         tasks.extend(uniteddeployment::start(&informers, &self.client, &self.settings, &self.metrics, token));
+        let view = Arc::clone(&self.view);
+        tasks.extend(workloadspread::start(&informers, view, &self.client, &self.settings, &self.metrics, token));
         tasks.extend(informers.start(&self.client, ns, &self.metrics, token));
         tasks
     }

@@ -45,17 +45,26 @@ pub struct AppState {
     /// Where `/validate-pod` takes PodUnavailableBudget units (`None`: it answers as a dry run
     /// on the view's budgets).
     pub budgets: Option<Arc<Budgets>>,
+    /// Where the pod hooks record WorkloadSpread placements (`None`: `/mutate-pod` decides on
+    /// the view and writes nothing, `/validate-pod` records nothing).
+    pub spreads: Option<Arc<super::spread::Spreads>>,
 }
 
 impl AppState {
     /// Handlers reading `ctx`, counted in `metrics`; pods come from the view.
     pub fn new(ctx: Context, metrics: Metrics) -> Self {
-        Self { ctx, metrics, pods: None, lists: None, budgets: None }
+        Self { ctx, metrics, pods: None, lists: None, budgets: None, spreads: None }
     }
 
     /// PodUnavailableBudget units are taken through `budgets`.
     pub fn with_budgets(mut self, budgets: Arc<Budgets>) -> Self {
         self.budgets = Some(budgets);
+        self
+    }
+
+    /// WorkloadSpread placements are recorded through `spreads`.
+    pub fn with_spreads(mut self, spreads: Arc<super::spread::Spreads>) -> Self {
+        self.spreads = Some(spreads);
         self
     }
 
@@ -239,9 +248,13 @@ async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body:
     let ctx = with_listing(state, fetched.unwrap_or_else(|| state.ctx.clone()), handler, &review).await;
     let verdict = match (&state.budgets, handler) {
         (Some(budgets), Handler::ValidatePod) => Some(match super::validate_pod::check(&ctx, &review) {
-            super::validate_pod::PodCheck::Done(v) => v,
-            super::validate_pod::PodCheck::Budget(c) => budgets.take(&c, super::validate_pod::now(&ctx)).await,
+            super::validate_pod::PodCheck::Done(v) => spread_release(state, &ctx, &review, v).await,
+            super::validate_pod::PodCheck::Budget(c) => {
+                let v = budgets.take(&c, super::validate_pod::now(&ctx)).await;
+                spread_release(state, &ctx, &review, v).await
+            }
         }),
+        (_, Handler::MutatePod) if state.spreads.is_some() => Some(spread_place(state, &ctx, &review).await),
         _ => handle(&ctx, handler, &review),
     };
     let Some(verdict) = verdict else {
@@ -252,6 +265,34 @@ async fn answer(state: &AppState, path: &'static str, headers: &HeaderMap, body:
     let body = review::encode(&review.request, &verdict);
     let headers = [(header::CONTENT_TYPE, HeaderValue::from_static("application/json"))];
     ((headers, body).into_response(), Some(verdict.allowed))
+}
+
+/// `/mutate-pod` with the WorkloadSpread placement recorded first (kruise's order puts it after
+/// the readiness gate, which writes nothing to the cluster).
+async fn spread_place(state: &AppState, ctx: &Context, review: &review::Review) -> Verdict {
+    let (Some(spreads), Some(check)) = (&state.spreads, super::mutate_pod::spread_check(ctx, review)) else {
+        return super::mutate_pod::mutate_placed(ctx, review, None);
+    };
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(super::validate_pod::now(ctx));
+    match spreads.place(&check, &now).await {
+        Ok(placement) => super::mutate_pod::mutate_placed(ctx, review, placement.as_ref()),
+        Err(message) => Verdict::errored(500, message),
+    }
+}
+
+/// `/validate-pod`'s WorkloadSpread part after the budget allowed: the deletion recorded.
+async fn spread_release(state: &AppState, ctx: &Context, review: &review::Review, verdict: Verdict) -> Verdict {
+    if !verdict.allowed {
+        return verdict;
+    }
+    let (Some(spreads), Some(check)) = (&state.spreads, super::validate_pod::spread_check(ctx, review)) else {
+        return verdict;
+    };
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(super::validate_pod::now(ctx));
+    match spreads.release(&check, &now).await {
+        Ok(()) => verdict,
+        Err(message) => Verdict::errored(500, message),
+    }
 }
 
 /// A context whose view also holds the pods `review` names (`None`: nothing to fetch); `Err` when

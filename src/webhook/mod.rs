@@ -21,6 +21,7 @@ pub mod mutate_uniteddeployment;
 pub mod paths;
 pub mod request;
 pub mod review;
+pub mod spread;
 pub mod validate_advancedcronjob;
 pub mod validate_broadcastjob;
 pub mod validate_cloneset;
@@ -140,7 +141,8 @@ pub fn pods_needed(ctx: &Context, handler: Handler, review: &Review) -> Option<(
     let req = &review.request;
     if handler == Handler::ValidatePod {
         let eviction = req.operation == Operation::Create && req.sub_resource.as_deref() == Some("eviction");
-        let gate = ctx.config.gates.enabled(crate::core::features::Gate::PodUnavailableBudgetDeleteGate);
+        let gate = ctx.config.gates.enabled(crate::core::features::Gate::PodUnavailableBudgetDeleteGate)
+            || ctx.config.gates.enabled(crate::core::features::Gate::WorkloadSpread);
         return (eviction && gate)
             .then(|| (req.namespace.clone().unwrap_or_else(|| "default".into()), vec![req.name.clone()]));
     }

@@ -5,6 +5,11 @@
 //! failures answer 400, any mutator error 500, as kruise. Only CREATE is registered and
 //! handled: other operations are allowed unchanged.
 //!
+//! With the `WorkloadSpread` gate, a pod a WorkloadSpread of its namespace targets is placed in
+//! a subset after the readiness gate (kruise's order): [`spread_check`] is the pure half (a
+//! namespace without WorkloadSpreads costs one index lookup), [`super::spread`] finds the spread
+//! and records the pod in its status, [`mutate_placed`] injects the subset.
+//!
 //! The handler gathers what the pure decisions need from the cluster view — the SidecarSets
 //! indexed under the pod's namespace and labels (never the whole list), the namespace's labels, and the
 //! ControllerRevisions only when a matched set pins a revision — plus the clock and a random
@@ -18,6 +23,7 @@ use k8s_openapi::api::core::v1::Pod;
 use kube::core::admission::Operation;
 
 use super::review::{Review, Verdict};
+use super::spread::{CreateCheck, Placement};
 use super::{Context, decode_object};
 use crate::cluster::namespace_labels;
 use crate::core::features::Gate;
@@ -26,8 +32,67 @@ use crate::core::sidecar::annotations::format_utc;
 use crate::core::sidecar::inject::{InjectionInput, plan_injection};
 use crate::core::sidecar::{pod_namespace, podpatch};
 
-/// Answers a pod CREATE.
+/// Answers a pod CREATE offline: a WorkloadSpread placement is decided on the view's copies
+/// and written nowhere (the server places through [`super::spread`] and calls [`mutate_placed`]).
 pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
+    let placement = spread_check(ctx, review).and_then(|check| offline_placement(ctx, &check));
+    mutate_placed(ctx, review, placement.as_ref())
+}
+
+/// The WorkloadSpread part's pure half (kruise `workloadSpreadMutatingPod`): a pod CREATE of the
+/// `pods` resource, not a dry run, in a namespace that has WorkloadSpreads. A pod of a namespace
+/// without any costs one lookup in the view's index and no decoding.
+pub fn spread_check(ctx: &Context, review: &Review) -> Option<CreateCheck> {
+    let req = &review.request;
+    if !ctx.config.gates.enabled(Gate::PodWebhook)
+        || !ctx.config.gates.enabled(Gate::WorkloadSpread)
+        || req.operation != Operation::Create
+        || !req.sub_resource.as_deref().unwrap_or("").is_empty()
+        || req.resource.resource != "pods"
+        || req.dry_run
+    {
+        return None;
+    }
+    let raw = review.object.as_ref()?;
+    let namespace = raw
+        .pointer("/metadata/namespace")
+        .and_then(serde_json::Value::as_str)
+        .filter(|n| !n.is_empty())
+        .or(req.namespace.as_deref())
+        .unwrap_or("default");
+    let candidates = ctx.cluster.workload_spreads(namespace);
+    if candidates.is_empty() || raw.pointer("/metadata/ownerReferences").is_none() {
+        return None;
+    }
+    let mut pod: Pod = decode_object(Some(raw), "Pod").ok()?;
+    if !is_active(&pod) {
+        return None;
+    }
+    pod.metadata.namespace = Some(namespace.to_string());
+    Some(CreateCheck { pod, candidates })
+}
+
+/// A placement decided on the view alone (no owner walked beyond the pod's own controller, no
+/// status written): what `kruise check` and in-process handler tests see.
+fn offline_placement(ctx: &Context, check: &CreateCheck) -> Option<Placement> {
+    use crate::core::workloadspread as ws;
+    let owner = ws::controller_of(&check.pod)?;
+    let labels = check.pod.metadata.labels.clone().unwrap_or_default();
+    let matched = check.candidates.iter().find(|w| {
+        w.metadata.deletion_timestamp.is_none()
+            && w.spec.target_ref.as_ref().is_some_and(|t| ws::owner_matches(t, owner))
+            && ws::selects_pod(w.spec.target_filter.as_ref(), &labels).unwrap_or(false)
+    })?;
+    let now = k8s_openapi::apimachinery::pkg::apis::meta::v1::Time(super::validate_pod::now(ctx));
+    let mut copy = (**matched).clone();
+    let update = ws::update_subset_for_pod(&mut copy, &check.pod, None, ws::Operation::Create, &now, 0, || {
+        "00000000-0000-0000-0000-000000000000".into()
+    });
+    Some(Placement { ws: Arc::clone(matched), subset: update.subset?, generated_uid: update.generated_uid })
+}
+
+/// Answers a pod CREATE whose WorkloadSpread placement (if any) was already decided and recorded.
+pub fn mutate_placed(ctx: &Context, review: &Review, placement: Option<&Placement>) -> Verdict {
     let req = &review.request;
     if !ctx.config.gates.enabled(Gate::PodWebhook) || req.operation != Operation::Create {
         return Verdict::allow();
@@ -48,6 +113,14 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     // (1) KruisePodReady readiness gate.
     if owned_by_kruise(&pod) || ctx.config.gates.enabled(Gate::KruisePodReadinessGate) {
         inject_readiness_gate(&mut pod);
+    }
+
+    // (2) WorkloadSpread: the chosen subset's scheduling constraints, patch and annotation.
+    if let Some(p) = placement {
+        match crate::core::workloadspread::inject(&p.ws, &mut pod, &p.subset, &p.generated_uid) {
+            Ok(_) => {}
+            Err(e) => return Verdict::errored(500, e),
+        }
     }
 
     // (3) SidecarSet injection.
@@ -100,6 +173,13 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
     if let Some(annotations) = &pod.metadata.annotations {
         let value = annotations.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
         metadata.insert("annotations".into(), serde_json::Value::Object(value));
+    }
+    // A WorkloadSpread subset's patch may also write labels.
+    if let (Some(_), Some(labels)) = (placement, &pod.metadata.labels)
+        && !labels.is_empty()
+    {
+        let value = labels.iter().map(|(k, v)| (k.clone(), serde_json::Value::String(v.clone()))).collect();
+        metadata.insert("labels".into(), serde_json::Value::Object(value));
     }
     if let Some(name) = &pod.metadata.name {
         metadata.insert("name".into(), serde_json::Value::String(name.clone()));

@@ -1,7 +1,9 @@
 //! The pod validating handler on `/validate-pod`: `vpod.kb.io` (pod UPDATE and DELETE) and
 //! `vpodeviction.kb.io` (`pods/eviction` CREATE) — kruise v1.9 `pkg/webhook/pod/validating`
-//! (`validatingPodFn`, `podUnavailableBudgetValidatingPod`). Only the PodUnavailableBudget part:
-//! WorkloadSpread is not served.
+//! (`validatingPodFn`, `podUnavailableBudgetValidatingPod`). The PodUnavailableBudget part, then (once
+//! the budget allowed) the WorkloadSpread part: [`spread_check`] finds the pod placed by a
+//! WorkloadSpread (from the raw annotation, before any decoding) and [`super::spread`] records it
+//! in its subset's `deletingPods`.
 //!
 //! [`check`] is the pure first half: gates (`PodUnavailableBudgetUpdateGate` for UPDATE, off by
 //! default; `PodUnavailableBudgetDeleteGate` for DELETE and eviction, on by default), the pod the
@@ -69,6 +71,49 @@ pub fn refusal(op: Operation, message: impl Into<String>) -> Verdict {
         Operation::Evict => Verdict { reason: "TooManyRequests".into(), ..Verdict::errored(429, message) },
         _ => Verdict::forbidden(message),
     }
+}
+
+/// The WorkloadSpread part's pure half (kruise `workloadSpreadValidatingPod`): a DELETE of the
+/// pod itself or an eviction, not a dry run, of an active pod with a controller whose
+/// `apps.kruise.io/matched-workloadspread` annotation names a WorkloadSpread.
+pub fn spread_check(ctx: &Context, review: &Review) -> Option<crate::webhook::spread::DeleteCheck> {
+    use crate::core::workloadspread::{self as ws, Injected, MATCHED_ANNOTATION};
+    let req = &review.request;
+    if !ctx.config.gates.enabled(Gate::WorkloadSpread) {
+        return None;
+    }
+    let sub_resource = req.sub_resource.as_deref().unwrap_or("");
+    let (pod, op) = match req.operation {
+        AdmissionOperation::Delete if sub_resource.is_empty() => {
+            let raw = review.old_object.as_ref()?;
+            raw.pointer("/metadata/annotations")?.get(MATCHED_ANNOTATION)?;
+            if req.dry_run || options_dry_run(req.options.as_ref().map(|o| &o.0)) {
+                return None;
+            }
+            (decode_object::<Pod>(Some(raw), "Pod").ok()?, ws::Operation::Delete)
+        }
+        AdmissionOperation::Create if sub_resource == "eviction" => {
+            let eviction = review.object.as_ref()?;
+            if req.dry_run || options_dry_run(eviction.get("deleteOptions")) {
+                return None;
+            }
+            let namespace = req.namespace.as_deref().unwrap_or("default");
+            ((*ctx.cluster.pod(namespace, &req.name)?).clone(), ws::Operation::Eviction)
+        }
+        _ => return None,
+    };
+    let injected = Injected::parse(pod.metadata.annotations.as_ref()?.get(MATCHED_ANNOTATION)?)?;
+    if !crate::core::pods::is_active(&pod) || ws::controller_of(&pod).is_none() {
+        return None;
+    }
+    let namespace =
+        pod.metadata.namespace.clone().or_else(|| req.namespace.clone()).unwrap_or_else(|| "default".into());
+    let spread = ctx
+        .cluster
+        .workload_spreads(&namespace)
+        .into_iter()
+        .find(|w| w.metadata.name.as_deref() == Some(injected.name.as_str()));
+    Some(crate::webhook::spread::DeleteCheck { pod, injected, op, ws: spread })
 }
 
 /// Answers without writing anything: the [`BudgetCheck`] is decided as a dry run on the view's

@@ -26,6 +26,7 @@
 //! [`cost`] decides the deletion cost the controller writes on the subsets' pods.
 
 pub mod cost;
+pub mod status;
 
 use std::collections::BTreeMap;
 

@@ -1,0 +1,188 @@
+//! WorkloadSpread's pod hooks and controller end to end (issue 34 item 3) on the real control
+//! plane of `testenv/`: `kruise serve` behind the fault proxy with the rights of
+//! `deploy/rbac.yaml`, the generated `webhook-config/` registered, kube-controller-manager's
+//! Deployment and ReplicaSet controllers creating and deleting the pods, the scheduler placing
+//! them and the simulated kubelets running them. The test labels the simulated nodes into two
+//! zones under a label key of its own namespace (concurrent tests sharing the nodes are not
+//! disturbed) and removes the labels at the end. Asserted, through the apiserver:
+//! - a WorkloadSpread with `zone-a maxReplicas: 2` and `zone-b` (the rest) over a Deployment of 5
+//!   — with the WorkloadSpread's writes answered 409 three times and every watch cut while the
+//!   pods are created — puts 2 pods on zone-a nodes and 3 on zone-b nodes, each pod carrying
+//!   `apps.kruise.io/matched-workloadspread` of its subset;
+//! - the controller reports `replicas` 2 and 3 and `missingReplicas` 0 and -1, and writes the
+//!   deletion costs (zone-a pods 200, zone-b pods 100);
+//! - scaling the Deployment down to 2 deletes zone-b's pods first: the 2 left are zone-a's, and
+//!   the deletions were recorded then expired out of the status.
+#![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
+
+mod e2e_common;
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use e2e_common::{Kruise, NAMESPACE, cluster, eventually, install, manager_kubeconfig, root};
+use k8s_openapi::api::apps::v1::Deployment;
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kruise::apis::workloadspread::WorkloadSpread;
+use kruise_testenv::{Share, WriteFault};
+use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
+use serde_json::json;
+
+const MATCHED: &str = "apps.kruise.io/matched-workloadspread";
+const COST: &str = "controller.kubernetes.io/pod-deletion-cost";
+
+/// Running pods of the Deployment: `(name, zone of its node, subset annotated, deletion cost)`.
+async fn placed(pods: &Api<Pod>, zones: &BTreeMap<String, String>) -> Vec<(String, String, String, String)> {
+    let Ok(list) = pods.list(&ListParams::default().labels("app=web")).await else { return Vec::new() };
+    list.items
+        .into_iter()
+        .filter(|p| p.metadata.deletion_timestamp.is_none())
+        .filter(|p| p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running"))
+        .map(|p| {
+            let annotations = p.metadata.annotations.clone().unwrap_or_default();
+            let subset = annotations
+                .get(MATCHED)
+                .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
+                .and_then(|v| v.get("subset").and_then(|s| s.as_str()).map(str::to_string))
+                .unwrap_or_default();
+            let node = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+            let zone = zones.get(&node).cloned().unwrap_or_default();
+            let cost = annotations.get(COST).cloned().unwrap_or_default();
+            (p.metadata.name.unwrap_or_default(), zone, subset, cost)
+        })
+        .collect()
+}
+
+/// `(zone, subset, cost)` counts of the placed pods.
+fn tally(placed: &[(String, String, String, String)]) -> BTreeMap<(String, String, String), usize> {
+    let mut out = BTreeMap::new();
+    for (_, zone, subset, cost) in placed {
+        *out.entry((zone.clone(), subset.clone(), cost.clone())).or_default() += 1;
+    }
+    out
+}
+
+fn key(zone: &str, subset: &str, cost: &str) -> (String, String, String) {
+    (zone.into(), subset.into(), cost.into())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_workload_spread_places_a_deployment_over_two_zones_and_scales_down_the_last_first() {
+    let c = cluster();
+    let ns = c.namespace("e2e-wsp").await.unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    manager_kubeconfig(certs.path()).await;
+    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
+    let proxy = c.fault_proxy_as(&token).await.unwrap();
+    let kruise = Kruise::start(certs.path(), proxy.kubeconfig(), &["--namespace", ns.name()]);
+    install(&[&kruise]).await;
+    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
+    let client = c.client().await.unwrap();
+    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+
+    // Two zones over the simulated nodes, under a label key of this test's own.
+    let zone_key = format!("e2e.kruise.io/{}", ns.name());
+    let nodes_api: Api<Node> = Api::all(client.clone());
+    let mut nodes: Vec<String> = nodes_api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    nodes.sort();
+    assert!(nodes.len() >= 2, "{nodes:?}");
+    let mut zones = BTreeMap::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let zone = if i < nodes.len() / 2 { "a" } else { "b" };
+        let patch = json!({"metadata": {"labels": {zone_key.clone(): zone}}});
+        nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+        zones.insert(node.clone(), zone.to_string());
+    }
+
+    let spreads: Api<WorkloadSpread> = Api::namespaced(client.clone(), ns.name());
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns.name());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+
+    // 1. The WorkloadSpread (retried until the validating webhook answers), then its status
+    //    written by the controller: the leader's view (which the pod webhook reads) holds it.
+    let spread: WorkloadSpread = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread", "metadata": {"name": "ws"},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "subsets": [
+                {"name": "zone-a", "maxReplicas": 2,
+                 "requiredNodeSelectorTerm": {"matchExpressions": [{"key": zone_key.clone(), "operator": "In", "values": ["a"]}]}},
+                {"name": "zone-b",
+                 "requiredNodeSelectorTerm": {"matchExpressions": [{"key": zone_key.clone(), "operator": "In", "values": ["b"]}]}}]}
+    }))
+    .unwrap();
+    eventually("the WorkloadSpread admitted", Duration::from_secs(90), || {
+        let (spreads, spread) = (spreads.clone(), spread.clone());
+        async move { spreads.create(&PostParams::default(), &spread).await.ok() }
+    })
+    .await;
+    eventually("the WorkloadSpread's first status", Duration::from_secs(120), || async {
+        let s = spreads.get("ws").await.ok()?.status?;
+        (s.subset_statuses.len() == 2).then_some(())
+    })
+    .await;
+
+    // 2. A Deployment of 5, created while the WorkloadSpread's writes get three 409s and every
+    //    watch is cut.
+    proxy.fail_writes(WriteFault::Conflict, Share::Next(3), &["workloadspreads"]);
+    proxy.cut_watches();
+    let deployment: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 5, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"terminationGracePeriodSeconds": 0, "containers": [{"name": "main", "image": "nginx:1.27"}]}}}
+    }))
+    .unwrap();
+    deployments.create(&PostParams::default(), &deployment).await.unwrap();
+    let want = BTreeMap::from([(key("a", "zone-a", "200"), 2), (key("b", "zone-b", "100"), 3)]);
+    let got =
+        eventually("2 pods in zone-a and 3 in zone-b, with their deletion costs", Duration::from_secs(240), || async {
+            let got = tally(&placed(&pods, &zones).await);
+            (got == want).then_some(got)
+        })
+        .await;
+    assert_eq!(got, want);
+    let counts = proxy.counts();
+    assert!(counts.conflicts >= 1, "the fault happened: {counts:?}");
+    proxy.heal_writes();
+    let status = eventually("the subset statuses", Duration::from_secs(120), || async {
+        let s = spreads.get("ws").await.ok()?.status?;
+        let rows: Vec<(String, i32, i32)> =
+            s.subset_statuses.iter().map(|s| (s.name.clone(), s.replicas, s.missing_replicas)).collect();
+        let settled = s.subset_statuses.iter().all(|s| s.creating_pods.is_empty() && s.deleting_pods.is_empty());
+        (settled && rows == [("zone-a".to_string(), 2, 0), ("zone-b".to_string(), 3, -1)]).then_some(s)
+    })
+    .await;
+    assert_eq!(status.subset_statuses[0].missing_replicas, 0, "{status:?}");
+
+    // 3. Scale down to 2: zone-b's pods (the lower cost) go, zone-a's stay.
+    let scale = json!({"spec": {"replicas": 2}});
+    deployments.patch("web", &PatchParams::default(), &Patch::Merge(&scale)).await.unwrap();
+    let left = eventually("only zone-a's 2 pods left", Duration::from_secs(240), || async {
+        let list = pods.list(&ListParams::default().labels("app=web")).await.ok()?;
+        let all: Vec<Pod> = list.items;
+        let running = placed(&pods, &zones).await;
+        (all.len() == 2 && running.len() == 2).then_some(running)
+    })
+    .await;
+    assert!(left.iter().all(|(_, zone, subset, _)| zone == "a" && subset == "zone-a"), "{left:?}");
+    eventually("the status after the scale-down", Duration::from_secs(120), || async {
+        let s = spreads.get("ws").await.ok()?.status?;
+        let rows: Vec<(String, i32, i32)> =
+            s.subset_statuses.iter().map(|s| (s.name.clone(), s.replicas, s.missing_replicas)).collect();
+        (rows == [("zone-a".to_string(), 2, 0), ("zone-b".to_string(), 0, -1)]).then_some(())
+    })
+    .await;
+
+    for node in &nodes {
+        let patch = json!({"metadata": {"labels": {zone_key.clone(): null}}});
+        let _ = nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await;
+    }
+    drop(kruise);
+}
