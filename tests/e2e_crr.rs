@@ -14,7 +14,11 @@
 //!   (kruise's phase: the manager completes it, it never writes `Failed`) with kruise's message
 //!   "recreating has exceeded the activeDeadlineSeconds", no sooner than 5 s after its creation;
 //! - a request naming a container the pod lacks is denied by the webhook with
-//!   "container nope not found in Pod".
+//!   "container nope not found in Pod";
+//! - a request written as kruise HEAD's `apps.kruise.io/v1beta1` is admitted (labels, defaults),
+//!   stored through the conversion webhook, executed, and read as v1alpha1 and as v1beta1 (the
+//!   `sync-container-statuses` annotation as `status.containerStatusSnapshot`); a v1beta1 spec
+//!   change is denied.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
@@ -235,6 +239,51 @@ async fn container_recreate_requests_restart_containers_in_place_through_real_da
     // kruise's short name.
     let (ok, out, err) = kubectl.run(&["get", "crr", "-n", ns.name(), "-o", "name"]).await;
     assert!(ok && out.contains("second"), "kubectl get crr: {out}{err}");
+
+    // 5. A v1beta1 request (kruise HEAD): admitted by the same webhook, stored as v1alpha1 through
+    // the conversion webhook, executed by the daemon (which reads v1alpha1), and read back both ways.
+    let mut beta = request(ns.name(), "beta", "web", &["b"], json!({"ttlSecondsAfterFinished": 600}));
+    beta["apiVersion"] = json!("apps.kruise.io/v1beta1");
+    let (ok, out) = kubectl_apply(&kubectl, "beta", &beta).await;
+    assert!(ok, "{out}");
+    let beta_done = completed(&crrs, "beta").await;
+    let labels = beta_done.metadata.labels.clone().unwrap();
+    assert_eq!(labels["crr.apps.kruise.io/pod-uid"], uid, "the webhook labelled the v1beta1 request");
+    assert_eq!(beta_done.spec.strategy.as_ref().unwrap().failure_policy, "Fail");
+    assert_eq!(beta_done.status.as_ref().unwrap().phase, "Completed");
+    assert_eq!(phases(&beta_done), vec![("b".to_string(), "Succeeded".to_string())]);
+    let b2 = status_of(&pods.get("web").await.unwrap(), "b").unwrap();
+    assert_eq!(b2.1, b1.1 + 1, "b restarted once more");
+    let beta_view = |out: &str| serde_json::from_str::<Value>(out).unwrap();
+    let (ok, out, err) =
+        kubectl.run(&["get", "containerrecreaterequests.v1beta1.apps.kruise.io", "beta", "-n", ns.name(), "-o", "json"]).await;
+    assert!(ok, "{err}");
+    let view = beta_view(&out);
+    assert_eq!(view["apiVersion"], "apps.kruise.io/v1beta1");
+    assert_eq!(view["status"]["phase"], "Completed");
+    assert_eq!(view["spec"]["containers"][0]["statusContext"]["containerID"], json!(b1.0));
+    // The manager's `sync-container-statuses` annotation is v1beta1's `containerStatusSnapshot`.
+    let annotations = beta_done.metadata.annotations.clone().unwrap_or_default();
+    if let Some(text) = annotations.get("crr.apps.kruise.io/sync-container-statuses") {
+        let listed: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(view["status"]["containerStatusSnapshot"], listed, "{view}");
+    }
+    // kruise HEAD's v1beta1 UPDATE check: the spec is immutable.
+    let (ok, out, err) = kubectl
+        .run(&[
+            "patch",
+            "containerrecreaterequests.v1beta1.apps.kruise.io",
+            "beta",
+            "-n",
+            ns.name(),
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"ttlSecondsAfterFinished":1}}"#,
+        ])
+        .await;
+    assert!(!ok, "a v1beta1 spec change was admitted: {out}");
+    assert!(err.contains("spec of ContainerRecreateRequest is immutable"), "{err}");
 
     // The first is deleted after its TTL.
     poll("the first request to be deleted after its TTL", Duration::from_secs(120), || async {
