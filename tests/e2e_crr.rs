@@ -255,8 +255,9 @@ async fn container_recreate_requests_restart_containers_in_place_through_real_da
     let b2 = status_of(&pods.get("web").await.unwrap(), "b").unwrap();
     assert_eq!(b2.1, b1.1 + 1, "b restarted once more");
     let beta_view = |out: &str| serde_json::from_str::<Value>(out).unwrap();
-    let (ok, out, err) =
-        kubectl.run(&["get", "containerrecreaterequests.v1beta1.apps.kruise.io", "beta", "-n", ns.name(), "-o", "json"]).await;
+    let (ok, out, err) = kubectl
+        .run(&["get", "containerrecreaterequests.v1beta1.apps.kruise.io", "beta", "-n", ns.name(), "-o", "json"])
+        .await;
     assert!(ok, "{err}");
     let view = beta_view(&out);
     assert_eq!(view["apiVersion"], "apps.kruise.io/v1beta1");

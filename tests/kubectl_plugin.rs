@@ -741,7 +741,10 @@ async fn create_container_recreate_request_through_kubectl() {
     // Errors: exit 1 with the reason.
     for (args, why) in [
         (vec!["create", "crr", "x", "--pod", "nope"], "error: pod nope in namespace"),
-        (vec!["create", "crr", "x", "--pod", "web", "--containers", "a,zz"], "error: container zz not found in pod web"),
+        (
+            vec!["create", "crr", "x", "--pod", "web", "--containers", "a,zz"],
+            "error: container zz not found in pod web",
+        ),
         (vec!["create", "crr", "x"], "error: --pod is required"),
         (vec!["create", "crr", "two", "--pod", "web"], "error: failed to create crr:"),
     ] {

@@ -34,11 +34,11 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::cri::CriRuntime;
+use super::httpget::{GetError, HttpGet, get};
 use crate::apis::containerrecreaterequest::{
     ACTIVE_KEY, ContainerRecreateRequest, ContainerRecreateRequestContainerRecreateState as State, NODE_NAME_KEY,
     PHASE_COMPLETED, PHASE_PENDING, PHASE_RECREATING, POD_UID_KEY,
 };
-use super::httpget::{GetError, HttpGet, get};
 use crate::core::crr::daemon::{Observed, Step, current_states, kill_failed, pick, step, unready_wait};
 use crate::core::crr::prestop::{PreStop, needs_pod_ip, plan as plan_pre_stop};
 use crate::core::pods;

@@ -167,10 +167,8 @@ pub(crate) mod tests {
     /// answering every `GET /healthz` with `status` and `body`; its port.
     pub(crate) async fn tls_server(status: &'static str, body: &'static str) -> u16 {
         let key = rcgen::KeyPair::generate_for(&rcgen::PKCS_ECDSA_P256_SHA256).unwrap();
-        let cert = rcgen::CertificateParams::new(vec!["not-this-host.test".to_string()])
-            .unwrap()
-            .self_signed(&key)
-            .unwrap();
+        let cert =
+            rcgen::CertificateParams::new(vec!["not-this-host.test".to_string()]).unwrap().self_signed(&key).unwrap();
         let config = rustls::ServerConfig::builder_with_provider(Arc::new(rustls::crypto::ring::default_provider()))
             .with_safe_default_protocol_versions()
             .unwrap()

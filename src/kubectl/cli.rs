@@ -318,12 +318,16 @@ mod tests {
             else {
                 panic!("create")
             };
-            assert_eq!((c.name.as_str(), c.pod.as_str(), c.containers.clone()), ("r1", "web", vec!["a".into(), "b".into()]));
+            assert_eq!(
+                (c.name.as_str(), c.pod.as_str(), c.containers.clone()),
+                ("r1", "web", vec!["a".into(), "b".into()])
+            );
             assert_eq!((c.unready_grace_period_seconds, c.min_started_seconds, c.dry_run), (3, 3, DryRun::None));
             assert_eq!(cli.kube.namespace.as_deref(), Some("ns"));
         }
         let cli = parse(&["create", "crr", "r", "-p", "web", "-u", "0", "-m", "7", "--dry-run"]).unwrap();
-        let PluginCommand::Create(CreateArgs { command: CreateCommand::ContainerRecreateRequest(c) }) = cli.command else {
+        let PluginCommand::Create(CreateArgs { command: CreateCommand::ContainerRecreateRequest(c) }) = cli.command
+        else {
             panic!("create")
         };
         assert_eq!((c.unready_grace_period_seconds, c.min_started_seconds, c.dry_run), (0, 7, DryRun::Client));

@@ -98,10 +98,8 @@ pub async fn run(flags: &KubeFlags, args: &CreateCrrArgs) -> Outcome {
         };
         let crr: ContainerRecreateRequest =
             serde_json::from_value(object).map_err(|e| Failure::Other(format!("cannot build the request: {e}")))?;
-        let pp = PostParams {
-            dry_run: args.dry_run == DryRun::Server,
-            field_manager: Some("kubectl kruise-create".into()),
-        };
+        let pp =
+            PostParams { dry_run: args.dry_run == DryRun::Server, field_manager: Some("kubectl kruise-create".into()) };
         let created = Api::<ContainerRecreateRequest>::namespaced(client.clone(), &ns)
             .create(&pp, &crr)
             .await
@@ -175,7 +173,8 @@ mod tests {
         let mut negative = args(&[]);
         negative.unready_grace_period_seconds = -1;
         assert!(request(&negative, "ns", &pod()).unwrap_err().contains("non-negative"));
-        let empty: Pod = serde_json::from_value(json!({"metadata": {"name": "e"}, "spec": {"containers": []}})).unwrap();
+        let empty: Pod =
+            serde_json::from_value(json!({"metadata": {"name": "e"}, "spec": {"containers": []}})).unwrap();
         assert_eq!(request(&args(&[]), "ns", &empty).unwrap_err(), "pod e has no containers");
     }
 }

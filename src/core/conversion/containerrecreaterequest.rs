@@ -63,9 +63,8 @@ pub fn to_v1alpha1(object: &mut Map<String, Value>) {
     let Some(status) = object.get_mut("status").and_then(Value::as_object_mut) else { return };
     let snapshot = status.remove("containerStatusSnapshot");
     let conditions = status.remove("conditions");
-    if let Some(list) = snapshot
-        .filter(Value::is_array)
-        .and_then(|v| serde_json::from_value::<Vec<SyncContainerStatus>>(v).ok())
+    if let Some(list) =
+        snapshot.filter(Value::is_array).and_then(|v| serde_json::from_value::<Vec<SyncContainerStatus>>(v).ok())
     {
         // The v1alpha1 annotation's shape (`core::crr` reads it).
         let entries: Vec<crate::apis::containerrecreaterequest::SyncContainerStatus> = list
@@ -165,7 +164,10 @@ mod tests {
                                {"type": "PreRecreateGrace", "status": "True", "lastTransitionTime": "2026-01-01T00:00:02Z", "reason": "R", "message": ""}]})),
         );
         let alpha = convert(0, &beta, V1ALPHA1).unwrap();
-        assert_eq!(alpha["metadata"]["annotations"][SYNC_CONTAINER_STATUSES_KEY], r#"[{"name":"b","ready":false,"restartCount":0}]"#);
+        assert_eq!(
+            alpha["metadata"]["annotations"][SYNC_CONTAINER_STATUSES_KEY],
+            r#"[{"name":"b","ready":false,"restartCount":0}]"#
+        );
         assert_eq!(alpha["metadata"]["annotations"][UNREADY_ACQUIRED_KEY], "2026-01-01T00:00:02Z");
         assert_eq!(alpha["status"], json!({"phase": "Recreating"}), "v1alpha1 has neither field");
     }

@@ -356,10 +356,7 @@ mod tests {
         changed.metadata.annotations = Some([(UNREADY_ACQUIRED_KEY.to_string(), "t2".to_string())].into());
         assert!(admit_update(&changed, &acquired).is_err());
         assert_eq!(admit_update_v1beta1(&changed, &acquired), Ok(()), "v1beta1: not checked, as kruise HEAD");
-        assert_eq!(
-            admit_update_v1beta1(&spec, &old),
-            Err(forbidden("spec of ContainerRecreateRequest is immutable"))
-        );
+        assert_eq!(admit_update_v1beta1(&spec, &old), Err(forbidden("spec of ContainerRecreateRequest is immutable")));
         assert_eq!(
             admit_update_v1beta1(&uid, &old),
             Err(forbidden("not allowed to update immutable label crr.apps.kruise.io/pod-uid"))

@@ -156,8 +156,10 @@ mod tests {
     }
 
     fn ports() -> Vec<ContainerPort> {
-        serde_json::from_value(json!([{"name": "http", "containerPort": 8080}, {"name": "admin", "containerPort": 9090}]))
-            .unwrap()
+        serde_json::from_value(
+            json!([{"name": "http", "containerPort": 8080}, {"name": "admin", "containerPort": 9090}]),
+        )
+        .unwrap()
     }
 
     fn get(v: Value) -> HttpGet {
@@ -177,26 +179,52 @@ mod tests {
         assert_eq!(plan(Some(&hook(json!({"exec": {}}))), &[], None), PreStop::Exec(vec![]));
         assert!(matches!(plan(Some(&hook(json!({"tcpSocket": {"port": 80}}))), &[], Some("1.2.3.4")),
             PreStop::Invalid(m) if m.starts_with("invalid handler")));
-        assert!(matches!(plan(Some(&hook(json!({}))), &[], None), PreStop::Invalid(m) if m.starts_with("invalid handler")));
+        assert!(
+            matches!(plan(Some(&hook(json!({}))), &[], None), PreStop::Invalid(m) if m.starts_with("invalid handler"))
+        );
     }
 
     #[test]
     fn http_get_requests_as_the_kubelet_builds_them() {
         // (httpGet, url, headers, Host)
         let rows: Vec<(Value, &str, Vec<(&str, &str)>, &str)> = vec![
-            (json!({"port": 80, "path": "/stop"}), "http://10.0.0.7:80/stop",
-             vec![("User-Agent", "kube-lifecycle"), ("Accept", "*/*")], "10.0.0.7:80"),
-            (json!({"port": "http", "path": "stop?now=1"}), "http://10.0.0.7:8080/stop?now=1",
-             vec![("User-Agent", "kube-lifecycle"), ("Accept", "*/*")], "10.0.0.7:8080"),
-            (json!({"port": 443, "scheme": "HTTPS", "host": "example.test"}), "https://example.test:443/",
-             vec![("User-Agent", "kube-lifecycle"), ("Accept", "*/*")], "example.test:443"),
-            (json!({"port": 80, "host": "fd00::1"}), "http://[fd00::1]:80/",
-             vec![("User-Agent", "kube-lifecycle"), ("Accept", "*/*")], "[fd00::1]:80"),
-            (json!({"port": 80, "httpHeaders": [{"name": "Host", "value": "svc.local"}, {"name": "X-A", "value": "1"},
+            (
+                json!({"port": 80, "path": "/stop"}),
+                "http://10.0.0.7:80/stop",
+                vec![("User-Agent", "kube-lifecycle"), ("Accept", "*/*")],
+                "10.0.0.7:80",
+            ),
+            (
+                json!({"port": "http", "path": "stop?now=1"}),
+                "http://10.0.0.7:8080/stop?now=1",
+                vec![("User-Agent", "kube-lifecycle"), ("Accept", "*/*")],
+                "10.0.0.7:8080",
+            ),
+            (
+                json!({"port": 443, "scheme": "HTTPS", "host": "example.test"}),
+                "https://example.test:443/",
+                vec![("User-Agent", "kube-lifecycle"), ("Accept", "*/*")],
+                "example.test:443",
+            ),
+            (
+                json!({"port": 80, "host": "fd00::1"}),
+                "http://[fd00::1]:80/",
+                vec![("User-Agent", "kube-lifecycle"), ("Accept", "*/*")],
+                "[fd00::1]:80",
+            ),
+            (
+                json!({"port": 80, "httpHeaders": [{"name": "Host", "value": "svc.local"}, {"name": "X-A", "value": "1"},
                     {"name": "user-agent", "value": "me"}, {"name": "Accept", "value": ""}]}),
-             "http://10.0.0.7:80/", vec![("X-A", "1"), ("user-agent", "me")], "svc.local"),
-            (json!({"port": 80, "httpHeaders": [{"name": "Accept", "value": "text/plain"}]}), "http://10.0.0.7:80/",
-             vec![("Accept", "text/plain"), ("User-Agent", "kube-lifecycle")], "10.0.0.7:80"),
+                "http://10.0.0.7:80/",
+                vec![("X-A", "1"), ("user-agent", "me")],
+                "svc.local",
+            ),
+            (
+                json!({"port": 80, "httpHeaders": [{"name": "Accept", "value": "text/plain"}]}),
+                "http://10.0.0.7:80/",
+                vec![("Accept", "text/plain"), ("User-Agent", "kube-lifecycle")],
+                "10.0.0.7:80",
+            ),
         ];
         for (spec, url, headers, host) in rows {
             let g = get(spec.clone());
@@ -213,11 +241,17 @@ mod tests {
             PreStop::Invalid(m) => m,
             other => panic!("{other:?}"),
         };
-        assert_eq!(invalid(json!({"port": "grpc"}), Some("1.1.1.1")), "couldn't find port: grpc in the container's ports");
+        assert_eq!(
+            invalid(json!({"port": "grpc"}), Some("1.1.1.1")),
+            "couldn't find port: grpc in the container's ports"
+        );
         assert_eq!(invalid(json!({"port": 0}), Some("1.1.1.1")), "invalid port number: 0");
         assert_eq!(invalid(json!({"port": 70000}), Some("1.1.1.1")), "invalid port number: 70000");
         assert_eq!(invalid(json!({"port": 80}), None), "failed to find networking container: no pod IP");
-        assert_eq!(invalid(json!({"port": 80, "scheme": "FTP"}), Some("1.1.1.1")), "unsupported protocol scheme \"ftp\"");
+        assert_eq!(
+            invalid(json!({"port": 80, "scheme": "FTP"}), Some("1.1.1.1")),
+            "unsupported protocol scheme \"ftp\""
+        );
     }
 
     #[test]
