@@ -187,7 +187,8 @@ mod tests {
     #[test]
     fn http_get_requests_as_the_kubelet_builds_them() {
         // (httpGet, url, headers, Host)
-        let rows: Vec<(Value, &str, Vec<(&str, &str)>, &str)> = vec![
+        type Row<'a> = (Value, &'a str, Vec<(&'a str, &'a str)>, &'a str);
+        let rows: Vec<Row> = vec![
             (
                 json!({"port": 80, "path": "/stop"}),
                 "http://10.0.0.7:80/stop",
