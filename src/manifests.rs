@@ -91,7 +91,19 @@ pub fn render() -> Result<Vec<(PathBuf, String)>, ManifestError> {
         ),
         // Kinds installed but not reconciled yet (issue 32 item 3), served as kruise v1.9 serves
         // them (NodeImage: as v1.8, see `apis::nodeimage`).
-        ("apps.kruise.io_containerrecreaterequests.yaml", containerrecreaterequest::ContainerRecreateRequest::crd()),
+        // ContainerRecreateRequest: v1alpha1 (v1.9) and kruise HEAD's v1beta1, converted by our
+        // webhook, stored as v1alpha1 (HEAD stores v1beta1): our manager and daemon write the
+        // v1alpha1 annotations HEAD's conversion moves into v1beta1's status, and a metadata
+        // write converted into a status field would be dropped by the apiserver (status is
+        // written only through /status) and read back stale.
+        (
+            "apps.kruise.io_containerrecreaterequests.yaml",
+            served(
+                containerrecreaterequest::ContainerRecreateRequest::crd(),
+                containerrecreaterequest::v1beta1::ContainerRecreateRequest::crd(),
+                "v1alpha1",
+            )?,
+        ),
         (
             "apps.kruise.io_imagelistpulljobs.yaml",
             served_without_conversion(

@@ -557,8 +557,8 @@ fn cert_manager_issues_the_certificate() {
     );
 }
 
-/// kruise daemon's values: its port, pulls at once, log level and resources reach the DaemonSet;
-/// `KruiseDaemon=false` (OpenKruise's switch) leaves out the DaemonSet and its RBAC.
+/// kruise daemon's values: its port, pulls at once, log level, resources and `featureGates` reach
+/// the DaemonSet; `KruiseDaemon=false` (OpenKruise's switch) leaves out the DaemonSet and its RBAC.
 #[test]
 fn daemon_values_and_the_kruise_daemon_gate() {
     let helm = helm_or_skip!("daemon_values_and_the_kruise_daemon_gate");
@@ -595,6 +595,27 @@ fn daemon_values_and_the_kruise_daemon_gate() {
     argv.extend(c["args"].as_array().unwrap().iter().map(|a| a.as_str().unwrap().to_string()));
     argv.push("--node-name=n".into());
     <kruise::cli::Cli as clap::Parser>::try_parse_from(argv).unwrap();
+
+    // `featureGates` reach the daemon too, as OpenKruise's chart passes them to kruise-daemon
+    // (it reads DaemonWatchingPod, InPlaceUpdateEnvFromMetadata, PodProbeMarkerGate...), and
+    // `kruise daemon` takes them.
+    let gates = "DaemonWatchingPod=false,PodProbeMarkerGate=false";
+    let objects = template(helm, &["--set-string", &format!("featureGates={}", gates.replace(',', "\\,"))]);
+    let c = &find(&objects, "DaemonSet", "kruise-daemon")["spec"]["template"]["spec"]["containers"][0];
+    let daemon_args: Vec<&str> = c["args"].as_array().unwrap().iter().filter_map(Value::as_str).collect();
+    assert!(daemon_args.contains(&format!("--feature-gates={gates}").as_str()), "{daemon_args:?}");
+    let manager_args = args(&objects);
+    assert!(manager_args.contains(&format!("--feature-gates={gates}")), "{manager_args:?}");
+    let mut argv = vec!["kruise".to_string()];
+    argv.extend(daemon_args.iter().map(|a| (*a).to_string()));
+    argv.push("--node-name=n".into());
+    let parsed = <kruise::cli::Cli as clap::Parser>::try_parse_from(argv).unwrap();
+    let kruise::cli::Command::Daemon(d) = parsed.command else { panic!("daemon") };
+    assert!(!d.feature_gates.enabled(kruise::core::features::Gate::DaemonWatchingPod), "the daemon reads the gate");
+    // None set: no flag (the daemon's defaults).
+    let objects = template(helm, &[]);
+    let c = &find(&objects, "DaemonSet", "kruise-daemon")["spec"]["template"]["spec"]["containers"][0];
+    assert!(!c["args"].as_array().unwrap().iter().any(|a| a.as_str().unwrap().starts_with("--feature-gates")));
 
     let objects = template(helm, &["--set", "featureGates=KruiseDaemon=false"]);
     for o in &objects {

@@ -2,7 +2,8 @@
 //! controller-gen CRDs are kept in `tests/fixtures/crds/`, copied from `config/crd/bases`:
 //! `kruise-v1.8.4/` (tag v1.8.4, commit a081ad61), `kruise-v1.9.0/` (tag v1.9.0, commit b1e001a9:
 //! SidecarSet and ImagePullJob v1beta1, and the storage versions) and `kruise-head/` (commit
-//! 07169cfa: CloneSet v1beta1, which v1.9 does not serve). Each version of ours is compared with the
+//! 07169cfa: CloneSet, PodUnavailableBudget and ContainerRecreateRequest v1beta1, which v1.9 does
+//! not serve). Each version of ours is compared with the
 //! oldest of those that serves it, or with v1.9.0 for the kinds listed in `AS_KRUISE_V1_9` (served
 //! as the newest release serves them; no v1.8.4 field of theirs may be missing either); every schema
 //! node of ours is compared with kruise's at the same path, on what changes how the apiserver
@@ -127,7 +128,8 @@ const SERVED: &[Served] = &[
     served("apps.kruise.io_workloadspreads.yaml", V1ALPHA1),
     served("apps.kruise.io_ephemeraljobs.yaml", V1ALPHA1),
     served("apps.kruise.io_persistentpodstates.yaml", V1ALPHA1),
-    served("apps.kruise.io_containerrecreaterequests.yaml", V1ALPHA1),
+    // v1alpha1 stored (v1.9's) and kruise HEAD's v1beta1, converted by our `/convert` webhook.
+    served("apps.kruise.io_containerrecreaterequests.yaml", BOTH),
     // v1.9's two versions have the same schema: `conversion: None`.
     served("apps.kruise.io_imagelistpulljobs.yaml", BOTH),
     served("apps.kruise.io_nodeimages.yaml", BOTH),

@@ -14,35 +14,23 @@
 //!   (kruise's phase: the manager completes it, it never writes `Failed`) with kruise's message
 //!   "recreating has exceeded the activeDeadlineSeconds", no sooner than 5 s after its creation;
 //! - a request naming a container the pod lacks is denied by the webhook with
-//!   "container nope not found in Pod".
+//!   "container nope not found in Pod";
+//! - a request written as kruise HEAD's `apps.kruise.io/v1beta1` is admitted (labels, defaults),
+//!   stored through the conversion webhook, executed, and read as v1alpha1 and as v1beta1 (the
+//!   `sync-container-statuses` annotation as `status.containerStatusSnapshot`); a v1beta1 spec
+//!   change is denied.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use e2e_common::{Daemons, Kruise, Kubectl, cluster, free_port, install, manager_kubeconfig, root};
-use k8s_openapi::api::core::v1::{Node, Pod};
+use e2e_common::{Kubectl, cluster, eventually as poll, start_daemons};
+use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::jiff::Timestamp;
 use kruise::apis::containerrecreaterequest::ContainerRecreateRequest;
-use kube::api::{Api, ListParams, PostParams};
+use kube::api::{Api, PostParams};
 use serde_json::{Value, json};
-
-async fn poll<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// `(containerID, restartCount, ready)` of container `name`.
 fn status_of(pod: &Pod, name: &str) -> Option<(String, i32, bool)> {
@@ -98,50 +86,10 @@ fn phases(c: &ContainerRecreateRequest) -> Vec<(String, String)> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn container_recreate_requests_restart_containers_in_place_through_real_daemons() {
+    let env = start_daemons("", true).await;
     let c = cluster();
-    let dir = tempfile::tempdir().unwrap();
-    let certs = tempfile::tempdir().unwrap();
-    let log = std::env::var("KRUISE_E2E_LOG").unwrap_or_else(|_| "warn".into());
-
-    let kubeconfig = manager_kubeconfig(dir.path()).await;
-    let made = Command::new(env!("CARGO_BIN_EXE_kruise")).args(["certs", "--out"]).arg(certs.path()).status().unwrap();
-    assert!(made.success());
-    let kruise = Kruise::spawn(certs.path(), &kubeconfig, &[], &log);
-    install(&[&kruise]).await;
-    let client = c.client().await.unwrap();
-    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
-    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
-
-    c.apply_path(root().join("deploy/daemon-rbac.yaml")).await.unwrap();
-    let daemon_kubeconfig = c.service_account_kubeconfig("kruise-system", "kruise-daemon", dir.path()).await.unwrap();
-    let mut nodes: Vec<String> = Api::<Node>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .map(|n| n.metadata.name.unwrap())
-        .collect();
-    nodes.sort();
-    let _daemons = Daemons(
-        nodes
-            .iter()
-            .map(|node| {
-                Command::new(env!("CARGO_BIN_EXE_kruise"))
-                    .args(["daemon", "--node-name", node, "--kubeconfig"])
-                    .arg(&daemon_kubeconfig)
-                    .arg("--runtime-endpoint")
-                    .arg(format!("unix://{}", c.cri_socket(node).display()))
-                    .args(["--admin-addr", &format!("127.0.0.1:{}", free_port())])
-                    .env("TOKIO_WORKER_THREADS", "1")
-                    .env("KRUISE_LOG", &log)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::inherit())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect(),
-    );
+    let client = env.client.clone();
+    let nodes = env.nodes.clone();
 
     let ns = c.namespace("e2e-crr").await.unwrap();
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
@@ -235,6 +183,52 @@ async fn container_recreate_requests_restart_containers_in_place_through_real_da
     // kruise's short name.
     let (ok, out, err) = kubectl.run(&["get", "crr", "-n", ns.name(), "-o", "name"]).await;
     assert!(ok && out.contains("second"), "kubectl get crr: {out}{err}");
+
+    // 5. A v1beta1 request (kruise HEAD): admitted by the same webhook, stored as v1alpha1 through
+    // the conversion webhook, executed by the daemon (which reads v1alpha1), and read back both ways.
+    let mut beta = request(ns.name(), "beta", "web", &["b"], json!({"ttlSecondsAfterFinished": 600}));
+    beta["apiVersion"] = json!("apps.kruise.io/v1beta1");
+    let (ok, out) = kubectl_apply(&kubectl, "beta", &beta).await;
+    assert!(ok, "{out}");
+    let beta_done = completed(&crrs, "beta").await;
+    let labels = beta_done.metadata.labels.clone().unwrap();
+    assert_eq!(labels["crr.apps.kruise.io/pod-uid"], uid, "the webhook labelled the v1beta1 request");
+    assert_eq!(beta_done.spec.strategy.as_ref().unwrap().failure_policy, "Fail");
+    assert_eq!(beta_done.status.as_ref().unwrap().phase, "Completed");
+    assert_eq!(phases(&beta_done), vec![("b".to_string(), "Succeeded".to_string())]);
+    let b2 = status_of(&pods.get("web").await.unwrap(), "b").unwrap();
+    assert_eq!(b2.1, b1.1 + 1, "b restarted once more");
+    let beta_view = |out: &str| serde_json::from_str::<Value>(out).unwrap();
+    let (ok, out, err) = kubectl
+        .run(&["get", "containerrecreaterequests.v1beta1.apps.kruise.io", "beta", "-n", ns.name(), "-o", "json"])
+        .await;
+    assert!(ok, "{err}");
+    let view = beta_view(&out);
+    assert_eq!(view["apiVersion"], "apps.kruise.io/v1beta1");
+    assert_eq!(view["status"]["phase"], "Completed");
+    assert_eq!(view["spec"]["containers"][0]["statusContext"]["containerID"], json!(b1.0));
+    // The manager's `sync-container-statuses` annotation is v1beta1's `containerStatusSnapshot`.
+    let annotations = beta_done.metadata.annotations.clone().unwrap_or_default();
+    if let Some(text) = annotations.get("crr.apps.kruise.io/sync-container-statuses") {
+        let listed: Value = serde_json::from_str(text).unwrap();
+        assert_eq!(view["status"]["containerStatusSnapshot"], listed, "{view}");
+    }
+    // kruise HEAD's v1beta1 UPDATE check: the spec is immutable.
+    let (ok, out, err) = kubectl
+        .run(&[
+            "patch",
+            "containerrecreaterequests.v1beta1.apps.kruise.io",
+            "beta",
+            "-n",
+            ns.name(),
+            "--type",
+            "merge",
+            "-p",
+            r#"{"spec":{"ttlSecondsAfterFinished":1}}"#,
+        ])
+        .await;
+    assert!(!ok, "a v1beta1 spec change was admitted: {out}");
+    assert!(err.contains("spec of ContainerRecreateRequest is immutable"), "{err}");
 
     // The first is deleted after its TTL.
     poll("the first request to be deleted after its TTL", Duration::from_secs(120), || async {

@@ -19,33 +19,17 @@
 
 mod e2e_common;
 
-use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-use e2e_common::{Daemons, Kruise, Kubectl, cluster, free_port, install, manager_kubeconfig, root};
+use e2e_common::{Kubectl, cluster, eventually as poll, start_daemons};
 use k8s_openapi::api::core::v1::Node;
 use kruise::apis::nodeimage::v1beta1::NodeImage;
 use kruise_cri::fake::{Behaviour, FakeRuntime, image_id};
 use kube::api::{Api, ApiResource, DynamicObject, ListParams};
 use kube::core::GroupVersionKind;
 use serde_json::{Value, json};
-
-async fn poll<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(100)).await;
-    }
-}
 
 /// The job's image tag as NodeImage `ni` reports it (its status entry), when its spec has the tag.
 fn tag_status(ni: &NodeImage, image: &str, tag: &str) -> Option<Value> {
@@ -103,52 +87,12 @@ async fn completed(jobs: &Api<DynamicObject>, name: &str) -> Value {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn real_daemons_pull_image_pull_jobs_through_each_nodes_runtime() {
     let started = Instant::now();
+    let env = start_daemons("ImagePullJobGate=true", false).await;
     let c = cluster();
-    let dir = tempfile::tempdir().unwrap();
-    let certs = tempfile::tempdir().unwrap();
-    let log = std::env::var("KRUISE_E2E_LOG").unwrap_or_else(|_| "warn".into());
-
-    // The manager, with deploy/'s rights and the gate on.
-    let kubeconfig = manager_kubeconfig(dir.path()).await;
-    let made = Command::new(env!("CARGO_BIN_EXE_kruise")).args(["certs", "--out"]).arg(certs.path()).status().unwrap();
-    assert!(made.success());
-    let kruise = Kruise::spawn(certs.path(), &kubeconfig, &["--feature-gates", "ImagePullJobGate=true"], &log);
-    install(&[&kruise]).await;
-    let client = c.client().await.unwrap();
-
-    // A daemon per simulated node, as the DaemonSet runs it: its ServiceAccount, its node's runtime.
-    c.apply_path(root().join("deploy/daemon-rbac.yaml")).await.unwrap();
-    let daemon_kubeconfig = c.service_account_kubeconfig("kruise-system", "kruise-daemon", dir.path()).await.unwrap();
-    let mut nodes: Vec<String> = Api::<Node>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .map(|n| n.metadata.name.unwrap())
-        .collect();
-    nodes.sort();
+    let client = env.client.clone();
+    let nodes = env.nodes.clone();
     assert_eq!(nodes.len(), 3, "{nodes:?}");
     let runtimes: Vec<FakeRuntime> = nodes.iter().map(|n| c.cri(n).expect("a simulated node's runtime")).collect();
-    let _daemons = Daemons(
-        nodes
-            .iter()
-            .map(|node| {
-                Command::new(env!("CARGO_BIN_EXE_kruise"))
-                    .args(["daemon", "--node-name", node, "--kubeconfig"])
-                    .arg(&daemon_kubeconfig)
-                    .arg("--runtime-endpoint")
-                    .arg(format!("unix://{}", c.cri_socket(node).display()))
-                    .args(["--admin-addr", &format!("127.0.0.1:{}", free_port())])
-                    .env("TOKIO_WORKER_THREADS", "1")
-                    .env("KRUISE_LOG", &log)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::inherit())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect(),
-    );
 
     // The NodeImage controller makes one NodeImage per Node (30 s after the Node turned Ready).
     let node_images: Api<NodeImage> = Api::all(client.clone());

@@ -12,30 +12,14 @@
 
 mod e2e_common;
 
-use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use e2e_common::{Daemons, Kruise, cluster, free_port, install, manager_kubeconfig, root};
+use e2e_common::{cluster, eventually as poll, start_daemons};
 use k8s_openapi::api::batch::v1::Job;
-use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::api::core::v1::Pod;
 use kruise::apis::containerrecreaterequest::ContainerRecreateRequest;
 use kube::api::{Api, ListParams, PostParams};
 use serde_json::json;
-
-async fn poll<T, F, Fut>(what: &str, timeout: Duration, check: F) -> T
-where
-    F: Fn() -> Fut,
-    Fut: std::future::Future<Output = Option<T>>,
-{
-    let deadline = tokio::time::Instant::now() + timeout;
-    loop {
-        if let Some(v) = check().await {
-            return v;
-        }
-        assert!(tokio::time::Instant::now() < deadline, "timed out waiting for {what}");
-        tokio::time::sleep(Duration::from_millis(200)).await;
-    }
-}
 
 fn terminated_exit(pod: &Pod, name: &str) -> Option<i32> {
     let s = pod.status.as_ref()?.container_statuses.as_ref()?.iter().find(|c| c.name == name)?;
@@ -49,49 +33,9 @@ fn container_id(pod: &Pod, name: &str) -> Option<String> {
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_job_pod_with_a_sidecar_completes() {
+    let env = start_daemons("SidecarTerminator=true", true).await;
     let c = cluster();
-    let dir = tempfile::tempdir().unwrap();
-    let certs = tempfile::tempdir().unwrap();
-    let log = std::env::var("KRUISE_E2E_LOG").unwrap_or_else(|_| "warn".into());
-
-    let kubeconfig = manager_kubeconfig(dir.path()).await;
-    let made = Command::new(env!("CARGO_BIN_EXE_kruise")).args(["certs", "--out"]).arg(certs.path()).status().unwrap();
-    assert!(made.success());
-    let kruise = Kruise::spawn(certs.path(), &kubeconfig, &["--feature-gates", "SidecarTerminator=true"], &log);
-    install(&[&kruise]).await;
-    let client = c.client().await.unwrap();
-    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
-    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
-
-    c.apply_path(root().join("deploy/daemon-rbac.yaml")).await.unwrap();
-    let daemon_kubeconfig = c.service_account_kubeconfig("kruise-system", "kruise-daemon", dir.path()).await.unwrap();
-    let nodes: Vec<String> = Api::<Node>::all(client.clone())
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .map(|n| n.metadata.name.unwrap())
-        .collect();
-    let _daemons = Daemons(
-        nodes
-            .iter()
-            .map(|node| {
-                Command::new(env!("CARGO_BIN_EXE_kruise"))
-                    .args(["daemon", "--node-name", node, "--kubeconfig"])
-                    .arg(&daemon_kubeconfig)
-                    .arg("--runtime-endpoint")
-                    .arg(format!("unix://{}", c.cri_socket(node).display()))
-                    .args(["--admin-addr", &format!("127.0.0.1:{}", free_port())])
-                    .env("TOKIO_WORKER_THREADS", "1")
-                    .env("KRUISE_LOG", &log)
-                    .stdout(Stdio::null())
-                    .stderr(Stdio::inherit())
-                    .spawn()
-                    .unwrap()
-            })
-            .collect(),
-    );
+    let client = env.client.clone();
 
     let ns = c.namespace("e2e-sidecarterminator").await.unwrap();
     let jobs: Api<Job> = Api::namespaced(client.clone(), ns.name());

@@ -693,3 +693,64 @@ async fn an_advanced_daemonset_pauses_resumes_rolls_out_rolls_back_and_restarts(
     let _ = stop.send(());
     tokio::time::timeout(DEADLINE, controller).await.expect("the controller stops").unwrap();
 }
+
+/// `create ContainerRecreateRequest NAME --pod P --containers a,b` (and the short `crr`):
+/// kruise-tools' request with its defaults, the named containers only (all of the pod's when none
+/// is named), `--dry-run` creating nothing, and clear errors for a missing pod or container.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn create_container_recreate_request_through_kubectl() {
+    use k8s_openapi::api::core::v1::Pod;
+    use kruise::apis::containerrecreaterequest::ContainerRecreateRequest;
+    let t = Scenario::start("kk-crr").await;
+    let k = Plugin::new(t.ns());
+    let pods: Api<Pod> = Api::namespaced(t.client.clone(), t.ns());
+    let pod: Pod = serde_json::from_value(json!({"metadata": {"name": "web"}, "spec": {"containers": [
+        {"name": "a", "image": "nginx:1.25"}, {"name": "b", "image": "nginx:1.25"}, {"name": "c", "image": "busybox:1.36"}]}}))
+    .unwrap();
+    pods.create(&Default::default(), &pod).await.unwrap();
+    let crrs: Api<ContainerRecreateRequest> = Api::namespaced(t.client.clone(), t.ns());
+
+    let out = k.ok(&["create", "ContainerRecreateRequest", "two", "--pod", "web", "--containers", "a,b"]).await;
+    assert_eq!(out, "containerrecreaterequest.apps.kruise.io/two created\n");
+    let two = crrs.get("two").await.unwrap();
+    assert_eq!(two.spec.pod_name, "web");
+    let names: Vec<&str> = two.spec.containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["a", "b"]);
+    let strategy = two.spec.strategy.clone().unwrap();
+    assert_eq!(
+        (strategy.failure_policy.as_str(), strategy.unready_grace_period_seconds, strategy.min_started_seconds),
+        ("Fail", Some(3), 3)
+    );
+    assert_eq!((two.spec.active_deadline_seconds, two.spec.ttl_seconds_after_finished), (Some(300), Some(1800)));
+
+    // The short name; no container named: every container of the pod.
+    let out = k.ok(&["create", "crr", "all", "-p", "web", "-u", "0"]).await;
+    assert_eq!(out, "containerrecreaterequest.apps.kruise.io/all created\n");
+    let all = crrs.get("all").await.unwrap();
+    let names: Vec<&str> = all.spec.containers.iter().map(|c| c.name.as_str()).collect();
+    assert_eq!(names, ["a", "b", "c"]);
+    assert_eq!(all.spec.strategy.unwrap().unready_grace_period_seconds, Some(0));
+
+    // Dry runs create nothing.
+    for (flag, suffix) in [("--dry-run=client", "(dry run)"), ("--dry-run=server", "(server dry run)")] {
+        let out = k.ok(&["create", "crr", "dry", "--pod", "web", flag]).await;
+        assert_eq!(out, format!("containerrecreaterequest.apps.kruise.io/dry created {suffix}\n"));
+    }
+    assert!(crrs.get_opt("dry").await.unwrap().is_none());
+
+    // Errors: exit 1 with the reason.
+    for (args, why) in [
+        (vec!["create", "crr", "x", "--pod", "nope"], "error: pod nope in namespace"),
+        (
+            vec!["create", "crr", "x", "--pod", "web", "--containers", "a,zz"],
+            "error: container zz not found in pod web",
+        ),
+        (vec!["create", "crr", "x"], "error: --pod is required"),
+        (vec!["create", "crr", "two", "--pod", "web"], "error: failed to create crr:"),
+    ] {
+        let r = k.run(&args).await;
+        assert_eq!(r.code, 1, "{args:?}: {}", r.stdout);
+        assert!(r.stderr.contains(why), "{args:?}: {}", r.stderr);
+    }
+    assert!(crrs.get_opt("x").await.unwrap().is_none());
+}

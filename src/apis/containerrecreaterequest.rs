@@ -2,7 +2,9 @@
 //! containerrecreaterequest_types.go`, short name `crr`): asks kruise-daemon to recreate some
 //! containers of one pod. The webhook is `webhook::mutate_containerrecreaterequest`, the manager's
 //! controller `controller::containerrecreaterequest`, the node's executor `daemon::crr`, their
-//! decisions `core::crr` (issue 30 item 1).
+//! decisions `core::crr` (issue 30 item 1). kruise HEAD's v1beta1 is [`v1beta1`].
+
+pub mod v1beta1;
 
 use k8s_openapi::api::core::v1::{ContainerPort, ExecAction, HTTPGetAction, TCPSocketAction};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;

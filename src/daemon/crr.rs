@@ -13,8 +13,9 @@
 //! drops those events: a second request stayed Pending, #1058 #1626); a recreating request is
 //! looked at again every [`RECHECK`] even without events; and what this daemon stopped (by
 //! request uid, in memory) is never stopped again nor reported "not killed" when a status write
-//! was lost. An HTTP or TCP preStop hook is not run (kruise runs it against the pod IP the
-//! sandbox reports); it is logged.
+//! was lost. preStop hooks are run as the kubelet's lifecycle runner runs them
+//! (`core::crr::prestop`): exec through CRI, httpGet against the pod's IP (read from the pod;
+//! kruise asks the sandbox), tcpSocket reported as an invalid handler.
 
 use std::cmp::Reverse;
 use std::collections::{BTreeMap, BTreeSet, BinaryHeap, HashMap};
@@ -33,11 +34,13 @@ use tokio::time::Instant;
 use tokio_util::sync::CancellationToken;
 
 use super::cri::CriRuntime;
+use super::httpget::{GetError, HttpGet, get};
 use crate::apis::containerrecreaterequest::{
     ACTIVE_KEY, ContainerRecreateRequest, ContainerRecreateRequestContainerRecreateState as State, NODE_NAME_KEY,
     PHASE_COMPLETED, PHASE_PENDING, PHASE_RECREATING, POD_UID_KEY,
 };
 use crate::core::crr::daemon::{Observed, Step, current_states, kill_failed, pick, step, unready_wait};
+use crate::core::crr::prestop::{PreStop, needs_pod_ip, plan as plan_pre_stop};
 use crate::core::pods;
 
 /// How often a recreating request is looked at without events.
@@ -380,23 +383,61 @@ impl<R: ContainerRuntime> Executor<R> {
             .unwrap_or(DEFAULT_GRACE_SECONDS)
             .max(0);
         let mut left = grace;
-        let hook = crr.spec.containers.iter().find(|c| c.name == name).and_then(|c| c.pre_stop.as_ref());
-        if let Some(hook) = hook {
+        let container = crr.spec.containers.iter().find(|c| c.name == name);
+        let hook = container.and_then(|c| c.pre_stop.as_ref());
+        if hook.is_some() {
             let started = std::time::Instant::now();
-            if let Some(exec) = &hook.exec {
-                let cmd = exec.command.clone().unwrap_or_default();
-                match self.runtime.exec(bare, cmd, grace).await {
+            let pod_ip = if needs_pod_ip(hook) { self.pod_ip(crr).await } else { None };
+            let ports = container.map(|c| c.ports.as_slice()).unwrap_or_default();
+            match plan_pre_stop(hook, ports, pod_ip.as_deref()) {
+                PreStop::Nothing => {}
+                PreStop::Exec(cmd) => match self.runtime.exec(bare, cmd, grace).await {
                     Ok(0) => {}
                     Ok(code) => tracing::warn!(container = %name, code, "preStop hook exited non-zero"),
                     Err(e) => tracing::warn!(container = %name, error = %e, "preStop hook failed"),
+                },
+                PreStop::HttpGet(request) => {
+                    let limit = Duration::from_secs(u64::try_from(grace.max(1)).unwrap_or(1));
+                    if let Err(e) = send_http_hook(&request, limit).await {
+                        tracing::warn!(container = %name, url = %request.url(), error = %e, "HTTP preStop hook failed");
+                    }
                 }
-            } else {
-                tracing::warn!(container = %name, "HTTP/TCP preStop hooks are not run by this daemon");
+                PreStop::Invalid(why) => tracing::warn!(container = %name, error = %why, "cannot run preStop hook"),
             }
             let spent = i64::try_from(started.elapsed().as_secs()).unwrap_or(i64::MAX);
             left = (grace - spent).max(2);
         }
         self.runtime.stop(bare, left).await
+    }
+
+    /// The pod's IP for an HTTP preStop hook without host (kruise asks the runtime's sandbox;
+    /// the daemon may list its pods, so it reads the pod).
+    async fn pod_ip(&self, crr: &ContainerRecreateRequest) -> Option<String> {
+        let ns = crr.metadata.namespace.as_deref()?;
+        let pods: Api<k8s_openapi::api::core::v1::Pod> = Api::namespaced(self.api_client.clone(), ns);
+        let lp = kube::api::ListParams::default().fields(&format!("metadata.name={}", crr.spec.pod_name));
+        match pods.list(&lp).await {
+            Ok(list) => list.items.into_iter().next()?.status?.pod_ip.filter(|ip| !ip.is_empty()),
+            Err(e) => {
+                tracing::warn!(pod = %crr.spec.pod_name, error = %e, "cannot read the pod's IP for its preStop hook");
+                None
+            }
+        }
+    }
+}
+
+/// The kubelet lifecycle runner's HTTP hook: the answer's status does not matter; an HTTPS hook
+/// answered in plain HTTP is sent again in HTTP without `Authorization`.
+async fn send_http_hook(request: &HttpGet, limit: Duration) -> Result<(), GetError> {
+    match get(request, limit, 0).await {
+        Ok(_) => Ok(()),
+        Err(GetError::PlainAnswer) => {
+            let mut plain = request.clone();
+            plain.https = false;
+            plain.headers.retain(|(k, _)| !k.eq_ignore_ascii_case("authorization"));
+            get(&plain, limit, 0).await.map(|_| ())
+        }
+        Err(e) => Err(e),
     }
 }
 
@@ -404,6 +445,62 @@ impl<R: ContainerRuntime> Executor<R> {
 #[allow(clippy::unwrap_used)]
 mod tests {
     use super::*;
+
+    /// A plain HTTP server recording each request's text (a TLS hello gets the 400 a plain server
+    /// answers).
+    async fn recording_server() -> (u16, Arc<std::sync::Mutex<Vec<String>>>) {
+        use tokio::io::{AsyncReadExt, AsyncWriteExt};
+        let listener = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let port = listener.local_addr().unwrap().port();
+        let seen = Arc::new(std::sync::Mutex::new(Vec::new()));
+        let log = seen.clone();
+        tokio::spawn(async move {
+            loop {
+                let Ok((mut s, _)) = listener.accept().await else { return };
+                let mut buf = [0u8; 4096];
+                let n = s.read(&mut buf).await.unwrap_or(0);
+                let text = String::from_utf8_lossy(&buf[..n]).to_string();
+                let answer: &[u8] = if text.starts_with("GET ") {
+                    log.lock().unwrap().push(text);
+                    b"HTTP/1.1 500 Internal Server Error\r\nContent-Length: 0\r\n\r\n"
+                } else {
+                    b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n"
+                };
+                let _ = s.write_all(answer).await;
+            }
+        });
+        (port, seen)
+    }
+
+    fn hook(https: bool, port: u16) -> HttpGet {
+        HttpGet {
+            https,
+            host: "127.0.0.1".into(),
+            port,
+            path: "/stop".into(),
+            headers: vec![("Authorization".into(), "Bearer x".into()), ("User-Agent".into(), "kube-lifecycle".into())],
+            host_header: format!("127.0.0.1:{port}"),
+        }
+    }
+
+    #[tokio::test]
+    async fn http_pre_stop_hooks_as_the_kubelet_sends_them() {
+        let (port, seen) = recording_server().await;
+        // Any answer will do (a 500 included).
+        send_http_hook(&hook(false, port), Duration::from_secs(20)).await.unwrap();
+        // HTTPS answered in plain HTTP: sent again in HTTP, without Authorization.
+        send_http_hook(&hook(true, port), Duration::from_secs(20)).await.unwrap();
+        let seen = seen.lock().unwrap().clone();
+        assert_eq!(seen.len(), 2, "{seen:?}");
+        assert!(seen[0].starts_with("GET /stop HTTP/1.1\r\n") && seen[0].contains("Authorization: Bearer x\r\n"));
+        assert!(seen[1].starts_with("GET /stop HTTP/1.1\r\n") && !seen[1].contains("Authorization"), "{}", seen[1]);
+        assert!(seen[1].contains("User-Agent: kube-lifecycle\r\n"));
+        // Nothing listening: an error (logged by the caller, the stop goes on).
+        let closed = tokio::net::TcpListener::bind("127.0.0.1:0").await.unwrap();
+        let dead = closed.local_addr().unwrap().port();
+        drop(closed);
+        assert!(send_http_hook(&hook(false, dead), Duration::from_secs(20)).await.is_err());
+    }
 
     fn container(id: &str, name: &str, created: i64, running: bool, restarts: i32) -> v1::Container {
         v1::Container {

@@ -23,6 +23,7 @@ pub mod containermeta;
 pub mod credential_provider;
 pub mod cri;
 pub mod crr;
+pub mod httpget;
 pub mod podprobe;
 pub mod puller;
 pub mod runtime;

@@ -25,7 +25,6 @@ use kube::api::{Api, Patch, PatchParams};
 use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::json;
-use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::{Notify, watch};
 use tokio_util::sync::CancellationToken;
@@ -283,59 +282,52 @@ pub async fn tcp_probe(tcp: &TCPSocketAction, pod_ip: &str, limit: Duration) -> 
 
 /// The kubelet's http probe: a GET answered 200–399 succeeds (body as message), any other code
 /// fails with "HTTP probe failed with statuscode: N", as a failed connection does with its error.
+/// `scheme: HTTPS` is sent over TLS without verifying the certificate, as the kubelet does
+/// ([`super::httpget`]).
 pub async fn http_probe(http: &HTTPGetAction, pod_ip: &str, limit: Duration) -> Result<(bool, String), String> {
     let scheme = http.scheme.as_deref().unwrap_or("HTTP");
-    if !scheme.eq_ignore_ascii_case("http") {
-        return Err(format!("{scheme} probes are not supported by this daemon"));
-    }
+    let https = if scheme.eq_ignore_ascii_case("http") {
+        false
+    } else if scheme.eq_ignore_ascii_case("https") {
+        true
+    } else {
+        return Err(format!("unsupported protocol scheme \"{}\"", scheme.to_ascii_lowercase()));
+    };
     let host = http.host.as_deref().filter(|h| !h.is_empty()).unwrap_or(pod_ip);
     let port = port_number(&http.port)?;
     let path = http.path.as_deref().unwrap_or("");
     let path = if path.starts_with('/') { path.to_string() } else { format!("/{path}") };
-    let mut headers = String::new();
+    let mut headers = Vec::new();
+    let mut host_header = if host.contains(':') { format!("[{host}]:{port}") } else { format!("{host}:{port}") };
     let mut has = (false, false);
     for h in http.http_headers.iter().flatten() {
+        if h.name.eq_ignore_ascii_case("host") {
+            host_header.clone_from(&h.value);
+            continue;
+        }
         has.0 |= h.name.eq_ignore_ascii_case("user-agent");
         has.1 |= h.name.eq_ignore_ascii_case("accept");
         if !(h.name.eq_ignore_ascii_case("accept") && h.value.is_empty()) {
-            headers.push_str(&format!("{}: {}\r\n", h.name, h.value));
+            headers.push((h.name.clone(), h.value.clone()));
         }
     }
     if !has.0 {
-        headers.push_str("User-Agent: kube-probe\r\n");
+        headers.push(("User-Agent".to_string(), "kube-probe".to_string()));
     }
     if !has.1 {
-        headers.push_str("Accept: */*\r\n");
+        headers.push(("Accept".to_string(), "*/*".to_string()));
     }
-    let request = format!("GET {path} HTTP/1.1\r\nHost: {host}:{port}\r\n{headers}Connection: close\r\n\r\n");
-    let exchange = async {
-        let mut stream = TcpStream::connect((host, port)).await?;
-        stream.write_all(request.as_bytes()).await?;
-        let mut buf = Vec::new();
-        let mut chunk = [0u8; 4096];
-        loop {
-            let n = stream.read(&mut chunk).await?;
-            if n == 0 || buf.len() > MAX_BODY + 8192 {
-                break;
-            }
-            buf.extend_from_slice(&chunk[..n]);
-        }
-        Ok::<_, std::io::Error>(buf)
+    let request = super::httpget::HttpGet { https, host: host.to_string(), port, path, headers, host_header };
+    let url = request.url();
+    let answer = match super::httpget::get(&request, limit, MAX_BODY).await {
+        Ok(a) => a,
+        Err(e) => return Ok((false, format!("Get \"{url}\": {e}"))),
     };
-    let url = format!("http://{host}:{port}{path}");
-    let buf = match tokio::time::timeout(limit, exchange).await {
-        Ok(Ok(b)) => b,
-        Ok(Err(e)) => return Ok((false, format!("Get \"{url}\": {e}"))),
-        Err(_) => return Ok((false, format!("Get \"{url}\": context deadline exceeded"))),
-    };
-    let text = String::from_utf8_lossy(&buf);
-    let (head, body) = text.split_once("\r\n\r\n").unwrap_or((&text, ""));
-    let code: u16 = head.split_whitespace().nth(1).and_then(|c| c.parse().ok()).unwrap_or(0);
-    let body: String = body.chars().take(MAX_BODY).collect();
-    Ok(if (200..400).contains(&code) {
+    let body: String = String::from_utf8_lossy(&answer.body).chars().take(MAX_BODY).collect();
+    Ok(if (200..400).contains(&answer.code) {
         (true, body)
     } else {
-        (false, format!("HTTP probe failed with statuscode: {code}"))
+        (false, format!("HTTP probe failed with statuscode: {}", answer.code))
     })
 }
 

@@ -6,6 +6,7 @@
 
 use super::*;
 use k8s_openapi::api::core::v1::{ExecAction, HTTPHeader};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpListener;
 
 struct Scripted(ExecOutput);
@@ -42,6 +43,11 @@ async fn http_server(status: &'static str, body: &'static str) -> u16 {
             let mut buf = [0u8; 2048];
             let n = s.read(&mut buf).await.unwrap_or(0);
             let req = String::from_utf8_lossy(&buf[..n]).to_string();
+            if !req.starts_with("GET ") {
+                // Not HTTP (a TLS ClientHello): a plain server's answer.
+                let _ = s.write_all(b"HTTP/1.1 400 Bad Request\r\nConnection: close\r\n\r\n").await;
+                continue;
+            }
             assert!(req.starts_with("GET /healthz HTTP/1.1\r\n"), "{req}");
             assert!(req.contains("User-Agent: kube-probe\r\n") || req.contains("User-Agent: custom"), "{req}");
             let resp = format!("HTTP/1.1 {status}\r\nContent-Length: {}\r\n\r\n{body}", body.len());
@@ -77,9 +83,30 @@ async fn http_probe_succeeds_on_2xx_and_fails_otherwise() {
     custom.http_get.as_mut().unwrap().http_headers =
         Some(vec![HTTPHeader { name: "User-Agent".into(), value: "custom".into() }]);
     assert_eq!(run_probe(&rt, &custom, &key("127.0.0.1"), "c").await, Ok((true, "fine".to_string())));
+    // HTTPS to a plain HTTP server fails as the kubelet's does (no fallback for probes).
     let mut https = http(ok);
     https.http_get.as_mut().unwrap().scheme = Some("HTTPS".into());
-    assert!(run_probe(&rt, &https, &key("127.0.0.1"), "c").await.is_err());
+    let (ok_, msg) = run_probe(&rt, &https, &key("127.0.0.1"), "c").await.unwrap();
+    assert!(!ok_);
+    assert!(msg.ends_with("http: server gave HTTP response to HTTPS client"), "{msg}");
+}
+
+/// An HTTPS probe of a server with a self-signed certificate (for a name the probe does not even
+/// use) succeeds: the kubelet does not verify it.
+#[tokio::test]
+async fn https_probe_does_not_verify_the_certificate() {
+    let port = crate::daemon::httpget::tests::tls_server("200 OK", "secure").await;
+    let rt = Scripted(ExecOutput::default());
+    let mut https = http(port);
+    https.http_get.as_mut().unwrap().scheme = Some("HTTPS".into());
+    assert_eq!(run_probe(&rt, &https, &key("127.0.0.1"), "c").await, Ok((true, "secure".to_string())));
+    let bad = crate::daemon::httpget::tests::tls_server("500 Internal Server Error", "").await;
+    let mut https = http(bad);
+    https.http_get.as_mut().unwrap().scheme = Some("HTTPS".into());
+    assert_eq!(
+        run_probe(&rt, &https, &key("127.0.0.1"), "c").await,
+        Ok((false, "HTTP probe failed with statuscode: 500".to_string()))
+    );
 }
 
 #[tokio::test]

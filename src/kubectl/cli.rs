@@ -55,6 +55,58 @@ pub enum PluginCommand {
     /// `kruise plan`: what the controller will do next, and why (`kruise plan --help` for its flags).
     #[command(disable_help_flag = true)]
     Plan(PlanArgs),
+    /// Create a resource: a ContainerRecreateRequest.
+    Create(CreateArgs),
+}
+
+/// `create`.
+#[derive(Debug, Args)]
+pub struct CreateArgs {
+    #[command(subcommand)]
+    pub command: CreateCommand,
+}
+
+/// `create` subcommands.
+#[derive(Debug, Subcommand)]
+pub enum CreateCommand {
+    /// Create a ContainerRecreateRequest: recreate containers of a pod in place.
+    #[command(name = "ContainerRecreateRequest", visible_aliases = ["crr", "containerrecreaterequest"])]
+    ContainerRecreateRequest(CreateCrrArgs),
+}
+
+/// `--dry-run`: kubectl's strategies.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, clap::ValueEnum)]
+pub enum DryRun {
+    /// Create it.
+    #[default]
+    None,
+    /// Print what would be created, send nothing.
+    Client,
+    /// Send it with dryRun=All.
+    Server,
+}
+
+/// `create ContainerRecreateRequest NAME --pod P [--containers a,b]`.
+#[derive(Debug, Args)]
+pub struct CreateCrrArgs {
+    /// Name of the request.
+    #[arg(value_name = "NAME")]
+    pub name: String,
+    /// The pod whose containers are recreated.
+    #[arg(short = 'p', long, default_value = "")]
+    pub pod: String,
+    /// The containers to recreate, comma-separated (default: every container of the pod).
+    #[arg(long, value_delimiter = ',')]
+    pub containers: Vec<String>,
+    /// Seconds the pod is marked not ready before the preStop hook and the stop.
+    #[arg(short = 'u', long = "unreadyGracePeriodSeconds", default_value_t = 3, allow_negative_numbers = true)]
+    pub unready_grace_period_seconds: i64,
+    /// Seconds a new container must be started and ready to count as recreated.
+    #[arg(short = 'm', long = "minStartedSeconds", default_value_t = 3, allow_negative_numbers = true)]
+    pub min_started_seconds: i32,
+    /// none, client or server (`--dry-run` alone is client).
+    #[arg(long = "dry-run", value_enum, default_value_t = DryRun::None, num_args = 0..=1, default_missing_value = "client")]
+    pub dry_run: DryRun,
 }
 
 /// `rollout`.
@@ -258,6 +310,28 @@ mod tests {
         let cli = parse(&["plan", "--help"]).unwrap();
         let PluginCommand::Plan(p) = cli.command else { panic!("plan") };
         assert_eq!(p.args, ["--help"]);
+
+        // create ContainerRecreateRequest (and its short name crr).
+        for kind in ["ContainerRecreateRequest", "crr"] {
+            let cli = parse(&["create", kind, "r1", "--pod", "web", "--containers", "a,b", "-n", "ns"]).unwrap();
+            let PluginCommand::Create(CreateArgs { command: CreateCommand::ContainerRecreateRequest(c) }) = cli.command
+            else {
+                panic!("create")
+            };
+            assert_eq!(
+                (c.name.as_str(), c.pod.as_str(), c.containers.clone()),
+                ("r1", "web", vec!["a".into(), "b".into()])
+            );
+            assert_eq!((c.unready_grace_period_seconds, c.min_started_seconds, c.dry_run), (3, 3, DryRun::None));
+            assert_eq!(cli.kube.namespace.as_deref(), Some("ns"));
+        }
+        let cli = parse(&["create", "crr", "r", "-p", "web", "-u", "0", "-m", "7", "--dry-run"]).unwrap();
+        let PluginCommand::Create(CreateArgs { command: CreateCommand::ContainerRecreateRequest(c) }) = cli.command
+        else {
+            panic!("create")
+        };
+        assert_eq!((c.unready_grace_period_seconds, c.min_started_seconds, c.dry_run), (0, 7, DryRun::Client));
+        assert!(parse(&["create", "crr"]).is_err(), "NAME is required");
 
         assert!(parse(&["rollout", "status", "cloneset/web", "--bogus"]).is_err());
         assert!(parse(&["rollout", "status", "cloneset/web", "--timeout", "10"]).is_err());

@@ -4,8 +4,8 @@
 //! kruise-tools' (`openkruise/kruise-tools`, `pkg/cmd/rollout`, `pkg/cmd/scaledown`) for CloneSets
 //! Advanced StatefulSets and Advanced DaemonSets, printing and exiting as kubectl's rollout commands do (the name
 //! printer's `cloneset.apps.kruise.io/web paused`, `Error from server (NotFound): ...` and exit 1
-//! on any error), plus `plan`, our `kruise plan`; `rollout` on apps/v1 kinds is kubectl's own
-//! (`native`).
+//! on any error), plus `plan`, our `kruise plan`, and `create ContainerRecreateRequest` (`crr`,
+//! kruise-tools' `pkg/cmd/create`); `rollout` on apps/v1 kinds is kubectl's own (`native`).
 //!
 //! Each command is one file: its pure decisions (is the rollout complete, which patch pauses,
 //! which revision undo picks) as functions with table tests, and a thin `run` doing the I/O.
@@ -13,6 +13,7 @@
 
 pub mod cli;
 pub mod connect;
+pub mod create;
 pub mod history;
 pub mod native;
 pub mod pause;
@@ -35,7 +36,7 @@ use serde::de::DeserializeOwned;
 use crate::apis::CloneSet;
 use crate::apis::daemonset::v1beta1::DaemonSet;
 use crate::apis::statefulset::v1beta1::StatefulSet;
-use cli::{PluginCli, PluginCommand, RolloutCommand};
+use cli::{CreateCommand, PluginCli, PluginCommand, RolloutCommand};
 use target::{Target, Workload};
 
 /// The file name kubectl looks up on the PATH for `kubectl kruise`.
@@ -131,6 +132,9 @@ pub async fn run(args: Vec<OsString>) -> i32 {
         },
         PluginCommand::Scaledown(a) => scaledown::run(&cli.kube, &a).await,
         PluginCommand::Plan(a) => return plan::run(&cli.kube, &a).await,
+        PluginCommand::Create(c) => match c.command {
+            CreateCommand::ContainerRecreateRequest(a) => create::run(&cli.kube, &a).await,
+        },
     };
     match result {
         Ok(()) => 0,

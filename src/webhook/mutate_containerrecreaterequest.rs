@@ -2,7 +2,9 @@
 //! `pkg/webhook/containerrecreaterequest/mutating`, which validates too: kruise has no validating
 //! webhook for this kind). 403 while the `KruiseDaemon` gate is off; on CREATE the decisions of
 //! [`crate::core::crr::admission`] on the pod the router fetched (see `pods_needed`), answered as
-//! a patch of the labels and spec; on UPDATE the immutability checks.
+//! a patch of the labels and spec; on UPDATE the immutability checks. v1beta1 objects (kruise
+//! HEAD) are decided on the v1alpha1 model: both versions have the same spec and labels, and the
+//! patch touches only those.
 
 use serde::Serialize;
 use std::collections::BTreeMap;
@@ -11,7 +13,7 @@ use super::review::{Review, Verdict};
 use super::{Context, decode_object};
 use crate::apis::containerrecreaterequest::{ContainerRecreateRequest, ContainerRecreateRequestSpec};
 use crate::compat::patch::overlay_patch_typed;
-use crate::core::crr::admission::{admit_update, admit_with_pod, precheck_create};
+use crate::core::crr::admission::{admit_update, admit_update_v1beta1, admit_with_pod, precheck_create};
 use crate::core::features::Gate;
 use kube::core::admission::Operation;
 
@@ -57,7 +59,14 @@ pub fn mutate(ctx: &Context, review: &Review) -> Verdict {
                 Ok(c) => c,
                 Err(v) => return v,
             };
-        return match admit_update(&crr, &old) {
+        // kruise HEAD's v1beta1 handler has the same checks but the annotation's (v1beta1 keeps
+        // that time in a condition); its spec and labels are v1alpha1's.
+        let admitted = if review.request.resource.version == "v1beta1" {
+            admit_update_v1beta1(&crr, &old)
+        } else {
+            admit_update(&crr, &old)
+        };
+        return match admitted {
             Ok(()) => Verdict::allow(),
             Err(r) => Verdict::errored(r.code, r.message),
         };

@@ -259,3 +259,77 @@ impl Drop for Daemons {
         }
     }
 }
+
+/// What the daemon end-to-end tests share (issue 30 item 6): the manager with `deploy/`'s
+/// rights and `kruise certs` certificates, installed behind the test Services, and one
+/// `kruise daemon` per simulated node as the DaemonSet runs it (the `kruise-daemon`
+/// ServiceAccount of `deploy/daemon-rbac.yaml`, the node's CRI socket). Fields drop in order:
+/// the daemons, then the manager, then the directories they read.
+pub struct DaemonEnv {
+    /// The daemons (killed on drop).
+    pub daemons: Daemons,
+    /// The manager.
+    pub kruise: Kruise,
+    /// An admin client.
+    pub client: kube::Client,
+    /// The simulated nodes, sorted; `daemons.0[i]` runs on `nodes[i]`.
+    pub nodes: Vec<String>,
+    /// The manager's certificates (`ca.crt` among them).
+    pub certs: tempfile::TempDir,
+    dir: tempfile::TempDir,
+}
+
+/// Starts [`DaemonEnv`]: the manager and the daemons with `--feature-gates gates` (none when
+/// empty; the chart passes one value to both), the generated `webhook-config/` registered when
+/// `webhooks`. The log filter is `$KRUISE_E2E_LOG` (default `warn`).
+pub async fn start_daemons(gates: &str, webhooks: bool) -> DaemonEnv {
+    let c = cluster();
+    let dir = tempfile::tempdir().unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    let log = std::env::var("KRUISE_E2E_LOG").unwrap_or_else(|_| "warn".into());
+    let gate_flags: Vec<&str> = if gates.is_empty() { Vec::new() } else { vec!["--feature-gates", gates] };
+
+    let kubeconfig = manager_kubeconfig(dir.path()).await;
+    let made = Command::new(env!("CARGO_BIN_EXE_kruise")).args(["certs", "--out"]).arg(certs.path()).status().unwrap();
+    assert!(made.success());
+    let kruise = Kruise::spawn(certs.path(), &kubeconfig, &gate_flags, &log);
+    install(&[&kruise]).await;
+    let client = c.client().await.unwrap();
+    if webhooks {
+        let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
+        kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+    }
+
+    c.apply_path(root().join("deploy/daemon-rbac.yaml")).await.unwrap();
+    let daemon_kubeconfig = c.service_account_kubeconfig("kruise-system", "kruise-daemon", dir.path()).await.unwrap();
+    let mut nodes: Vec<String> = kube::Api::<k8s_openapi::api::core::v1::Node>::all(client.clone())
+        .list(&kube::api::ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .map(|n| n.metadata.name.unwrap())
+        .collect();
+    nodes.sort();
+    let daemons = Daemons(
+        nodes
+            .iter()
+            .map(|node| {
+                Command::new(env!("CARGO_BIN_EXE_kruise"))
+                    .args(["daemon", "--node-name", node, "--kubeconfig"])
+                    .arg(&daemon_kubeconfig)
+                    .arg("--runtime-endpoint")
+                    .arg(format!("unix://{}", c.cri_socket(node).display()))
+                    .args(["--admin-addr", &format!("127.0.0.1:{}", free_port())])
+                    .args(&gate_flags)
+                    .env("TOKIO_WORKER_THREADS", "1")
+                    .env("KRUISE_LOG", &log)
+                    .stdout(Stdio::null())
+                    .stderr(Stdio::inherit())
+                    .spawn()
+                    .unwrap()
+            })
+            .collect(),
+    );
+    DaemonEnv { daemons, kruise, client, nodes, certs, dir }
+}

@@ -8,6 +8,7 @@
 //! One file per kind says what moves and where it deliberately differs from kruise.
 
 pub mod cloneset;
+pub mod containerrecreaterequest;
 pub mod daemonset;
 pub mod imagepulljob;
 pub mod podunavailablebudget;
@@ -39,7 +40,7 @@ pub enum ConversionError {
     },
     /// A kind this webhook does not convert.
     #[error(
-        "object {index}: kind {kind:?} of {api_version:?} has no conversion (served: CloneSet, StatefulSet, SidecarSet, ImagePullJob, DaemonSet of apps.kruise.io; PodUnavailableBudget of policy.kruise.io)"
+        "object {index}: kind {kind:?} of {api_version:?} has no conversion (served: CloneSet, StatefulSet, SidecarSet, ImagePullJob, DaemonSet, ContainerRecreateRequest of apps.kruise.io; PodUnavailableBudget of policy.kruise.io)"
     )]
     UnknownKind {
         /// Position in the review.
@@ -83,6 +84,8 @@ pub fn convert(index: usize, object: &Value, desired: &str) -> Result<Value, Con
         ("StatefulSet", V1BETA1, V1ALPHA1) => statefulset::json_to_v1alpha1,
         ("DaemonSet", V1ALPHA1, V1BETA1) => daemonset::to_v1beta1,
         ("DaemonSet", V1BETA1, V1ALPHA1) => daemonset::to_v1alpha1,
+        ("ContainerRecreateRequest", V1ALPHA1, V1BETA1) => containerrecreaterequest::to_v1beta1,
+        ("ContainerRecreateRequest", V1BETA1, V1ALPHA1) => containerrecreaterequest::to_v1alpha1,
         (k, _, _) if !known(k) => {
             return Err(ConversionError::UnknownKind { index, kind, api_version: from });
         }
@@ -95,7 +98,16 @@ pub fn convert(index: usize, object: &Value, desired: &str) -> Result<Value, Con
 }
 
 fn known(kind: &str) -> bool {
-    matches!(kind, "CloneSet" | "SidecarSet" | "ImagePullJob" | "StatefulSet" | "DaemonSet" | "PodUnavailableBudget")
+    matches!(
+        kind,
+        "CloneSet"
+            | "SidecarSet"
+            | "ImagePullJob"
+            | "StatefulSet"
+            | "DaemonSet"
+            | "PodUnavailableBudget"
+            | "ContainerRecreateRequest"
+    )
 }
 
 /// The object at `key` of `map`, created empty when absent (or not an object). `None` cannot

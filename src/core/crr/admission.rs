@@ -156,6 +156,20 @@ pub fn inject_pod(
 /// An UPDATE: 403 when the spec, the pod-uid or node-name label, or an acquired unready annotation
 /// changed.
 pub fn admit_update(new: &ContainerRecreateRequest, old: &ContainerRecreateRequest) -> Result<(), Refusal> {
+    admit_update_v1beta1(new, old)?;
+    let anno = |o: &ContainerRecreateRequest| {
+        o.metadata.annotations.as_ref().and_then(|a| a.get(UNREADY_ACQUIRED_KEY)).cloned().unwrap_or_default()
+    };
+    if !anno(old).is_empty() && anno(new) != anno(old) {
+        return Err(forbidden(format!("not allowed to update immutable annotation {UNREADY_ACQUIRED_KEY}")));
+    }
+    Ok(())
+}
+
+/// An UPDATE of a v1beta1 request (kruise `handleV1beta1`; its spec is v1alpha1's, so it is
+/// decoded on the v1alpha1 model): the spec and the pod-uid and node-name labels are immutable;
+/// the `unready-acquired` annotation is not checked (v1beta1 keeps that time in a condition).
+pub fn admit_update_v1beta1(new: &ContainerRecreateRequest, old: &ContainerRecreateRequest) -> Result<(), Refusal> {
     if new.spec != old.spec {
         return Err(forbidden("spec of ContainerRecreateRequest is immutable"));
     }
@@ -164,12 +178,6 @@ pub fn admit_update(new: &ContainerRecreateRequest, old: &ContainerRecreateReque
         if label(new, key) != label(old, key) {
             return Err(forbidden(format!("not allowed to update immutable label {key}")));
         }
-    }
-    let anno = |o: &ContainerRecreateRequest| {
-        o.metadata.annotations.as_ref().and_then(|a| a.get(UNREADY_ACQUIRED_KEY)).cloned().unwrap_or_default()
-    };
-    if !anno(old).is_empty() && anno(new) != anno(old) {
-        return Err(forbidden(format!("not allowed to update immutable annotation {UNREADY_ACQUIRED_KEY}")));
     }
     Ok(())
 }
@@ -347,6 +355,12 @@ mod tests {
         let mut changed = acquired.clone();
         changed.metadata.annotations = Some([(UNREADY_ACQUIRED_KEY.to_string(), "t2".to_string())].into());
         assert!(admit_update(&changed, &acquired).is_err());
+        assert_eq!(admit_update_v1beta1(&changed, &acquired), Ok(()), "v1beta1: not checked, as kruise HEAD");
+        assert_eq!(admit_update_v1beta1(&spec, &old), Err(forbidden("spec of ContainerRecreateRequest is immutable")));
+        assert_eq!(
+            admit_update_v1beta1(&uid, &old),
+            Err(forbidden("not allowed to update immutable label crr.apps.kruise.io/pod-uid"))
+        );
         let mut active_gone = old.clone();
         active_gone.metadata.labels.as_mut().unwrap().remove(ACTIVE_KEY);
         assert_eq!(admit_update(&active_gone, &old), Ok(()), "the manager drops the active label");
