@@ -351,7 +351,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     if ud.status.as_ref() != Some(&status) {
         write_status(ctx, &ud, &status).await?;
     }
-    Ok(Some(ctx.settings.resync))
+    Ok(Some(super::next_round(p.requeue_after, ctx.settings.resync)))
 }
 
 #[cfg(test)]
