@@ -284,7 +284,8 @@ async fn adaptive_scheduling_moves_replicas_off_a_subset_that_cannot_schedule() 
     let by = eventually("all 4 replicas in `anywhere`", Duration::from_secs(300), || async {
         let by = pods_by_subset(&pods).await;
         let anywhere = by.get("anywhere")?;
-        (anywhere.len() == 4 && anywhere.iter().all(|(node, _, ready)| *ready && !node.is_empty())
+        (anywhere.len() == 4
+            && anywhere.iter().all(|(node, _, ready)| *ready && !node.is_empty())
             && by.get("nowhere").is_none_or(Vec::is_empty))
         .then_some(by)
     })
@@ -300,10 +301,8 @@ async fn adaptive_scheduling_moves_replicas_off_a_subset_that_cannot_schedule() 
     let cond = nowhere.conditions.iter().find(|c| c.type_ == "Schedulable").expect("a Schedulable condition");
     assert_eq!((cond.status.as_str(), cond.reason.as_str()), ("False", "reschedule"), "{status:?}");
     let sets = clonesets.list(&ListParams::default()).await.unwrap().items;
-    let replicas: BTreeMap<String, Option<i32>> = sets
-        .iter()
-        .map(|s| (s.metadata.labels.as_ref().unwrap()[SUBSET_LABEL].clone(), s.spec.replicas))
-        .collect();
+    let replicas: BTreeMap<String, Option<i32>> =
+        sets.iter().map(|s| (s.metadata.labels.as_ref().unwrap()[SUBSET_LABEL].clone(), s.spec.replicas)).collect();
     assert_eq!(replicas, [("anywhere".to_string(), Some(4)), ("nowhere".to_string(), Some(0))].into());
     drop(kruise);
 }

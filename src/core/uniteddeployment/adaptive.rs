@@ -57,9 +57,13 @@ pub fn pending_timeout(pod: &Pod, timeout: SignedDuration, now: Timestamp) -> (b
     if pod.metadata.deletion_timestamp.is_some() || phase != "Pending" || !spec_node.is_empty() {
         return (false, None);
     }
-    let failed = pod.status.as_ref().and_then(|s| s.conditions.as_ref()).into_iter().flatten().any(|c| {
-        c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
-    });
+    let failed = pod
+        .status
+        .as_ref()
+        .and_then(|s| s.conditions.as_ref())
+        .into_iter()
+        .flatten()
+        .any(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"));
     if !failed {
         return (false, None);
     }
@@ -71,7 +75,13 @@ pub fn pending_timeout(pod: &Pod, timeout: SignedDuration, now: Timestamp) -> (b
 
 /// kruise `UnitedDeploymentSubsetStatus.SetCondition`: nothing changes when status and reason
 /// are the same; otherwise the transition time is `now`.
-pub fn set_subset_condition(s: &mut UnitedDeploymentSubsetStatus, status: &str, reason: &str, message: &str, now: Timestamp) {
+pub fn set_subset_condition(
+    s: &mut UnitedDeploymentSubsetStatus,
+    status: &str,
+    reason: &str,
+    message: &str,
+    now: Timestamp,
+) {
     if let Some(c) = s.conditions.iter().find(|c| c.type_ == SCHEDULABLE)
         && c.status == status
         && c.reason == reason
@@ -97,7 +107,9 @@ pub fn set_subset_condition(s: &mut UnitedDeploymentSubsetStatus, status: &str, 
 pub fn init_status(spec: &UnitedDeploymentSpec, status: &mut UnitedDeploymentStatus) {
     for subset in &spec.topology.subsets {
         if !status.subset_statuses.iter().any(|s| s.name == subset.name) {
-            status.subset_statuses.push(UnitedDeploymentSubsetStatus { name: subset.name.clone(), ..Default::default() });
+            status
+                .subset_statuses
+                .push(UnitedDeploymentSubsetStatus { name: subset.name.clone(), ..Default::default() });
         }
     }
 }
@@ -210,13 +222,19 @@ mod tests {
         // "Not timeouted yet": a pod pending 15 s of the 30 s.
         let mut st = subset_status("True", ago(1000));
         let got = default_adaptive(&adaptive(), &mut st, 1, 0, &[pending(15)], now());
-        assert_eq!(got, Unschedulable { unschedulable: false, pending_pods: 0, requeue_after: Some(SignedDuration::from_secs(15)) });
+        assert_eq!(
+            got,
+            Unschedulable { unschedulable: false, pending_pods: 0, requeue_after: Some(SignedDuration::from_secs(15)) }
+        );
         assert_eq!(st.conditions[0].status, "True");
 
         // "Timeouted": pending 31 s; requeued after the unschedulable duration.
         let mut st = subset_status("True", ago(1000));
         let got = default_adaptive(&adaptive(), &mut st, 1, 0, &[pending(31)], now());
-        assert_eq!(got, Unschedulable { unschedulable: true, pending_pods: 1, requeue_after: Some(DEFAULT_UNSCHEDULABLE_DURATION) });
+        assert_eq!(
+            got,
+            Unschedulable { unschedulable: true, pending_pods: 1, requeue_after: Some(DEFAULT_UNSCHEDULABLE_DURATION) }
+        );
         assert_eq!((st.conditions[0].status.as_str(), st.conditions[0].reason.as_str()), ("False", "reschedule"));
         assert_eq!(st.conditions[0].message, "timeout pending pods found");
         assert_eq!(st.conditions[0].last_transition_time, Some(Time(now())));
@@ -224,12 +242,16 @@ mod tests {
         // "During unschedulable status": marked a minute ago, every pod ready.
         let mut st = subset_status("False", ago(60));
         let got = default_adaptive(&adaptive(), &mut st, 1, 1, &[pending(15)], now());
-        assert_eq!(got, Unschedulable { unschedulable: true, pending_pods: 0, requeue_after: Some(SignedDuration::from_secs(240)) });
+        assert_eq!(
+            got,
+            Unschedulable { unschedulable: true, pending_pods: 0, requeue_after: Some(SignedDuration::from_secs(240)) }
+        );
 
         // "After status reset": marked 6 minutes ago, the pod now scheduled.
         let mut st = subset_status("False", ago(60 + 300));
         let mut pod = pending(15);
-        pod.status.as_mut().unwrap().conditions = Some(vec![serde_json::from_value(json!({"type": "PodScheduled", "status": "True"})).unwrap()]);
+        pod.status.as_mut().unwrap().conditions =
+            Some(vec![serde_json::from_value(json!({"type": "PodScheduled", "status": "True"})).unwrap()]);
         let got = default_adaptive(&adaptive(), &mut st, 1, 0, &[pod], now());
         assert_eq!(got, Unschedulable::default());
         assert_eq!((st.conditions[0].status.as_str(), st.conditions[0].reason.as_str()), ("True", "recover"));
@@ -249,7 +271,10 @@ mod tests {
         let mut st = UnitedDeploymentSubsetStatus { name: "a".into(), ..Default::default() };
         // 10 s pending is past a 5 s threshold (the default 30 s would not be).
         let got = default_adaptive(&s, &mut st, 2, 0, &[pending(10), pending(3)], now());
-        assert_eq!(got, Unschedulable { unschedulable: true, pending_pods: 1, requeue_after: Some(SignedDuration::from_secs(2)) });
+        assert_eq!(
+            got,
+            Unschedulable { unschedulable: true, pending_pods: 1, requeue_after: Some(SignedDuration::from_secs(2)) }
+        );
         // Still marked 59 s later; recovered at 61 s.
         let got = default_adaptive(&s, &mut st, 2, 2, &[], now() + SignedDuration::from_secs(59));
         assert!(got.unschedulable);

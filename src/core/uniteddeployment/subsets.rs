@@ -327,14 +327,8 @@ pub fn plan(
             ..Default::default()
         };
         if adaptive && let Some(st) = base.subset_statuses.iter_mut().find(|s| s.name == *name) {
-            let u = super::adaptive::default_adaptive(
-                strategy,
-                st,
-                status.replicas,
-                status.ready_replicas,
-                &e.pods,
-                now.0,
-            );
+            let u =
+                super::adaptive::default_adaptive(strategy, st, status.replicas, status.ready_replicas, &e.pods, now.0);
             state.unschedulable = u.unschedulable;
             if let Some(d) = u.requeue_after {
                 requeue_after = Some(requeue_after.map_or(d, |r| r.min(d)));

@@ -213,10 +213,7 @@ fn adaptive_moves_replicas_off_an_unschedulable_subset() {
     let p = plan(&u, &[a.clone(), b.clone()], "r1", "r1", now()).unwrap();
     assert_eq!(p.next_replicas, [("zone-a".to_string(), 0), ("zone-b".to_string(), 4)].into());
     let zone_a = p.status.subset_statuses.iter().find(|s| s.name == "zone-a").unwrap();
-    assert_eq!(
-        (zone_a.conditions[0].type_.as_str(), zone_a.conditions[0].status.as_str()),
-        ("Schedulable", "False")
-    );
+    assert_eq!((zone_a.conditions[0].type_.as_str(), zone_a.conditions[0].status.as_str()), ("Schedulable", "False"));
     assert_eq!(p.requeue_after, Some(k8s_openapi::jiff::SignedDuration::from_secs(300)));
     let updates: BTreeMap<String, Option<i32>> = p
         .actions
