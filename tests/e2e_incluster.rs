@@ -368,9 +368,8 @@ async fn live_view_readiness_injection_and_leader_election() {
     for kind in ["Pod", "PersistentVolumeClaim", "ControllerRevision", "Node"] {
         assert_eq!(metric(&b, &format!("kruise_informer_watches{{kind=\"{kind}\"}}")).await, Some(1.0), "{kind}");
     }
-    // CloneSets: the CloneSet controller's watch and, not yet shared with it, the UnitedDeployment
-    // controller's own (keyed by owner; known debt, see controller/uniteddeployment.rs).
-    assert_eq!(metric(&b, "kruise_informer_watches{kind=\"CloneSet\"}").await, Some(2.0), "CloneSet");
+    // One CloneSet watch too, shared by the CloneSet and UnitedDeployment controllers.
+    assert_eq!(metric(&b, "kruise_informer_watches{kind=\"CloneSet\"}").await, Some(1.0), "CloneSet");
     assert!(metric(&b, "kruise_informer_objects{kind=\"Pod\"}").await.is_some_and(|v| v >= 2.0));
 
     // A leader that crashes (SIGKILL: no drain, its lease not released) is replaced once the

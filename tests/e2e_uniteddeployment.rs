@@ -11,7 +11,9 @@
 //!   of its zone, and reports 6 ready replicas;
 //! - with CloneSet writes answered 409 and every watch cut, a template image change rolls both
 //!   subsets out and the status promotes the new revision;
-//! - the scale subresource scales it to 8, zone-b taking the 2 more.
+//! - the scale subresource scales it to 8, zone-b taking the 2 more;
+//! - adaptive scheduling: a subset whose pods cannot be scheduled has its replicas moved to the
+//!   other subset.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
@@ -212,5 +214,95 @@ async fn a_united_deployment_spreads_over_two_zones_and_rolls_out() {
         let patch = json!({"metadata": {"labels": {zone_key.clone(): null}}});
         let _ = nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await;
     }
+    drop(kruise);
+}
+
+/// Adaptive scheduling (issue 34): subset `nowhere` asks for a node label no node has, so the
+/// scheduler leaves its pods Pending (`PodScheduled=False`, `Unschedulable`); once they have waited
+/// `rescheduleCriticalSeconds` the subset is marked unschedulable (its `Schedulable` condition
+/// False) and its replicas move to subset `anywhere`, which ends with all 4 pods ready.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adaptive_scheduling_moves_replicas_off_a_subset_that_cannot_schedule() {
+    let c = cluster();
+    let ns = c.namespace("e2e-ud-adaptive").await.unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    manager_kubeconfig(certs.path()).await;
+    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
+    let proxy = c.fault_proxy_as(&token).await.unwrap();
+    let kruise = Kruise::start(certs.path(), proxy.kubeconfig(), &["--namespace", ns.name()]);
+    install(&[&kruise]).await;
+    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
+    let client = c.client().await.unwrap();
+    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+
+    let key = format!("e2e.kruise.io/{}-nowhere", ns.name());
+    let ud: UnitedDeployment = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 4,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "main", "image": "nginx:1.25"}]}}}}},
+            "topology": {
+                "scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 15}},
+                "subsets": [
+                    {"name": "nowhere", "maxReplicas": 2,
+                     "nodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "In", "values": ["x"]}]}},
+                    {"name": "anywhere",
+                     "nodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "DoesNotExist"}]}}]}
+        }
+    }))
+    .unwrap();
+    let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let clonesets: Api<CloneSet> = Api::namespaced(client.clone(), ns.name());
+    eventually("the UnitedDeployment created", Duration::from_secs(60), || async {
+        uds.create(&PostParams::default(), &ud).await.ok()
+    })
+    .await;
+
+    // First the allocation puts 2 in `nowhere`, whose pods cannot be scheduled...
+    eventually("pods of `nowhere` pending unschedulable", Duration::from_secs(120), || async {
+        let list = pods.list(&ListParams::default().labels(&format!("{SUBSET_LABEL}=nowhere"))).await.ok()?;
+        list.items
+            .iter()
+            .any(|p| {
+                p.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
+                    cs.iter().any(|c| {
+                        c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
+                    })
+                })
+            })
+            .then_some(())
+    })
+    .await;
+    // ... then they move: `anywhere` runs all 4, `nowhere` is scaled to 0 and marked.
+    let by = eventually("all 4 replicas in `anywhere`", Duration::from_secs(300), || async {
+        let by = pods_by_subset(&pods).await;
+        let anywhere = by.get("anywhere")?;
+        (anywhere.len() == 4
+            && anywhere.iter().all(|(node, _, ready)| *ready && !node.is_empty())
+            && by.get("nowhere").is_none_or(Vec::is_empty))
+        .then_some(by)
+    })
+    .await;
+    assert_eq!(by.values().map(Vec::len).sum::<usize>(), 4, "{by:?}");
+    let status = eventually("the status to show the move", Duration::from_secs(120), || async {
+        let s = uds.get("web").await.ok()?.status?;
+        (s.ready_replicas == 4 && s.subset_replicas.get("anywhere") == Some(&4)).then_some(s)
+    })
+    .await;
+    assert_eq!(status.subset_replicas.get("nowhere"), Some(&0), "{status:?}");
+    let nowhere = status.subset_statuses.iter().find(|s| s.name == "nowhere").expect("a status for `nowhere`");
+    let cond = nowhere.conditions.iter().find(|c| c.type_ == "Schedulable").expect("a Schedulable condition");
+    assert_eq!((cond.status.as_str(), cond.reason.as_str()), ("False", "reschedule"), "{status:?}");
+    let sets = clonesets.list(&ListParams::default()).await.unwrap().items;
+    let replicas: BTreeMap<String, Option<i32>> =
+        sets.iter().map(|s| (s.metadata.labels.as_ref().unwrap()[SUBSET_LABEL].clone(), s.spec.replicas)).collect();
+    assert_eq!(replicas, [("anywhere".to_string(), Some(4)), ("nowhere".to_string(), Some(0))].into());
     drop(kruise);
 }

@@ -23,7 +23,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::act::{Actor, EXPECTATION_RECHECK, PlannedWrites};
-use super::informers::{Informer, Informers, scoped};
+use super::informers::{Informer, Informers};
 use super::predownload::PreDownload;
 
 use super::runner::Runner;
@@ -55,8 +55,8 @@ struct Context {
     predownload: Option<PreDownload>,
 }
 
-/// Registers the CloneSet controller on `informers` and starts its CloneSet watch and runner;
-/// both stop when `token` is cancelled. Start the informers after this.
+/// Registers the CloneSet controller on `informers` (the shared CloneSet watch among them) and
+/// starts its runner; it stops when `token` is cancelled. Start the informers after this.
 pub fn start(
     informers: &Informers,
     client: &Client,
@@ -67,7 +67,9 @@ pub fn start(
 ) -> Vec<JoinHandle<()>> {
     let ns = settings.namespace.as_deref();
     let runner = super::runner_for(CONTROLLER, settings, metrics);
-    let clonesets = super::workload_informer::<CloneSet>("CloneSet", &runner);
+    let clonesets = informers.clonesets.clone();
+    let queue = runner.queue().clone();
+    clonesets.on_change(move |c| queue.add(super::index::meta_key(c.meta())));
     informers.pods.on_change(super::owner_trigger("CloneSet", runner.queue().clone()));
     informers.pvcs.on_change(super::owner_trigger("CloneSet", runner.queue().clone()));
     informers.revisions.on_change(super::owner_trigger("CloneSet", runner.queue().clone()));
@@ -83,12 +85,11 @@ pub fn start(
         predownload: PreDownload::for_gates(client, &settings.gates),
     });
     tracing::info!(controller = CONTROLLER, namespace = ns.unwrap_or("(all)"), "starting");
-    let watch = clonesets.start(scoped(client, ns), metrics.clone(), token.clone());
     let reconcile = move |key: String| {
         let ctx = Arc::clone(&ctx);
         async move { reconcile(&ctx, &key).await }
     };
-    vec![watch, tokio::spawn(runner.run(reconcile, token.clone()))]
+    vec![tokio::spawn(runner.run(reconcile, token.clone()))]
 }
 
 /// Runs the CloneSet controller alone (its own informers; tests and benchmarks) until `shutdown`

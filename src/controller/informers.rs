@@ -34,6 +34,7 @@ use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
 use super::index::{Index, KeysOf, claim_keys, meta_key, namespace_of, no_keys, pod_keys};
+use crate::apis::CloneSet;
 use crate::core::features::{FeatureGates, Gate};
 use crate::metrics::{KindLabels, Metrics};
 
@@ -113,6 +114,12 @@ where
     /// The kind's name (in metrics and logs).
     pub fn kind(&self) -> &'static str {
         self.kind
+    }
+
+    /// Whether any handler is registered (a workload kind is watched only when some controller
+    /// reads it).
+    pub fn has_handlers(&self) -> bool {
+        !self.handlers.read().unwrap_or_else(|e| e.into_inner()).is_empty()
     }
 
     /// Registers a handler (before [`Informer::start`]; later ones miss the first listing).
@@ -225,6 +232,10 @@ pub struct Informers {
     /// `StatefulSetAutoResizePVCGate`, as kruise adds its informer only then: a deployment whose
     /// role cannot read them still runs every other controller).
     pub storage_classes: Option<Informer<StorageClass>>,
+    /// CloneSets, by namespace ([`Invalid::Drop`]): the CloneSet controller's workloads and the
+    /// UnitedDeployment controller's subsets, one watch for both. Watched only when a controller
+    /// registered a handler.
+    pub clonesets: Informer<CloneSet>,
 }
 
 impl Default for Informers {
@@ -235,6 +246,7 @@ impl Default for Informers {
             revisions: Informer::new("ControllerRevision", namespace_of::<ControllerRevision>, Invalid::KeepLast),
             nodes: Informer::new("Node", no_keys::<Node>, Invalid::KeepLast),
             storage_classes: None,
+            clonesets: Informer::new("CloneSet", namespace_of::<CloneSet>, Invalid::Drop),
         }
     }
 }
@@ -250,7 +262,8 @@ impl Informers {
     }
 
     /// Starts the watches (pods, PVCs and revisions in `namespace`, or everywhere; nodes and
-    /// StorageClasses always cluster-wide). Register handlers first.
+    /// StorageClasses always cluster-wide; CloneSets in `namespace` when a controller reads
+    /// them). Register handlers first.
     pub fn start(
         &self,
         client: &Client,
@@ -267,6 +280,9 @@ impl Informers {
         if let Some(classes) = &self.storage_classes {
             tasks.push(classes.start(Api::all(client.clone()), metrics.clone(), token.clone()));
         }
+        if self.clonesets.has_handlers() {
+            tasks.push(self.clonesets.start(scoped(client, namespace), metrics.clone(), token.clone()));
+        }
         tasks
     }
 
@@ -277,6 +293,7 @@ impl Informers {
             && self.revisions.index().is_synced()
             && self.nodes.index().is_synced()
             && self.storage_classes.as_ref().is_none_or(|c| c.index().is_synced())
+            && (!self.clonesets.has_handlers() || self.clonesets.index().is_synced())
     }
 }
 

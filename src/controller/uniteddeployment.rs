@@ -1,7 +1,7 @@
 //! The UnitedDeployment controller (issue 34 item 3; kruise `pkg/controller/uniteddeployment`,
-//! v1.9.0) as wiring, for the CloneSet template: watches on UnitedDeployments and CloneSets
-//! (filed under `namespace/<ud name>` when their controller is a UnitedDeployment), the shared pod
-//! informer for the subsets' pods; a round settles the revision (kruise's
+//! v1.9.0) as wiring, for the CloneSet template: a watch on UnitedDeployments, the shared CloneSet
+//! informer (the CloneSet controller's; a change queues `namespace/<ud name>` when the CloneSet's
+//! controller is a UnitedDeployment) and the shared pod informer for the subsets' pods; a round settles the revision (kruise's
 //! `constructUnitedDeploymentRevisions`: the ControllerRevisions the UnitedDeployment controls are
 //! listed, an equal one reused, else one created, a name collision counted), hands the CloneSets
 //! and their pods to [`crate::core::uniteddeployment::subsets::plan`] and sends the result:
@@ -27,7 +27,7 @@ use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
-use super::informers::{Informer, Informers, Invalid};
+use super::informers::{Informer, Informers};
 use super::{ReconcileError, Settings};
 use crate::apis::CloneSet;
 use crate::apis::uniteddeployment::{UnitedDeployment, UnitedDeploymentCondition, UnitedDeploymentStatus};
@@ -95,8 +95,8 @@ fn owner_keys(meta: &ObjectMeta) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Registers the controller on `informers` (pods) and starts its own UnitedDeployment and
-/// CloneSet watches and its runner. Start the informers after this.
+/// Registers the controller on `informers` (pods, CloneSets) and starts its own
+/// UnitedDeployment watch and its runner. Start the informers after this.
 pub fn start(
     informers: &Informers,
     client: &Client,
@@ -106,9 +106,8 @@ pub fn start(
 ) -> Vec<JoinHandle<()>> {
     let runner = super::runner_for(CONTROLLER, settings, metrics);
     let uds = super::workload_informer::<UnitedDeployment>("UnitedDeployment", &runner);
-    // A CloneSet watch of its own, keyed by owner: not yet the CloneSet controller's shared one
-    // (one watch per kind is the platform's rule; tests/e2e_incluster.rs counts both).
-    let clonesets = Informer::<CloneSet>::new("CloneSet", |c: &CloneSet| owner_keys(&c.metadata), Invalid::KeepLast);
+    // The shared CloneSet watch (one per kind); a change queues the owning UnitedDeployment.
+    let clonesets = informers.clonesets.clone();
     let queue = runner.queue().clone();
     clonesets.on_change(move |c| owner_keys(c.meta()).into_iter().for_each(|k| queue.add(k)));
     let ctx = Arc::new(Context {
@@ -129,7 +128,6 @@ pub fn start(
     vec![
         tokio::spawn(runner.run(reconcile, token.clone())),
         uds.start(super::informers::scoped(client, ns), metrics.clone(), token.clone()),
-        clonesets.start(super::informers::scoped(client, ns), metrics.clone(), token.clone()),
     ]
 }
 
@@ -272,8 +270,9 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         return Ok(None);
     }
     let uid = ud.metadata.uid.clone().unwrap_or_default();
+    let ns = ud.metadata.namespace.clone().unwrap_or_default();
     let mut sets: Vec<Arc<CloneSet>> =
-        ctx.clonesets.index().get(key).into_iter().filter(|c| owned_by(&c.metadata, &uid)).collect();
+        ctx.clonesets.index().get(&ns).into_iter().filter(|c| owned_by(&c.metadata, &uid)).collect();
     sets.sort_by(|a, b| {
         let t = |c: &CloneSet| c.metadata.creation_timestamp.as_ref().map(|t| t.0);
         t(a).cmp(&t(b)).then_with(|| a.metadata.name.cmp(&b.metadata.name))
@@ -312,7 +311,6 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
             return Ok(Some(ctx.settings.resync));
         }
     };
-    let ns = ud.metadata.namespace.clone().unwrap_or_default();
     let api: Api<CloneSet> = Api::namespaced(ctx.client.clone(), &ns);
     let pp = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
     for action in &p.actions {
@@ -351,7 +349,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     if ud.status.as_ref() != Some(&status) {
         write_status(ctx, &ud, &status).await?;
     }
-    Ok(Some(ctx.settings.resync))
+    Ok(Some(super::next_round(p.requeue_after, ctx.settings.resync)))
 }
 
 #[cfg(test)]

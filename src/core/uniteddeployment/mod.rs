@@ -1,8 +1,10 @@
 //! UnitedDeployment decisions (issue 34, kruise `pkg/controller/uniteddeployment`):
 //! [`allocation`] divides the replicas over the subsets as kruise's allocators do; [`subsets`]
 //! plans a round over the subset CloneSets (create, update, delete, status); [`revision`] is the
-//! revision data kruise hashes.
+//! revision data kruise hashes; [`adaptive`] marks subsets whose pods
+//! cannot be scheduled (adaptive scheduling).
 
+pub mod adaptive;
 pub mod allocation;
 pub mod revision;
 pub mod subsets;

@@ -26,9 +26,10 @@ use std::collections::{BTreeMap, BTreeSet};
 use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, NodeSelector, NodeSelectorTerm, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
+use k8s_openapi::jiff::SignedDuration;
 use serde_json::Value;
 
-use super::allocation::{SubsetState, allocate};
+use super::allocation::{SubsetState, allocate, is_adaptive, should_reserve_unschedulable_pods};
 use crate::apis::CloneSet;
 use crate::apis::uniteddeployment::{
     MANUAL, UnitedDeployment, UnitedDeploymentCondition, UnitedDeploymentStatus, UnitedDeploymentSubsetStatus,
@@ -285,6 +286,9 @@ pub struct Plan {
     pub status: UnitedDeploymentStatus,
     /// The replicas allocated to each subset.
     pub next_replicas: BTreeMap<String, i32>,
+    /// When adaptive scheduling wants the UnitedDeployment looked at again (kruise's
+    /// `durationStore`).
+    pub requeue_after: Option<SignedDuration>,
 }
 
 /// kruise's round for a CloneSet template: `existing` are the CloneSets the UnitedDeployment
@@ -308,18 +312,30 @@ pub fn plan(
             by_subset.insert(subset, e);
         }
     }
-    let states: BTreeMap<String, SubsetState> = by_subset
-        .iter()
-        .map(|(name, e)| {
-            let status = e.set.status.clone().unwrap_or_default();
-            let state = SubsetState {
-                replicas: e.set.spec.replicas.unwrap_or(0),
-                ready_replicas: status.ready_replicas,
-                ..Default::default()
-            };
-            (name.to_string(), state)
-        })
-        .collect();
+    // initStatus, then adaptive scheduling's preprocessing (adaptive.rs) on the subset statuses.
+    let mut base = ud.status.clone().unwrap_or_default();
+    super::adaptive::init_status(&ud.spec, &mut base);
+    let strategy = &ud.spec.topology.schedule_strategy;
+    let adaptive = is_adaptive(strategy) && !should_reserve_unschedulable_pods(strategy);
+    let mut requeue_after: Option<SignedDuration> = None;
+    let mut states: BTreeMap<String, SubsetState> = BTreeMap::new();
+    for (name, e) in &by_subset {
+        let status = e.set.status.clone().unwrap_or_default();
+        let mut state = SubsetState {
+            replicas: e.set.spec.replicas.unwrap_or(0),
+            ready_replicas: status.ready_replicas,
+            ..Default::default()
+        };
+        if adaptive && let Some(st) = base.subset_statuses.iter_mut().find(|s| s.name == *name) {
+            let u =
+                super::adaptive::default_adaptive(strategy, st, status.replicas, status.ready_replicas, &e.pods, now.0);
+            state.unschedulable = u.unschedulable;
+            if let Some(d) = u.requeue_after {
+                requeue_after = Some(requeue_after.map_or(d, |r| r.min(d)));
+            }
+        }
+        states.insert(name.to_string(), state);
+    }
     let next_replicas = allocate(&ud.spec, &states)?;
     let partitions = next_partitions(ud, &next_replicas);
     let expected: BTreeSet<&str> = ud.spec.topology.subsets.iter().map(|s| s.name.as_str()).collect();
@@ -361,8 +377,9 @@ pub fn plan(
             actions.push(Action::Update { subset: s.name.clone(), name, set: Box::new(desired) });
         }
     }
-    let status = status(ud, &by_subset, &next_replicas, &partitions, revision, current_revision, provisioned, now);
-    Ok(Plan { actions, status, next_replicas })
+    let status =
+        status(ud, base, &by_subset, &next_replicas, &partitions, revision, current_revision, provisioned, now);
+    Ok(Plan { actions, status, next_replicas, requeue_after })
 }
 
 fn delete(e: &Existing, reason: &'static str) -> Action {
@@ -391,6 +408,7 @@ fn set_condition(conditions: &mut Vec<UnitedDeploymentCondition>, mut c: UnitedD
 #[allow(clippy::too_many_arguments)]
 fn status(
     ud: &UnitedDeployment,
+    base: UnitedDeploymentStatus,
     by_subset: &BTreeMap<&str, &Existing>,
     next_replicas: &BTreeMap<String, i32>,
     partitions: &BTreeMap<String, i32>,
@@ -399,7 +417,7 @@ fn status(
     provisioned: bool,
     now: Time,
 ) -> UnitedDeploymentStatus {
-    let mut s = ud.status.clone().unwrap_or_default();
+    let mut s = base;
     let condition = |type_: &str| UnitedDeploymentCondition {
         type_: type_.into(),
         status: "True".into(),

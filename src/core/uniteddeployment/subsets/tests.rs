@@ -185,3 +185,60 @@ fn allocation_errors_are_reported() {
     s["topology"]["subsets"][0]["replicas"] = json!(9);
     assert!(plan(&ud(s), &[], "r1", "r1", now()).unwrap_err().contains("is greater than UnitedDeployment replica"));
 }
+
+/// Adaptive scheduling through the round: zone-a's 3 pods fail to schedule for longer than the
+/// critical time, so zone-a is held to its ready pods (0) and zone-b gets all 4; the Schedulable
+/// condition turns False and the round asks to be looked at again when it ends.
+#[test]
+fn adaptive_moves_replicas_off_an_unschedulable_subset() {
+    let mut s = spec();
+    s["replicas"] = json!(4);
+    s["updateStrategy"] = json!({"type": "Manual", "manualUpdate": {}});
+    s["topology"]["scheduleStrategy"] = json!({"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 10}});
+    s["topology"]["subsets"] = json!([
+        {"name": "zone-a", "maxReplicas": 3, "nodeSelectorTerm": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}},
+        {"name": "zone-b", "nodeSelectorTerm": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}}]);
+    let u = ud(s);
+    let mut a = existing(&u, "zone-a", "web-zone-a-x", "r1", 3, 0);
+    let created_at = Time(now().0 - k8s_openapi::jiff::SignedDuration::from_secs(20));
+    for p in &mut a.pods {
+        p.metadata.creation_timestamp = Some(created_at.clone());
+        p.status = Some(
+            serde_json::from_value(json!({"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}))
+            .unwrap(),
+        );
+    }
+    let b = existing(&u, "zone-b", "web-zone-b-y", "r1", 1, 1);
+    let p = plan(&u, &[a.clone(), b.clone()], "r1", "r1", now()).unwrap();
+    assert_eq!(p.next_replicas, [("zone-a".to_string(), 0), ("zone-b".to_string(), 4)].into());
+    let zone_a = p.status.subset_statuses.iter().find(|s| s.name == "zone-a").unwrap();
+    assert_eq!((zone_a.conditions[0].type_.as_str(), zone_a.conditions[0].status.as_str()), ("Schedulable", "False"));
+    assert_eq!(p.requeue_after, Some(k8s_openapi::jiff::SignedDuration::from_secs(300)));
+    let updates: BTreeMap<String, Option<i32>> = p
+        .actions
+        .iter()
+        .filter_map(|x| match x {
+            Action::Update { subset, set, .. } => Some((subset.clone(), set.spec.replicas)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(updates, [("zone-a".to_string(), Some(0)), ("zone-b".to_string(), Some(4))].into());
+
+    // The same pods only 5 s old: nothing moves yet, the round comes back when they time out.
+    for p in &mut a.pods {
+        p.metadata.creation_timestamp = Some(Time(now().0 - k8s_openapi::jiff::SignedDuration::from_secs(5)));
+    }
+    let p = plan(&u, &[a, b], "r1", "r1", now()).unwrap();
+    assert_eq!(p.next_replicas, [("zone-a".to_string(), 3), ("zone-b".to_string(), 1)].into());
+    assert_eq!(p.requeue_after, Some(k8s_openapi::jiff::SignedDuration::from_secs(5)));
+
+    // Without Adaptive the same timed-out subset keeps its replicas.
+    let mut s = spec();
+    s["replicas"] = json!(4);
+    s["topology"]["subsets"] = json!([{"name": "zone-a", "maxReplicas": 3}, {"name": "zone-b"}]);
+    let fixed = ud(s);
+    let p = plan(&fixed, &[existing(&fixed, "zone-a", "x", "r1", 3, 0)], "r1", "r1", now()).unwrap();
+    assert_eq!(p.next_replicas["zone-a"], 3);
+    assert_eq!(p.requeue_after, None);
+}
