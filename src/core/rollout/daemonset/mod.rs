@@ -19,6 +19,7 @@ pub mod eligibility;
 pub mod hash;
 pub mod manage;
 pub mod plan;
+pub mod predownload;
 pub mod pods;
 #[cfg(test)]
 mod props;
