@@ -291,5 +291,6 @@ async fn advanced_daemon_sets_update_in_place_by_partition_and_selector_and_foll
     rolled(&sets, &pods, "predl", 3, 3).await;
     poll("the job deleted", || async { owned_jobs().await.is_empty().then_some(()) }).await;
     sets.delete("predl", &Default::default()).await.unwrap();
+
     drop(kruise);
 }

@@ -718,5 +718,8 @@ fn a_daemonset_plan_shows_the_pre_download_job() {
     assert!(plan("PreDownloadImageForDaemonSetUpdate=false").get("preDownload").is_none());
     let o = kruise(&["plan", "-f", &path, "--now", NOW, "--feature-gates", "PreDownloadImageForDaemonSetUpdate=true"]);
     let text = stdout(&o);
-    assert!(text.contains(&format!("    ImagePullJob {new_name}-main: image busybox:1.36, parallelism 3, timeout 300s")), "{text}");
+    assert!(
+        text.contains(&format!("    ImagePullJob {new_name}-main: image busybox:1.36, parallelism 3, timeout 300s")),
+        "{text}"
+    );
 }

@@ -71,7 +71,10 @@ pub fn changed_images(old: &PodTemplateSpec, new: &PodTemplateSpec) -> BTreeMap<
 /// over every old template: a container of the new template is included when some old template
 /// has a same-named container of another image, or none has it at all (a new container). A
 /// template that does not decode (`None`) gives nothing, as kruise returns a nil map then.
-pub fn changed_images_since(old: &[Option<PodTemplateSpec>], new: Option<&PodTemplateSpec>) -> BTreeMap<String, String> {
+pub fn changed_images_since(
+    old: &[Option<PodTemplateSpec>],
+    new: Option<&PodTemplateSpec>,
+) -> BTreeMap<String, String> {
     let containers = |t: &PodTemplateSpec| t.spec.as_ref().map(|s| s.containers.clone()).unwrap_or_default();
     let (Some(new), Some(old)) = (new, old.iter().cloned().collect::<Option<Vec<_>>>()) else {
         return BTreeMap::new();

@@ -19,8 +19,8 @@ pub mod eligibility;
 pub mod hash;
 pub mod manage;
 pub mod plan;
-pub mod predownload;
 pub mod pods;
+pub mod predownload;
 #[cfg(test)]
 mod props;
 pub mod revision;

@@ -99,7 +99,8 @@ pub fn plan(ds: &DaemonSet, hash: &str, update: &ControllerRevision, old: &[&Con
         );
         return out;
     }
-    let template = JobTemplate::new(owner(ds), annotations, ds.spec.selector.as_ref(), &ds.spec.template, &update.metadata);
+    let template =
+        JobTemplate::new(owner(ds), annotations, ds.spec.selector.as_ref(), &ds.spec.template, &update.metadata);
     let olds: Vec<_> = old.iter().map(|r| template_of(r)).collect();
     let images = changed_images_since(&olds, template_of(update).as_ref());
     out.create = images.iter().map(|(name, image)| template.job(&job_name(update_name, name), image)).collect();

@@ -151,9 +151,14 @@ fn labelled_revisions_are_done_and_the_threshold_is_not_waited_for() {
         let p = plan(&ds(partitioned(), json!({}), status(5, 0, "old")), "new", &update, &[&old_rev()]);
         assert!(p.create.is_empty() && p.label_revision.is_none() && !p.delete_owned, "{key}: {p:?}");
     }
-    let waiting = ds(partitioned(), json!({"apps.kruise.io/image-predownload-min-updated-ready-pods": "4"}), status(5, 0, "old"));
+    let waiting =
+        ds(partitioned(), json!({"apps.kruise.io/image-predownload-min-updated-ready-pods": "4"}), status(5, 0, "old"));
     assert_eq!(plan(&waiting, "new", &new_rev(), &[&old_rev()]).create.len(), 1);
-    let bad = ds(partitioned(), json!({"apps.kruise.io/image-predownload-min-updated-ready-pods": "x%"}), status(5, 0, "old"));
+    let bad = ds(
+        partitioned(),
+        json!({"apps.kruise.io/image-predownload-min-updated-ready-pods": "x%"}),
+        status(5, 0, "old"),
+    );
     let p = plan(&bad, "new", &new_rev(), &[&old_rev()]);
     assert_eq!((p.create.len(), p.errors.len()), (1, 1), "{p:?}");
 }
@@ -187,8 +192,11 @@ fn images_against_every_old_revision() {
         p.create.iter().map(|j| (j.metadata.name.clone().unwrap_or_default(), j.spec.image.clone())).collect();
     assert_eq!(
         images,
-        [("agent-new-extra".into(), "e:1".into()), ("agent-new-main".into(), "agent:2".into()),
-            ("agent-new-side".into(), "side:1".into())]
+        [
+            ("agent-new-extra".into(), "e:1".into()),
+            ("agent-new-main".into(), "agent:2".into()),
+            ("agent-new-side".into(), "side:1".into())
+        ]
     );
     let mut broken = old_rev();
     broken.data = Some(k8s_openapi::apimachinery::pkg::runtime::RawExtension(json!({"spec": {"template": 7}})));
@@ -204,7 +212,10 @@ fn round_actions() {
     let d = ds(partitioned(), json!({}), status(5, 0, "old"));
     let (update, old) = (new_rev(), old_rev());
     let r = round(&d, &[&old, &update], "new", "agent-new", &[]);
-    assert_eq!(r.actions.iter().map(|a| a.kind).collect::<Vec<_>>(), [ActionKind::CreateImagePullJob, ActionKind::MarkPreDownload]);
+    assert_eq!(
+        r.actions.iter().map(|a| a.kind).collect::<Vec<_>>(),
+        [ActionKind::CreateImagePullJob, ActionKind::MarkPreDownload]
+    );
     let r = round(&d, &[&old], "new", "agent-new", &[]);
     assert!(r.actions.is_empty(), "{:?}", r.plan);
     // Someone else's revision of the same name is not the set's.
@@ -219,12 +230,16 @@ fn round_actions() {
     let other = ImagePullJob::new("other", Default::default());
     let r = round(&done, &[&old, &update], "new", "agent-new", &[&mine, &other]);
     assert_eq!(r.actions.len(), 1);
-    assert_eq!(r.actions[0].writes, vec![Write::DeleteImagePullJob { name: "agent-new-main".into(), uid: Some("j1".into()) }]);
+    assert_eq!(
+        r.actions[0].writes,
+        vec![Write::DeleteImagePullJob { name: "agent-new-main".into(), uid: Some("j1".into()) }]
+    );
 }
 
 #[test]
 fn gates() {
-    let on = FeatureGates::default().with(Gate::KruiseDaemon, true).with(Gate::PreDownloadImageForDaemonSetUpdate, true);
+    let on =
+        FeatureGates::default().with(Gate::KruiseDaemon, true).with(Gate::PreDownloadImageForDaemonSetUpdate, true);
     assert!(gates_enabled(&on));
     assert!(!gates_enabled(&on.clone().with(Gate::PreDownloadImageForDaemonSetUpdate, false)));
     let cloneset_only =
