@@ -8,7 +8,10 @@
 //! - `rollingUpdate.selector` naming one node: only that node's pod is updated; without the
 //!   selector the others follow;
 //! - a node that becomes eligible later (a label the set's `nodeSelector` asks for; the test
-//!   cluster cannot add nodes) gets its pod, and loses it when it is no longer eligible.
+//!   cluster cannot add nodes) gets its pod, and loses it when it is no longer eligible;
+//! - image pre-download (the manager runs with gate `PreDownloadImageForDaemonSetUpdate`): an
+//!   image change of a set updated in two batches creates exactly one ImagePullJob with the new
+//!   image and the parallelism annotation's value, deleted once the rollout completes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
@@ -18,7 +21,9 @@ use std::time::Duration;
 
 use e2e_common::{Kruise, cluster, install, manager_kubeconfig};
 use k8s_openapi::api::core::v1::{Node, Pod};
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise::apis::daemonset::v1beta1::DaemonSet;
+use kruise::apis::imagepulljob::v1beta1::ImagePullJob;
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
@@ -161,7 +166,8 @@ async fn advanced_daemon_sets_update_in_place_by_partition_and_selector_and_foll
         .status()
         .unwrap();
     assert!(made.success());
-    let kruise = Kruise::spawn(certs.path(), &kubeconfig, &[], &log);
+    let gates = ["--feature-gates", "PreDownloadImageForDaemonSetUpdate=true"];
+    let kruise = Kruise::spawn(certs.path(), &kubeconfig, &gates, &log);
     install(&[&kruise]).await;
     let client = c.client().await.unwrap();
     let node_api: Api<Node> = Api::all(client.clone());
@@ -241,5 +247,50 @@ async fn advanced_daemon_sets_update_in_place_by_partition_and_selector_and_foll
     for n in &node_names[..2] {
         label_node(&node_api, n, &key, None).await;
     }
+    sets.delete("follow", &Default::default()).await.unwrap();
+
+    // 4. Image pre-download: one job for the changed image while the rollout is partitioned,
+    // none before (the first revision of a set scheduling nothing yet is ignored), deleted once
+    // the rollout completes.
+    let jobs: Api<ImagePullJob> = Api::namespaced(client.clone(), ns.name());
+    let owned_jobs = || async {
+        let all = jobs.list(&ListParams::default()).await.unwrap().items;
+        all.into_iter()
+            .filter(|j| {
+                j.metadata.owner_references.iter().flatten().any(|o| o.kind == "DaemonSet" && o.name == "predl")
+            })
+            .collect::<Vec<_>>()
+    };
+    let rolling = json!({"rollingUpdateType": "InPlaceIfPossible", "maxUnavailable": 1, "partition": 1});
+    let mut set = daemon_set("predl", "busybox:1.36", rolling, gate.clone());
+    set.metadata.annotations = Some([("apps.kruise.io/image-predownload-parallelism".into(), "2".into())].into());
+    sets.create(&PostParams::default(), &set).await.unwrap();
+    rolled(&sets, &pods, "predl", 3, 3).await;
+    assert!(owned_jobs().await.is_empty(), "no job while nothing rolls out");
+    set_image(&sets, "predl", "busybox:1.37").await;
+    let job = poll("one ImagePullJob of predl", || async {
+        let j = owned_jobs().await;
+        (j.len() == 1).then(|| j[0].clone())
+    })
+    .await;
+    let rolled_two = rolled(&sets, &pods, "predl", 3, 2).await;
+    let hash = rolled_two.values().map(|p| p.metadata.labels.as_ref().unwrap()["controller-revision-hash"].clone());
+    let updated = sets.get("predl").await.unwrap().status.unwrap().update_revision;
+    assert!(hash.clone().any(|h| h == updated), "{updated}");
+    assert_eq!(job.metadata.name.as_deref(), Some(format!("predl-{updated}-main").as_str()));
+    assert_eq!(job.spec.fields.image, "busybox:1.37");
+    assert_eq!(job.spec.fields.parallelism, Some(IntOrString::Int(2)));
+    let owner = &job.metadata.owner_references.clone().unwrap()[0];
+    assert_eq!(
+        (owner.api_version.as_str(), owner.kind.as_str(), owner.controller),
+        ("apps.kruise.io/v1beta1", "DaemonSet", Some(true))
+    );
+    assert_eq!(owned_jobs().await.len(), 1, "exactly one job");
+    let patch = json!({"spec": {"updateStrategy": {"rollingUpdate": {"partition": 0}}}});
+    sets.patch("predl", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    rolled(&sets, &pods, "predl", 3, 3).await;
+    poll("the job deleted", || async { owned_jobs().await.is_empty().then_some(()) }).await;
+    sets.delete("predl", &Default::default()).await.unwrap();
+
     drop(kruise);
 }

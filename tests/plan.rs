@@ -661,3 +661,65 @@ fn a_daemonset_without_nodes_is_not_planned() {
     assert_eq!(o.status.code(), Some(2), "{}", stderr(&o));
     assert!(stderr(&o).contains("`daemonset NAME`"), "{}", stderr(&o));
 }
+
+/// With gate PreDownloadImageForDaemonSetUpdate the Advanced DaemonSet's plan shows the
+/// ImagePullJob its rollout would create (kruise's `daemonset_predownload_image.go`: one per
+/// changed container, `<update revision>-<container>`, owned by the v1beta1 DaemonSet); the
+/// CloneSet's gate alone does not, and without the gate there is no `preDownload` key.
+#[test]
+fn a_daemonset_plan_shows_the_pre_download_job() {
+    use kruise::apis::daemonset::v1beta1::DaemonSet;
+    use kruise::core::rollout::daemonset::revision::construct_history;
+    let set = |image: &str| {
+        json!({"apiVersion": "apps.kruise.io/v1beta1", "kind": "DaemonSet",
+            "metadata": {"name": "agent", "namespace": "infra", "uid": "u-agent", "generation": 2, "resourceVersion": "5",
+                "annotations": {"apps.kruise.io/image-predownload-parallelism": "3"}},
+            "spec": {"selector": {"matchLabels": {"app": "agent"}},
+                "template": {"metadata": {"labels": {"app": "agent"}},
+                             "spec": {"containers": [{"name": "main", "image": image}]}},
+                "updateStrategy": {"type": "RollingUpdate", "rollingUpdate":
+                    {"rollingUpdateType": "InPlaceIfPossible", "maxUnavailable": 1, "partition": 1}},
+                "revisionHistoryLimit": 10, "scaleStrategy": {}},
+            "status": {"desiredNumberScheduled": 3, "currentNumberScheduled": 3, "numberMisscheduled": 0,
+                "numberReady": 3, "updatedNumberScheduled": 3, "observedGeneration": 1, "updateRevision": "old"}})
+    };
+    let revision = |image: &str, number: i64| {
+        let ds: DaemonSet = serde_json::from_value(set(image)).unwrap();
+        let mut r = construct_history(&ds, &[], &[]).current;
+        r.revision = number;
+        r.metadata.resource_version = Some(number.to_string());
+        serde_json::to_value(&r).unwrap()
+    };
+    let (old, new) = (revision("busybox:1.35", 1), revision("busybox:1.36", 2));
+    let new_name = new["metadata"]["name"].as_str().unwrap().to_string();
+    let node = |name: &str| {
+        json!({"apiVersion": "v1", "kind": "Node", "metadata": {"name": name, "labels": {"kubernetes.io/hostname": name}},
+               "status": {"conditions": [{"type": "Ready", "status": "True"}]}})
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = snapshot_file(&dir, vec![set("busybox:1.36"), old, new, node("n-a"), node("n-b"), node("n-c")]);
+    let plan = |gates: &str| {
+        let o = kruise(&["plan", "-f", &path, "--now", NOW, "-o", "json", "--feature-gates", gates]);
+        assert!(o.status.success(), "{}", stderr(&o));
+        serde_json::from_str::<Value>(&stdout(&o)).unwrap()
+    };
+    let got = plan("PreDownloadImageForDaemonSetUpdate=true");
+    let pd = &got["preDownload"];
+    assert_eq!(pd["jobs"].as_array().map(Vec::len), Some(1), "{got:#}");
+    let job = &pd["jobs"][0];
+    assert_eq!(job["metadata"]["name"], format!("{new_name}-main"));
+    assert_eq!(job["spec"]["image"], "busybox:1.36");
+    assert_eq!(job["spec"]["parallelism"], 3);
+    assert_eq!(job["metadata"]["ownerReferences"][0]["kind"], "DaemonSet");
+    assert_eq!(job["metadata"]["ownerReferences"][0]["apiVersion"], "apps.kruise.io/v1beta1");
+    let actions: Vec<&str> = pd["actions"].as_array().unwrap().iter().map(|a| a["action"].as_str().unwrap()).collect();
+    assert_eq!(actions, ["createImagePullJob", "markPreDownload"]);
+    assert!(plan("PreDownloadImageForInPlaceUpdate=true").get("preDownload").is_none());
+    assert!(plan("PreDownloadImageForDaemonSetUpdate=false").get("preDownload").is_none());
+    let o = kruise(&["plan", "-f", &path, "--now", NOW, "--feature-gates", "PreDownloadImageForDaemonSetUpdate=true"]);
+    let text = stdout(&o);
+    assert!(
+        text.contains(&format!("    ImagePullJob {new_name}-main: image busybox:1.36, parallelism 3, timeout 300s")),
+        "{text}"
+    );
+}

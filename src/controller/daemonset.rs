@@ -23,6 +23,7 @@ use tokio_util::sync::CancellationToken;
 use super::act::{Actor, EXPECTATION_RECHECK, PlannedWrites};
 use super::index::{meta_key, namespace_key};
 use super::informers::{Change, Informer, Informers, scoped};
+use super::predownload::PreDownload;
 use super::queue::{WorkQueue, owners};
 use super::runner::Runner;
 use super::{ReconcileError, Settings};
@@ -30,6 +31,7 @@ use crate::apis::daemonset::v1beta1::DaemonSet;
 use crate::compat::selector::Selector;
 use crate::core::rollout::daemonset::backoff::Backoff;
 use crate::core::rollout::daemonset::plan::{Input, plan};
+use crate::core::rollout::daemonset::predownload;
 use crate::core::rollout::ownership::controller_of;
 use crate::core::rollout::plan::status_write;
 use crate::metrics::Metrics;
@@ -45,6 +47,8 @@ struct Context {
     runner: Arc<Runner>,
     /// The failed-pod backoff of each set (`namespace/name`).
     backoff: Mutex<BTreeMap<String, Backoff>>,
+    /// Image pre-download, when its gates are on.
+    predownload: Option<PreDownload>,
 }
 
 /// Registers the Advanced DaemonSet controller on `informers` and starts its DaemonSet watch and
@@ -70,6 +74,7 @@ pub fn start(
         actor,
         runner: Arc::clone(&runner),
         backoff: Mutex::default(),
+        predownload: PreDownload::for_daemonset_gates(client, &settings.gates),
     });
     tracing::info!(controller = CONTROLLER, namespace = ns.unwrap_or("(all)"), "starting");
     let watch = sets.start(scoped(client, ns), metrics.clone(), token.clone());
@@ -174,6 +179,17 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
     ctx.backoff.lock().unwrap_or_else(|e| e.into_inner()).insert(key.to_string(), planned.backoff.clone());
     for e in &planned.errors {
         tracing::warn!("{e}");
+    }
+    // Before manage and the rolling update, with the expectations satisfied, as kruise's
+    // Reconcile does.
+    if let Some(pd) = &ctx.predownload {
+        let api: Api<DaemonSet> = Api::namespaced(ctx.actor.client().clone(), &ns);
+        let (hash, update) = (planned.hash.as_str(), planned.update_revision.as_str());
+        let complete = predownload::complete(&set, hash);
+        pd.round_when(&ctx.actor, api, set.as_ref(), set.spec.selector.as_ref(), complete, update, |jobs| {
+            predownload::round(&set, &revisions, hash, update, jobs)
+        })
+        .await;
     }
     let name = set.metadata.name.clone().unwrap_or_default();
     let on_collision = |count: i32| {

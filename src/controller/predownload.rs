@@ -69,6 +69,16 @@ impl PreDownload {
         })
     }
 
+    /// `Some` when the Advanced DaemonSet's gates are on (`KruiseDaemon`,
+    /// `PreDownloadImageForDaemonSetUpdate`).
+    pub fn for_daemonset_gates(client: &Client, gates: &FeatureGates) -> Option<Self> {
+        crate::core::rollout::daemonset::predownload::gates_enabled(gates).then(|| PreDownload {
+            client: client.clone(),
+            served: OnceCell::new(),
+            settled: Mutex::default(),
+        })
+    }
+
     /// Whether the ImagePullJob kind is served; asked of the API server once, with kruise's
     /// `DiscoverGVK` retries ([`super::discovery`]): a kind not listed disables pre-download
     /// until a restart (spec §7.1; every round then returns before any other call), an API
@@ -132,12 +142,29 @@ impl PreDownload {
     ) where
         W: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug,
     {
+        self.round_when(actor, workloads, workload, selector, current == update, update, plan_round).await;
+    }
+
+    /// [`Self::round`] for a kind that decides itself whether its rollout to `update` is
+    /// `complete` (the Advanced DaemonSet reads its status).
+    #[allow(clippy::too_many_arguments)]
+    pub async fn round_when<W>(
+        &self,
+        actor: &Actor,
+        workloads: Api<W>,
+        workload: &W,
+        selector: Option<&LabelSelector>,
+        complete: bool,
+        update: &str,
+        plan_round: impl FnOnce(&[&ImagePullJob]) -> Round,
+    ) where
+        W: Resource<DynamicType = ()> + Clone + DeserializeOwned + Serialize + Debug,
+    {
         if !self.served().await {
             return;
         }
         let meta = workload.meta();
         let (uid, ns) = (meta.uid.clone().unwrap_or_default(), meta.namespace.clone().unwrap_or_default());
-        let complete = current == update;
         if complete && self.is_settled(&uid, update) {
             return;
         }

@@ -176,6 +176,8 @@ pub enum Gate {
     DaemonWatchingPod,
     /// WorkloadSpreads are admitted and spread pods (pod webhooks and controller).
     WorkloadSpread,
+    /// Images are pre-downloaded before Advanced DaemonSet updates.
+    PreDownloadImageForDaemonSetUpdate,
 }
 
 impl Gate {
@@ -212,6 +214,7 @@ impl Gate {
             Gate::SidecarTerminator => "SidecarTerminator",
             Gate::DaemonWatchingPod => "DaemonWatchingPod",
             Gate::WorkloadSpread => "WorkloadSpread",
+            Gate::PreDownloadImageForDaemonSetUpdate => "PreDownloadImageForDaemonSetUpdate",
         }
     }
 }

@@ -28,7 +28,9 @@
 //! With gate PreDownloadImageForInPlaceUpdate (and KruiseDaemon) on, each workload's plan also
 //! shows its image pre-download (spec §7): the ImagePullJobs the round would create, the label it
 //! would put on the update revision, or the jobs of the input it would delete once the rollout
-//! completed. The ImagePullJob kind is assumed served.
+//! completed. The ImagePullJob kind is assumed served. An Advanced DaemonSet's pre-download is
+//! planned with gate PreDownloadImageForDaemonSetUpdate instead
+//! ([`crate::core::rollout::daemonset::predownload`]).
 
 pub mod live;
 pub mod render;
@@ -52,6 +54,7 @@ use crate::core::rollout::cloneset::owner;
 use crate::core::rollout::cloneset::plan::{Input, Plan, RevisionSource, plan};
 use crate::core::rollout::cloneset::predownload as cs_predownload;
 use crate::core::rollout::daemonset::plan as ads;
+use crate::core::rollout::daemonset::predownload as ads_predownload;
 use crate::core::rollout::ownership::controller_of;
 use crate::core::rollout::statefulset::plan as asts;
 use crate::core::rollout::statefulset::predownload as asts_predownload;
@@ -100,6 +103,9 @@ pub struct PlannedSet {
 #[derive(Debug)]
 pub struct PlannedDaemonSet {
     pub plan: ads::Plan,
+    /// Image pre-download, planned when gates `KruiseDaemon` and
+    /// `PreDownloadImageForDaemonSetUpdate` are on.
+    pub predownload: Option<crate::core::predownload::Round>,
     /// Nodes in the input.
     pub nodes: usize,
     /// Pods matching the selector that another controller owns.
@@ -247,7 +253,7 @@ fn plan_daemonsets(o: &mut Objects, gates: &FeatureGates, now: Timestamp) -> Vec
                     ],
                     ..Default::default()
                 };
-                return PlannedDaemonSet { plan, nodes: 0, not_owned: 0 };
+                return PlannedDaemonSet { plan, predownload: None, nodes: 0, not_owned: 0 };
             }
             let pods: Vec<&Pod> = o.pods.iter().filter(|p| namespace(&p.metadata) == ns).collect();
             let revisions: Vec<&ControllerRevision> =
@@ -273,7 +279,11 @@ fn plan_daemonsets(o: &mut Objects, gates: &FeatureGates, now: Timestamp) -> Vec
                 backoff: &backoff,
                 seed: 0,
             });
-            PlannedDaemonSet { plan, nodes: nodes.len(), not_owned }
+            let predownload = ads_predownload::gates_enabled(gates).then(|| {
+                let jobs = jobs_in(&o.image_pull_jobs, ns);
+                ads_predownload::round(ds, &revisions, &plan.hash, &plan.update_revision, &jobs)
+            });
+            PlannedDaemonSet { plan, predownload, nodes: nodes.len(), not_owned }
         })
         .collect()
 }

@@ -114,7 +114,7 @@ pub fn statefulset_json(p: &PlannedSet) -> Value {
 /// The JSON object of one Advanced DaemonSet's plan.
 pub fn daemonset_json(p: &PlannedDaemonSet) -> Value {
     let plan = &p.plan;
-    json!({
+    let v = json!({
         "daemonSet": plan.daemonset,
         "updateRevision": plan.hash,
         "nodes": p.nodes,
@@ -124,7 +124,8 @@ pub fn daemonset_json(p: &PlannedDaemonSet) -> Value {
         "waiting": plan.waiting,
         "errors": plan.errors,
         "events": plan.events,
-    })
+    });
+    with_predownload(v, p.predownload.as_ref())
 }
 
 /// The text of one Advanced DaemonSet's plan.
@@ -145,6 +146,7 @@ pub fn daemonset_text(p: &PlannedDaemonSet) -> String {
         st.updated_number_scheduled
     );
     actions_text(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    predownload_text(&mut out, p.predownload.as_ref());
     for e in &plan.events {
         let _ = writeln!(out, "  event: {:?} {}: {}", e.type_, e.reason, e.message);
     }
@@ -155,7 +157,9 @@ pub fn daemonset_text(p: &PlannedDaemonSet) -> String {
             p.not_owned
         );
     }
-    nothing_to_do(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    if p.predownload.as_ref().is_none_or(|r| r.actions.is_empty()) {
+        nothing_to_do(&mut out, &plan.actions, &plan.waiting, &plan.errors);
+    }
     out
 }
 

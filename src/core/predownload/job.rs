@@ -67,6 +67,35 @@ pub fn changed_images(old: &PodTemplateSpec, new: &PodTemplateSpec) -> BTreeMap<
         .collect()
 }
 
+/// The Advanced DaemonSet's `diffImagesBetweenRevisions` (`daemonset_predownload_image.go`),
+/// over every old template: a container of the new template is included when some old template
+/// has a same-named container of another image, or none has it at all (a new container). A
+/// template that does not decode (`None`) gives nothing, as kruise returns a nil map then.
+pub fn changed_images_since(
+    old: &[Option<PodTemplateSpec>],
+    new: Option<&PodTemplateSpec>,
+) -> BTreeMap<String, String> {
+    let containers = |t: &PodTemplateSpec| t.spec.as_ref().map(|s| s.containers.clone()).unwrap_or_default();
+    let (Some(new), Some(old)) = (new, old.iter().cloned().collect::<Option<Vec<_>>>()) else {
+        return BTreeMap::new();
+    };
+    let old: Vec<_> = old.iter().map(containers).collect();
+    let mut out = BTreeMap::new();
+    for c in containers(new) {
+        let mut found = false;
+        for o in old.iter().filter_map(|list| list.iter().find(|o| o.name == c.name)) {
+            if o.image != c.image {
+                out.insert(c.name.clone(), c.image.clone().unwrap_or_default());
+            }
+            found = true;
+        }
+        if !found {
+            out.insert(c.name.clone(), c.image.clone().unwrap_or_default());
+        }
+    }
+    out
+}
+
 /// `spec.parallelism`: the parallelism annotation when `strconv.Atoi` reads it (Go's
 /// `intstr.FromInt` keeps the low 32 bits), else 1.
 pub fn parallelism(annotations: &BTreeMap<String, String>) -> i32 {

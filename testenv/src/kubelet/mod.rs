@@ -121,6 +121,36 @@ impl Kubelet {
         Ok(kubelet)
     }
 
+    /// Adds simulated node `name` to the running cluster, with a kubelet of its own (its pods,
+    /// heartbeat and CRI socket in `cri_dir`) beside the cluster's: the node gets the simulated
+    /// labels plus `labels` and `taints` (Node taint objects). `index` picks its pod CIDR
+    /// (`10.244.<index>.0/24`) and must differ from every other node's (the cluster's nodes use
+    /// 0..N; take 100 and up). A taint only the test's workloads tolerate keeps tests sharing the
+    /// cluster from placing pods there. [`AddedNode::remove`] deletes it again.
+    pub async fn add_node(
+        client: kube::Client,
+        name: &str,
+        index: usize,
+        labels: &std::collections::BTreeMap<String, String>,
+        taints: &[serde_json::Value],
+        cri_dir: Option<&Path>,
+    ) -> Result<AddedNode, crate::Error> {
+        let shared = Arc::new(Shared {
+            defaults: Mutex::new(KubeletSettings::default()),
+            namespaces: Mutex::new(HashMap::new()),
+            changed: Notify::new(),
+            counters: Counters::default(),
+        });
+        let info = nodes::register_extra(&client, name, index, labels, taints).await?;
+        let nodes = Arc::new(vec![info]);
+        let cri = Arc::new(cri::NodeRuntimes::start(client.clone(), &nodes, cri_dir).await?);
+        let heartbeat = tokio::spawn(nodes::heartbeat(client.clone(), nodes.clone()));
+        let kubelet = Self { shared, nodes, cri };
+        let pods = tokio::spawn(pods::run(client.clone(), kubelet.clone()));
+        nodes::wait_schedulable(&client, kubelet.node_infos(), Duration::from_secs(60)).await?;
+        Ok(AddedNode { client, kubelet, tasks: vec![heartbeat, pods] })
+    }
+
     /// The node names.
     pub fn nodes(&self) -> Vec<String> {
         self.nodes.iter().map(|n| n.name.clone()).collect()
@@ -189,6 +219,58 @@ impl Kubelet {
 
     pub(crate) fn counters(&self) -> &Counters {
         &self.shared.counters
+    }
+}
+
+/// A node added by [`Kubelet::add_node`]; its kubelet runs until [`AddedNode::remove`] or the
+/// drop of the handle (the Node object stays then).
+pub struct AddedNode {
+    client: kube::Client,
+    kubelet: Kubelet,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+impl AddedNode {
+    /// The node's name.
+    pub fn name(&self) -> &str {
+        &self.kubelet.node_infos()[0].name
+    }
+
+    /// Its kubelet (settings, CRI runtime).
+    pub fn kubelet(&self) -> &Kubelet {
+        &self.kubelet
+    }
+
+    /// Stops its kubelet and deletes the Node object and its Lease (the pods bound to it are
+    /// left to the pod garbage collector, as on a real cluster).
+    pub async fn remove(mut self) -> Result<(), crate::Error> {
+        self.stop();
+        let name = self.name().to_string();
+        let nodes: kube::Api<k8s_openapi::api::core::v1::Node> = kube::Api::all(self.client.clone());
+        match nodes.delete(&name, &Default::default()).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(s)) if s.code == 404 => {}
+            Err(e) => return Err(e.into()),
+        }
+        let leases: kube::Api<k8s_openapi::api::coordination::v1::Lease> =
+            kube::Api::namespaced(self.client.clone(), "kube-node-lease");
+        match leases.delete(&name, &Default::default()).await {
+            Ok(_) => Ok(()),
+            Err(kube::Error::Api(s)) if s.code == 404 => Ok(()),
+            Err(e) => Err(e.into()),
+        }
+    }
+
+    fn stop(&mut self) {
+        for t in self.tasks.drain(..) {
+            t.abort();
+        }
+    }
+}
+
+impl Drop for AddedNode {
+    fn drop(&mut self) {
+        self.stop();
     }
 }
 

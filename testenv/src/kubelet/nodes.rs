@@ -63,6 +63,42 @@ pub async fn register(client: &kube::Client, count: usize) -> Result<Vec<NodeInf
     Ok(nodes)
 }
 
+/// Creates node `name` (pod CIDR `10.244.<index>.0/24`, InternalIP `198.19.<index / 250>.<index %
+/// 250 + 1>`) with the simulated nodes' labels plus `labels`, and `taints` (Node taint objects),
+/// and reports it Ready; for a node added to a running cluster ([`super::Kubelet::add_node`]).
+pub async fn register_extra(
+    client: &kube::Client,
+    name: &str,
+    index: usize,
+    labels: &std::collections::BTreeMap<String, String>,
+    taints: &[serde_json::Value],
+) -> Result<NodeInfo, Error> {
+    let api: Api<Node> = Api::all(client.clone());
+    let info = NodeInfo { name: name.to_string(), ip: format!("198.19.{}.{}", index / 250, index % 250 + 1), index };
+    let mut all = json!({
+        "kubernetes.io/hostname": info.name,
+        "kubernetes.io/os": "linux",
+        "kubernetes.io/arch": "amd64",
+        "topology.kubernetes.io/zone": ZONES[index % ZONES.len()],
+        "node.kubernetes.io/instance-type": "simulated",
+        "testenv.kruise.io/added": "true"
+    });
+    for (k, v) in labels {
+        all[k.as_str()] = json!(v);
+    }
+    let node = json!({
+        "apiVersion": "v1",
+        "kind": "Node",
+        "metadata": {"name": info.name, "labels": all},
+        "spec": {"podCIDR": format!("10.244.{index}.0/24"), "podCIDRs": [format!("10.244.{index}.0/24")],
+                 "taints": taints}
+    });
+    api.patch(&info.name, &PatchParams::apply(FIELD_MANAGER).force(), &Patch::Apply(&node)).await?;
+    report_status(&api, &info).await?;
+    renew_lease(client, &info).await?;
+    Ok(info)
+}
+
 /// Renews every node's Lease every 10 s and re-reports their status every minute, forever.
 pub async fn heartbeat(client: kube::Client, nodes: Arc<Vec<NodeInfo>>) {
     let api: Api<Node> = Api::all(client.clone());

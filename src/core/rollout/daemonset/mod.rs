@@ -20,6 +20,7 @@ pub mod hash;
 pub mod manage;
 pub mod plan;
 pub mod pods;
+pub mod predownload;
 #[cfg(test)]
 mod props;
 pub mod revision;

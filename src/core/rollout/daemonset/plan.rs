@@ -75,6 +75,8 @@ pub struct Plan {
     pub daemonset: String,
     /// The update revision's hash.
     pub hash: String,
+    /// The update revision's name (stored already, or created by this round's actions).
+    pub update_revision: String,
     pub actions: Vec<Action>,
     pub events: Vec<Event>,
     pub waiting: Vec<String>,
@@ -311,6 +313,7 @@ pub fn plan(input: &Input<'_>) -> Plan {
     let history = revision::construct_history(ds, &revisions, &owned);
     r.hash = history.hash.clone();
     out.hash = history.hash.clone();
+    out.update_revision = history.name.clone();
     let by_name = |n: &str| revisions.iter().copied().find(|x| x.metadata.name.as_deref() == Some(n));
     for change in &history.changes {
         match change {
