@@ -96,8 +96,14 @@ async fn settled(
     .await
 }
 
+/// The tests of this binary take turns: each points the cluster's webhook Service at its own
+/// `kruise serve` and registers the webhooks with its own CA, so two at once would send each
+/// other's pods to the wrong server (500s), and a finished test's to a stopped one.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_united_deployment_spreads_over_two_zones_and_rolls_out() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let c = cluster();
     let ns = c.namespace("e2e-ud").await.unwrap();
     let certs = tempfile::tempdir().unwrap();
@@ -223,6 +229,7 @@ async fn a_united_deployment_spreads_over_two_zones_and_rolls_out() {
 /// False) and its replicas move to subset `anywhere`, which ends with all 4 pods ready.
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn adaptive_scheduling_moves_replicas_off_a_subset_that_cannot_schedule() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let c = cluster();
     let ns = c.namespace("e2e-ud-adaptive").await.unwrap();
     let certs = tempfile::tempdir().unwrap();
