@@ -356,7 +356,11 @@ fn other_namespace_ports_external_certs_gates_and_unmanaged_crds() {
         .iter()
         .filter(|o| o["kind"] == "CustomResourceDefinition" && o["spec"]["conversion"]["strategy"] == "Webhook")
         .collect();
-    assert_eq!(converting.len(), 5, "CloneSet (opted in), StatefulSet, SidecarSet, ImagePullJob, DaemonSet");
+    assert_eq!(
+        converting.len(),
+        6,
+        "CloneSet (opted in), StatefulSet, SidecarSet, ImagePullJob, DaemonSet, ContainerRecreateRequest"
+    );
     for crd in converting {
         assert_eq!(crd["spec"]["conversion"]["webhook"]["clientConfig"]["service"]["namespace"], "kruise");
     }
@@ -551,9 +555,9 @@ fn cert_manager_issues_the_certificate() {
         .count();
     assert_eq!(
         injected,
-        2 + 4,
-        "both webhook configurations and the four CRDs with a conversion webhook (StatefulSet, SidecarSet, \
-         ImagePullJob, DaemonSet; CloneSet's only with its opt-in)"
+        2 + 5,
+        "both webhook configurations and the five CRDs with a conversion webhook (StatefulSet, SidecarSet, \
+         ImagePullJob, DaemonSet, ContainerRecreateRequest; CloneSet's only with its opt-in)"
     );
 }
 
