@@ -15,8 +15,7 @@
 //! A refusal is counted (`kruise_pod_unavailable_budget_refusals_total`) and, through the store,
 //! recorded as kruise's Warning Event `PubPreventPodDeletion` on the pod, off the answer's path.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use kube::api::{Api, PostParams};
@@ -63,13 +62,12 @@ pub trait BudgetStore: Send + Sync {
 }
 
 /// A budget's `(namespace, name)`.
-type Key = (String, String);
+use super::written::Written;
 
 /// The budget writer of one process: its store, the per-budget locks and the copies it wrote.
 pub struct Budgets {
     store: Arc<dyn BudgetStore>,
-    locks: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
-    written: Mutex<HashMap<Key, Arc<PodUnavailableBudget>>>,
+    written: Written<PodUnavailableBudget>,
     retry_delay: Duration,
     metrics: Option<crate::metrics::Metrics>,
 }
@@ -82,13 +80,7 @@ impl Budgets {
 
     /// A writer pausing `retry_delay` after a conflict (tests).
     pub fn with_retry_delay(store: Arc<dyn BudgetStore>, retry_delay: Duration) -> Self {
-        Self {
-            store,
-            locks: Mutex::new(HashMap::new()),
-            written: Mutex::new(HashMap::new()),
-            retry_delay,
-            metrics: None,
-        }
+        Self { store, written: Written::default(), retry_delay, metrics: None }
     }
 
     /// Counts refusals in `metrics`.
@@ -109,29 +101,12 @@ impl Budgets {
         refusal(check.op, message)
     }
 
-    fn lock_of(&self, key: &Key) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.locks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        Arc::clone(locks.entry(key.clone()).or_default())
-    }
-
-    /// The newer of the view's copy and the last copy written here, by resourceVersion.
-    fn newest(&self, key: &Key, viewed: &Arc<PodUnavailableBudget>) -> Arc<PodUnavailableBudget> {
-        let written = self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(key).cloned();
-        let version = |b: &PodUnavailableBudget| {
-            b.metadata.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
-        };
-        match written {
-            Some(w) if version(&w) >= version(viewed) => w,
-            _ => Arc::clone(viewed),
-        }
-    }
-
     /// Takes one unit of the budget for `check` (or only decides, for a dry run); the answer.
     /// `now` is the time recorded for the pod.
     pub async fn take(&self, check: &BudgetCheck, now: k8s_openapi::jiff::Timestamp) -> Verdict {
         let name = check.budget.metadata.name.clone().unwrap_or_default();
         let key = (check.namespace.clone(), name.clone());
-        let lock = self.lock_of(&key);
+        let lock = self.written.lock_of(&key);
         let mut fresh: Option<Arc<PodUnavailableBudget>> = None;
         let mut last_conflict = String::new();
         for attempt in 0..ATTEMPTS {
@@ -141,7 +116,7 @@ impl Budgets {
             let _turn = lock.lock().await;
             let current = match fresh.take() {
                 Some(b) => b,
-                None => self.newest(&key, &check.budget),
+                None => self.written.newest(&key, &check.budget),
             };
             // The view's copy may predate our own record of this pod (its eviction, then the
             // delete that carries it out): the pod is judged on the fresh copy too.
@@ -159,10 +134,7 @@ impl Budgets {
             next.status = Some(status);
             match self.store.replace_status(&next).await {
                 Ok(written) => {
-                    self.written
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .insert(key, Arc::new(written));
+                    self.written.remember(key, written);
                     return Verdict::allow();
                 }
                 Err(WriteError::NotFound) => return Verdict::allow(),

@@ -37,6 +37,7 @@ pub mod validate_sidecarset;
 pub mod validate_statefulset;
 pub mod validate_uniteddeployment;
 pub mod validate_workloadspread;
+pub mod written;
 
 use std::sync::Arc;
 

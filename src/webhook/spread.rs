@@ -13,8 +13,7 @@
 //! the API server: the ReplicaSet between a pod and its Deployment (kruise's `isReferenceEqual`
 //! walks owners the same way) and the workload's replicas for a percentage `maxReplicas`.
 
-use std::collections::HashMap;
-use std::sync::{Arc, Mutex};
+use std::sync::Arc;
 use std::time::Duration;
 
 use k8s_openapi::api::core::v1::Pod;
@@ -88,13 +87,12 @@ pub struct Placement {
 }
 
 /// A WorkloadSpread's `(namespace, name)`.
-type Key = (String, String);
+use super::written::Written;
 
 /// The WorkloadSpread writer of one process.
 pub struct Spreads {
     store: Arc<dyn SpreadStore>,
-    locks: Mutex<HashMap<Key, Arc<tokio::sync::Mutex<()>>>>,
-    written: Mutex<HashMap<Key, Arc<WorkloadSpread>>>,
+    written: Written<WorkloadSpread>,
     retry_delay: Duration,
 }
 
@@ -112,7 +110,7 @@ impl Spreads {
 
     /// A writer pausing `retry_delay` after a conflict (tests).
     pub fn with_retry_delay(store: Arc<dyn SpreadStore>, retry_delay: Duration) -> Self {
-        Self { store, locks: Mutex::new(HashMap::new()), written: Mutex::new(HashMap::new()), retry_delay }
+        Self { store, written: Written::default(), retry_delay }
     }
 
     /// `isReferenceEqual`: the target is the pod's owner, or (walking up through the owner's
@@ -197,23 +195,6 @@ impl Spreads {
         self.write(ws, &check.pod, Some(&check.injected), check.op, now).await.map(|_| ())
     }
 
-    fn lock_of(&self, key: &Key) -> Arc<tokio::sync::Mutex<()>> {
-        let mut locks = self.locks.lock().unwrap_or_else(std::sync::PoisonError::into_inner);
-        Arc::clone(locks.entry(key.clone()).or_default())
-    }
-
-    /// `tryToGetTheLatestMatchedWS` without a refresh: the newer of the view's copy and ours.
-    fn newest(&self, key: &Key, viewed: &Arc<WorkloadSpread>) -> Arc<WorkloadSpread> {
-        let written = self.written.lock().unwrap_or_else(std::sync::PoisonError::into_inner).get(key).cloned();
-        let version = |w: &WorkloadSpread| {
-            w.metadata.resource_version.as_deref().and_then(|v| v.parse::<u64>().ok()).unwrap_or(0)
-        };
-        match written {
-            Some(w) if version(&w) >= version(viewed) => w,
-            _ => Arc::clone(viewed),
-        }
-    }
-
     /// The retry loop of `acquireSuitableSubset`: the subset and generated uid decided on the
     /// copy that was written (`None`: the WorkloadSpread is gone).
     async fn write(
@@ -227,7 +208,7 @@ impl Spreads {
         let namespace = ws.metadata.namespace.clone().unwrap_or_else(|| "default".into());
         let name = ws.metadata.name.clone().unwrap_or_default();
         let key = (namespace.clone(), name.clone());
-        let lock = self.lock_of(&key);
+        let lock = self.written.lock_of(&key);
         let replicas = if has_percent_subset(ws) { self.store.workload_replicas(ws).await? } else { 0 };
         let mut fresh: Option<Arc<WorkloadSpread>> = None;
         let mut last = String::new();
@@ -238,7 +219,7 @@ impl Spreads {
             let _turn = lock.lock().await;
             let current = match fresh.take() {
                 Some(w) => w,
-                None => self.newest(&key, ws),
+                None => self.written.newest(&key, ws),
             };
             let mut next = (*current).clone();
             let update = update_subset_for_pod(&mut next, pod, injected, op, now, replicas, new_uid);
@@ -247,10 +228,7 @@ impl Spreads {
             }
             match self.store.replace_status(&next).await {
                 Ok(written) => {
-                    self.written
-                        .lock()
-                        .unwrap_or_else(std::sync::PoisonError::into_inner)
-                        .insert(key, Arc::new(written));
+                    self.written.remember(key, written);
                     return Ok(Some((update.subset, update.generated_uid)));
                 }
                 Err(WriteError::NotFound) => return Ok(None),
