@@ -148,7 +148,7 @@ fn changes(
         secret.default_backoff().filter_map(move |r| watched(r.map(|_| ()))).boxed(),
         mutating.default_backoff().filter_map(move |r| watched(r.map(|_| ()))).boxed(),
         validating.default_backoff().filter_map(move |r| watched(r.map(|_| ()))).boxed(),
-        reports.default_backoff().filter_map(move |r| watched(r.map(|_| ()))).boxed(),
+        crate::cluster::watch_backoff::with_backoff(reports).filter_map(move |r| watched(r.map(|_| ()))).boxed(),
     ]);
     if !s.crd_groups.is_empty() {
         // Metadata only: a CRD's schema can be megabytes, its name is enough.
@@ -158,7 +158,7 @@ fn changes(
             watcher::Config::default(),
         );
         all.push(
-            crds.default_backoff()
+            crate::cluster::watch_backoff::with_backoff(crds)
                 .filter_map(move |r| {
                     let change = match r {
                         Ok(event) => crd_touched(&event, &groups).then_some(Change::Crd),

@@ -22,7 +22,6 @@ use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{ConfigMap, Namespace, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
 use kube::api::{Api, ApiResource, DynamicObject};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
@@ -201,7 +200,8 @@ impl LiveView {
     ) -> Option<ListFailed> {
         let labels = KindLabels { kind: kind.name().to_string() };
         let mut listed = false;
-        let stream = watcher::watcher(api, config).default_backoff().take_until(token.clone().cancelled_owned());
+        let stream = crate::cluster::watch_backoff::with_backoff(watcher::watcher(api, config))
+            .take_until(token.clone().cancelled_owned());
         tokio::pin!(stream);
         let mut listing: Vec<Value> = Vec::new();
         let mut listed_meta: Vec<ObjectMeta> = Vec::new();

@@ -10,6 +10,7 @@ pub mod files;
 pub mod live;
 pub mod sidecarset;
 pub mod snapshot;
+pub mod watch_backoff;
 pub mod watch_errors;
 
 use std::collections::BTreeMap;

@@ -189,8 +189,7 @@ where
         tokio::spawn(async move {
             let labels = KindLabels { kind: me.kind.into() };
             metrics.informer_watches.get_or_create(&labels).inc();
-            let stream = watcher::watcher(api, watcher::Config::default())
-                .default_backoff()
+            let stream = crate::cluster::watch_backoff::with_backoff(watcher::watcher(api, watcher::Config::default()))
                 .modify(|o| o.meta_mut().managed_fields = None)
                 .take_until(token.cancelled_owned());
             tokio::pin!(stream);

@@ -23,7 +23,6 @@ use futures::StreamExt;
 use k8s_openapi::api::core::v1::Pod;
 use kruise_cri::v1;
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::json;
 use tokio::time::Instant;
@@ -80,7 +79,7 @@ pub async fn run(
 ) {
     let api: Api<Pod> = Api::all(client.clone());
     let config = watcher::Config::default().fields(&format!("spec.nodeName={node}"));
-    let mut events = watcher::watcher(api, config).default_backoff().boxed();
+    let mut events = crate::cluster::watch_backoff::with_backoff(watcher::watcher(api, config)).boxed();
     let mut c = Controller {
         client,
         runtime,

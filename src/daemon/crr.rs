@@ -27,7 +27,6 @@ use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
 use k8s_openapi::jiff::{SignedDuration, Timestamp};
 use kruise_cri::{CONTAINER_NAME_LABEL, CriClient, RESTART_COUNT_ANNOTATION, v1};
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::json;
 use tokio::time::Instant;
@@ -159,7 +158,7 @@ fn own_key(c: &ContainerRecreateRequest) -> Key {
 pub async fn run<R: ContainerRuntime>(client: kube::Client, runtime: Arc<R>, node: String, stop: CancellationToken) {
     let api: Api<ContainerRecreateRequest> = Api::all(client.clone());
     let config = watcher::Config::default().labels(&format!("{NODE_NAME_KEY}={node},{ACTIVE_KEY}=true"));
-    let mut events = watcher::watcher(api, config).default_backoff().boxed();
+    let mut events = crate::cluster::watch_backoff::with_backoff(watcher::watcher(api, config)).boxed();
     let mut ex = Executor {
         api_client: client,
         runtime,

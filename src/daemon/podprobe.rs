@@ -22,7 +22,6 @@ use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::Timestamp;
 use kruise_cri::{CONTAINER_NAME_LABEL, v1};
 use kube::api::{Api, Patch, PatchParams};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::watcher::{self, Event};
 use serde_json::json;
 use tokio::net::TcpStream;
@@ -127,7 +126,7 @@ struct Running {
 pub async fn run<R: ProbeRuntime>(client: kube::Client, runtime: Arc<R>, node: String, stop: CancellationToken) {
     let api: Api<NodePodProbe> = Api::all(client.clone());
     let config = watcher::Config::default().fields(&format!("metadata.name={node}"));
-    let mut events = watcher::watcher(api.clone(), config).default_backoff().boxed();
+    let mut events = crate::cluster::watch_backoff::with_backoff(watcher::watcher(api.clone(), config)).boxed();
     let shared = Arc::new(Shared::default());
     let writer = tokio::spawn(write_status(api, node.clone(), Arc::clone(&shared), stop.clone()));
     let mut workers: HashMap<ProbeKey, Running> = HashMap::new();

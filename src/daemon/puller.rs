@@ -13,7 +13,6 @@ use std::time::Duration;
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::ObjectReference;
 use kube::api::{Api, PostParams};
-use kube::runtime::WatchStreamExt;
 use kube::runtime::events::{Recorder, Reporter};
 use kube::runtime::watcher::{self, Event};
 use tokio::sync::{Semaphore, mpsc};
@@ -67,7 +66,7 @@ pub async fn run<R: ImageRuntime>(
 ) {
     let api: Api<NodeImage> = Api::all(client.clone());
     let config = watcher::Config::default().fields(&format!("metadata.name={}", settings.node));
-    let mut events = watcher(api.clone(), config).default_backoff().boxed();
+    let mut events = crate::cluster::watch_backoff::with_backoff(watcher(api.clone(), config)).boxed();
     let (tx, mut rx) = mpsc::unbounded_channel::<Report>();
     let recorder = settings.events.then(|| {
         let reporter =

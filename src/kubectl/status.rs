@@ -21,7 +21,7 @@
 use futures::StreamExt;
 use k8s_openapi::jiff::Timestamp;
 use kube::Api;
-use kube::runtime::{WatchStreamExt, watcher};
+use kube::runtime::watcher;
 
 use super::cli::{KubeFlags, StatusArgs};
 use super::target::{Target, Workload, parse_one};
@@ -343,7 +343,7 @@ where
 {
     let config = watcher::Config::default().fields(&format!("metadata.name={}", target.name));
     let api: Api<K> = Api::namespaced(client.clone(), ns);
-    let mut events = std::pin::pin!(watcher(api, config).default_backoff());
+    let mut events = std::pin::pin!(crate::cluster::watch_backoff::with_backoff(watcher(api, config)));
     let mut seen = false;
     while let Some(event) = events.next().await {
         match event {
