@@ -305,10 +305,9 @@ async fn advanced_daemon_sets_update_in_place_by_partition_and_selector_and_foll
     let rolling = json!({"maxUnavailable": 1});
     sets.create(&PostParams::default(), &daemon_set("grow", "busybox:1.36", rolling, tolerate)).await.unwrap();
     let three = rolled(&sets, &pods, "grow", 3, 3).await;
-    let added =
-        kruise_testenv::Kubelet::add_node(client.clone(), ADDED_NODE, 100, &BTreeMap::new(), &[taint], None)
-            .await
-            .unwrap();
+    let added = kruise_testenv::Kubelet::add_node(client.clone(), ADDED_NODE, 100, &BTreeMap::new(), &[taint], None)
+        .await
+        .unwrap();
     let four = rolled(&sets, &pods, "grow", 4, 4).await;
     let on_added = &four[ADDED_NODE];
     assert!(ready(on_added), "{:?}", on_added.status);
