@@ -29,7 +29,7 @@ mod rollout_support;
 #[path = "node_bench/mod.rs"]
 mod node_bench;
 
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
 use kruise::apis::broadcastjob::BroadcastJob;
@@ -133,22 +133,13 @@ async fn drive(nodes: usize, parallelism: i32) {
     jobs.create(&PostParams::default(), &job).await.unwrap();
     wait(&jobs, nodes).await;
     let after = controller.sample();
-    let (peak, rss) = controller.rss_mib();
-    report("run to completion", &before, &after, started.elapsed(), nodes);
-    println!("  controller RSS: {rss:.1} MiB now, peak {peak:.1} MiB");
+    report(&controller, "run to completion", &before, &after, started.elapsed(), nodes);
     let listed: Vec<Pod> = pods.list(&ListParams::default()).await.unwrap().items;
     let per_node: std::collections::BTreeSet<String> =
         listed.iter().filter_map(|p| p.spec.as_ref().and_then(|s| s.node_name.clone())).collect();
     println!("  pods: {} on {} nodes", listed.len(), per_node.len());
 
-    let idle = controller.sample();
-    tokio::time::sleep(Duration::from_secs(30)).await;
-    let idle_after = controller.sample();
-    println!(
-        "  idle 30 s after: {:.0} reconciles, CPU {:.2}s",
-        idle_after.reconciles - idle.reconciles,
-        (idle_after.cpu - idle.cpu).as_secs_f64()
-    );
+    node_bench::idle(&mut controller).await;
     controller.stop();
     fake.abort();
     let _ = jobs.delete("warm", &Default::default()).await;

@@ -33,7 +33,7 @@ mod rollout_support;
 mod node_bench;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use k8s_openapi::api::core::v1::Pod;
 use kruise::apis::daemonset::v1beta1::DaemonSet;
@@ -134,9 +134,7 @@ async fn drive(nodes: usize, max_unavailable: String) {
     sets.create(&PostParams::default(), &ds).await.unwrap();
     wait(&sets, nodes, "every node to run a ready pod").await;
     let after = controller.sample();
-    let (peak, rss) = controller.rss_mib();
-    report("creation", &before, &after, started.elapsed(), nodes);
-    println!("  controller RSS: {rss:.1} MiB now, peak {peak:.1} MiB");
+    report(&controller, "creation", &before, &after, started.elapsed(), nodes);
     let uids: BTreeMap<String, String> = pods
         .list(&ListParams::default())
         .await
@@ -153,22 +151,13 @@ async fn drive(nodes: usize, max_unavailable: String) {
     sets.patch("agent", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
     wait(&sets, nodes, "every pod to be updated and ready").await;
     let after = controller.sample();
-    let (peak, rss) = controller.rss_mib();
-    report("in-place rollout", &before, &after, started.elapsed(), nodes);
-    println!("  controller RSS: {rss:.1} MiB now, peak {peak:.1} MiB");
+    report(&controller, "in-place rollout", &before, &after, started.elapsed(), nodes);
     let now: Vec<Pod> = pods.list(&ListParams::default()).await.unwrap().items;
     let kept =
         now.iter().filter(|p| uids.get(p.metadata.name.as_deref().unwrap_or("")) == p.metadata.uid.as_ref()).count();
     println!("  pods updated in place (same uid): {kept}/{}", now.len());
 
-    let idle = controller.sample();
-    tokio::time::sleep(Duration::from_secs(30)).await;
-    let idle_after = controller.sample();
-    println!(
-        "  idle 30 s after: {:.0} reconciles, CPU {:.2}s",
-        idle_after.reconciles - idle.reconciles,
-        (idle_after.cpu - idle.cpu).as_secs_f64()
-    );
+    node_bench::idle(&mut controller).await;
     controller.stop();
     fake.abort();
     let _ = sets.delete("agent", &Default::default()).await;

@@ -5,7 +5,7 @@
 //! fake kubelet in this process that writes the status the bench's function gives each pod of the
 //! namespace and removes pods being deleted; the wait on the workload's status; and the report of
 //! one phase (wall time, the controller's reconciles, its API writes by kind and per pod, its CPU
-//! time). The controller itself runs in a child process ([`rollout_support`](../rollout_support/mod.rs)).
+//! time and resident memory) and of 30 idle seconds after. The controller itself runs in a child process ([`rollout_support`](../rollout_support/mod.rs)).
 
 use std::future::Future;
 use std::sync::Arc;
@@ -20,7 +20,7 @@ use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use kube::runtime::watcher;
 use serde_json::{Value, json};
 
-use crate::rollout_support::Sample;
+use crate::rollout_support::{Controller, Sample};
 
 /// Nodes created (and status-patched) at once.
 const SETUP_CONCURRENCY: usize = 16;
@@ -167,8 +167,10 @@ where
     }
 }
 
-/// Prints what the controller did between `before` and `after` over `wall`, for `nodes` pods.
-pub fn report(phase: &str, before: &Sample, after: &Sample, wall: Duration, nodes: usize) {
+/// Prints what the controller did between `before` and `after` over `wall`, for `nodes` pods,
+/// and its resident memory now and at its peak.
+pub fn report(controller: &Controller, phase: &str, before: &Sample, after: &Sample, wall: Duration, nodes: usize) {
+    let (peak, rss) = controller.rss_mib();
     let secs = wall.as_secs_f64();
     let reconciles = after.reconciles - before.reconciles;
     let kinds = after.writes_since(before);
@@ -184,5 +186,18 @@ pub fn report(phase: &str, before: &Sample, after: &Sample, wall: Duration, node
         "  controller CPU: {cpu:.2}s ({:.1} ms per pod, {:.0}% of a core)",
         cpu * 1000.0 / nodes as f64,
         100.0 * cpu / secs
+    );
+    println!("  controller RSS: {rss:.1} MiB now, peak {peak:.1} MiB");
+}
+
+/// Prints the controller's reconciles and CPU time over 30 idle seconds.
+pub async fn idle(controller: &mut Controller) {
+    let idle = controller.sample();
+    tokio::time::sleep(Duration::from_secs(30)).await;
+    let idle_after = controller.sample();
+    println!(
+        "  idle 30 s after: {:.0} reconciles, CPU {:.2}s",
+        idle_after.reconciles - idle.reconciles,
+        (idle_after.cpu - idle.cpu).as_secs_f64()
     );
 }
