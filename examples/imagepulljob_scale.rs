@@ -19,7 +19,6 @@
 #[path = "rollout_support/mod.rs"]
 mod rollout_support;
 
-use std::collections::BTreeMap;
 use std::sync::Arc;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::time::{Duration, Instant};
@@ -46,25 +45,12 @@ const SETUP_CONCURRENCY: usize = 16;
 
 fn main() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--controller") {
-        if let Ok(filter) = std::env::var("RUST_LOG") {
-            tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-                .with_writer(std::io::stderr)
-                .init();
-        }
-        rollout_support::child(args[1].clone(), args[2].clone().into(), |c, s, m, shutdown| {
-            kruise::controller::imagepulljob::run_alone(c, s, m, shutdown)
-        });
+    if rollout_support::run_child(&args, kruise::controller::imagepulljob::run_alone) {
         return;
     }
     let num = |i: usize, d: usize| args.get(i).and_then(|a| a.parse().ok()).unwrap_or(d);
     let (jobs, nodes, parallelism) = (num(0, 200), num(1, 1000), num(2, 100));
-    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap().block_on(drive(
-        jobs,
-        nodes,
-        parallelism,
-    ));
+    rollout_support::block_on(drive(jobs, nodes, parallelism));
 }
 
 /// The fake daemon: every NodeImage tag behind its spec version is answered Succeeded.
@@ -290,12 +276,7 @@ fn report(
 ) {
     let secs = wall.as_secs_f64();
     let reconciles = after.reconciles - before.reconciles;
-    let kinds: BTreeMap<&str, f64> = after
-        .writes
-        .iter()
-        .map(|(k, v)| (k.as_str(), v - before.writes.get(k).copied().unwrap_or(0.0)))
-        .filter(|(_, v)| *v > 0.0)
-        .collect();
+    let kinds = after.writes_since(before);
     let cpu = (after.cpu - before.cpu).as_secs_f64();
     println!("{completed}/{jobs} jobs completed over {nodes} nodes in {secs:.1}s");
     println!(

@@ -8,6 +8,8 @@
 //!   deleted after its `ttlSecondsAfterFinished`;
 //! - a failing pod under `failurePolicy: FailFast` fails the job (phase `failed`, condition
 //!   Failed);
+//! - a node added to the running cluster gets a pod of a job under `completionPolicy: Never`
+//!   (`desired` grows to 4), and none of a job under `Always` that already completed;
 //! - invalid objects are denied by `vbroadcastjob.kb.io` with kruise's field errors, and the
 //!   mutating webhook fills the defaults.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
@@ -165,5 +167,71 @@ async fn broadcast_jobs_run_one_pod_per_node_to_completion() {
     let cond = s.conditions.last().unwrap();
     assert_eq!((cond.type_.as_str(), cond.status.as_str()), ("Failed", "True"), "{s:?}");
     assert_eq!(cond.message, "failure policy is FailurePolicyTypeFailFast and failed pod is found");
+
+    // 4. New nodes: a job under `completionPolicy: Never` picks up a node added to the running
+    // cluster (`desired` 4), a job under `Always` that already completed does not (kruise's
+    // Reconcile returns early for a finished job). Both tolerate the added node's taint, which
+    // keeps everything else off it.
+    let taint_key = "e2e-bcj.kruise.io/added";
+    let tolerate = json!([{"key": taint_key, "operator": "Exists", "effect": "NoSchedule"}]);
+    let mut keep = job("keep", "0@200", json!({"completionPolicy": {"type": "Never"}}));
+    let mut once = job("once", "0@200", json!({"completionPolicy": {"type": "Always"}}));
+    for j in [&mut keep, &mut once] {
+        j.spec.template.spec.as_mut().unwrap().tolerations = Some(serde_json::from_value(tolerate.clone()).unwrap());
+    }
+    jobs.create(&PostParams::default(), &keep).await.unwrap();
+    jobs.create(&PostParams::default(), &once).await.unwrap();
+    let counts = |j: &BroadcastJob| j.status.as_ref().map(|s| (s.desired, s.succeeded, s.active, s.failed));
+    eventually("keep: every node's pod succeeded", Duration::from_secs(120), || async {
+        let j = jobs.get("keep").await.ok()?;
+        (counts(&j) == Some((node_count, node_count, 0, 0)) && phase(&j) == "running").then_some(())
+    })
+    .await;
+    eventually("once: completed", Duration::from_secs(120), || async {
+        let j = jobs.get("once").await.ok()?;
+        (phase(&j) == "completed").then_some(())
+    })
+    .await;
+    let taint = json!({"key": taint_key, "value": ns.name(), "effect": "NoSchedule"});
+    let added = kruise_testenv::Kubelet::add_node(
+        client.clone(),
+        ADDED_NODE,
+        101,
+        &std::collections::BTreeMap::new(),
+        &[taint],
+        None,
+    )
+    .await
+    .unwrap();
+    let job_pods = |name: &'static str| {
+        let pods = pods.clone();
+        async move { pods.list(&ListParams::default().labels(&format!("app={name}"))).await.unwrap().items }
+    };
+    let grown = eventually("keep: a pod on the added node, desired 4", Duration::from_secs(180), || async {
+        let j = jobs.get("keep").await.ok()?;
+        let want = Some((node_count + 1, node_count + 1, 0, 0));
+        (counts(&j) == want && phase(&j) == "running").then_some(j)
+    })
+    .await;
+    assert!(grown.status.unwrap().conditions.is_empty(), "a Never job never finishes");
+    let kept = job_pods("keep").await;
+    let on: Vec<String> = kept.iter().filter_map(|p| p.spec.as_ref()?.node_name.clone()).collect();
+    assert_eq!(on.iter().filter(|n| *n == ADDED_NODE).count(), 1, "{on:?}");
+    assert_eq!(on.len(), nodes.len() + 1, "one pod per node: {on:?}");
+    // The node's arrival queued every job; `keep` has run a pod there since, so `once` was
+    // reconciled with the node in view too.
+    let done = jobs.get("once").await.unwrap();
+    assert_eq!(phase(&done), "completed");
+    assert_eq!(counts(&done), Some((node_count, node_count, 0, 0)), "{:?}", done.status);
+    let finished = job_pods("once").await;
+    assert_eq!(finished.len(), nodes.len(), "no pod for the completed job on the added node");
+    assert!(finished.iter().all(|p| p.spec.as_ref().unwrap().node_name.as_deref() != Some(ADDED_NODE)));
+    added.remove().await.unwrap();
+    kruise_testenv::kubelet::nodes::collect_orphans(&client, ADDED_NODE).await.unwrap();
+    jobs.delete("keep", &Default::default()).await.unwrap();
+    jobs.delete("once", &Default::default()).await.unwrap();
     drop(kruise);
 }
+
+/// The node scenario 4 adds to the running cluster.
+const ADDED_NODE: &str = "kruise-node-added-bcj";

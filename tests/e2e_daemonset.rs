@@ -7,11 +7,15 @@
 //!   restarted containers) and leaves 1 at the old image; the status counts 2 updated;
 //! - `rollingUpdate.selector` naming one node: only that node's pod is updated; without the
 //!   selector the others follow;
-//! - a node that becomes eligible later (a label the set's `nodeSelector` asks for; the test
-//!   cluster cannot add nodes) gets its pod, and loses it when it is no longer eligible;
+//! - a node that becomes eligible later (a label the set's `nodeSelector` asks for) gets its pod,
+//!   and loses it when it is no longer eligible;
 //! - image pre-download (the manager runs with gate `PreDownloadImageForDaemonSetUpdate`): an
 //!   image change of a set updated in two batches creates exactly one ImagePullJob with the new
-//!   image and the parallelism annotation's value, deleted once the rollout completes.
+//!   image and the parallelism annotation's value, deleted once the rollout completes;
+//! - a fourth node added to the running cluster (`Kubelet::add_node`) gets exactly one pod,
+//!   running and ready, and the status counts 4; once the node is removed the status counts 3
+//!   again, and the pod left there (kruise, as upstream, leaves it to the pod garbage collector)
+//!   goes when it is collected.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
@@ -292,5 +296,55 @@ async fn advanced_daemon_sets_update_in_place_by_partition_and_selector_and_foll
     poll("the job deleted", || async { owned_jobs().await.is_empty().then_some(()) }).await;
     sets.delete("predl", &Default::default()).await.unwrap();
 
+    // 5. A node added to the running cluster gets exactly one pod, running and ready; removed,
+    // the status counts 3 again and its pod goes once the pod garbage collector's work is done.
+    // The node's taint keeps every other set off it.
+    let taint_key = "e2e-ads.kruise.io/added";
+    let taint = json!({"key": taint_key, "value": ns.name(), "effect": "NoSchedule"});
+    let tolerate = json!({"tolerations": [{"key": taint_key, "operator": "Exists", "effect": "NoSchedule"}]});
+    let rolling = json!({"maxUnavailable": 1});
+    sets.create(&PostParams::default(), &daemon_set("grow", "busybox:1.36", rolling, tolerate)).await.unwrap();
+    let three = rolled(&sets, &pods, "grow", 3, 3).await;
+    let added = kruise_testenv::Kubelet::add_node(client.clone(), ADDED_NODE, 100, &BTreeMap::new(), &[taint], None)
+        .await
+        .unwrap();
+    let four = rolled(&sets, &pods, "grow", 4, 4).await;
+    let on_added = &four[ADDED_NODE];
+    assert!(ready(on_added), "{:?}", on_added.status);
+    for (node, p) in &three {
+        assert_eq!(four[node].metadata.uid, p.metadata.uid, "the pod of {node} stays");
+    }
+    let status = sets.get("grow").await.unwrap().status.unwrap();
+    assert_eq!(status.number_available, 4, "{status:?}");
+    let on_node = |all: Vec<Pod>| all.into_iter().filter(|p| node_of(p) == ADDED_NODE).count();
+    let listed = pods.list(&ListParams::default().labels("app=grow")).await.unwrap().items;
+    assert_eq!(on_node(listed), 1, "exactly one pod on {ADDED_NODE}");
+    let orphan = on_added.metadata.name.clone().unwrap();
+    added.remove().await.unwrap();
+    // The node gone, the status counts 3 at once; the pod bound to it is left to the pod
+    // garbage collector (kruise's manage deletes only unscheduled pods of absent nodes).
+    poll("grow: the status counts 3 once the node is gone", || async {
+        let s = sets.get("grow").await.ok()?.status?;
+        (s.desired_number_scheduled == 3 && s.current_number_scheduled == 3 && s.number_ready == 3).then_some(())
+    })
+    .await;
+    let left = pods.get(&orphan).await.unwrap();
+    assert!(left.metadata.deletion_timestamp.is_none(), "kruise leaves the pod of a gone node to the pod GC");
+    let collected = kruise_testenv::kubelet::nodes::collect_orphans(&client, ADDED_NODE).await.unwrap();
+    assert_eq!(collected, 1, "the one pod of {ADDED_NODE}");
+    poll("the pod of the removed node deleted", || async {
+        matches!(pods.get_opt(&orphan).await, Ok(None)).then_some(())
+    })
+    .await;
+    let back = rolled(&sets, &pods, "grow", 3, 3).await;
+    assert!(!back.contains_key(ADDED_NODE));
+    for (node, p) in &three {
+        assert_eq!(back[node].metadata.uid, p.metadata.uid, "the pod of {node} stays");
+    }
+    sets.delete("grow", &Default::default()).await.unwrap();
+
     drop(kruise);
 }
+
+/// The node scenario 5 adds to the running cluster.
+const ADDED_NODE: &str = "kruise-node-added-ads";

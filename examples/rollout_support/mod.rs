@@ -47,14 +47,35 @@ pub trait Bench {
     fn status(client: &kube::Client, ns: &str) -> impl Future<Output = Option<Value>>;
 }
 
-/// The child: runs the controller in `namespace` until stdin closes; every line read on stdin is
-/// answered with the metrics text and [`END`].
-fn controller<B: Bench>(namespace: String, kubeconfig: std::path::PathBuf) {
-    child(namespace, kubeconfig, |c, s, m, shutdown| B::run(c, s, m, shutdown));
+/// The example's entry as the controller child: with `--controller NAMESPACE KUBECONFIG` as its
+/// arguments it runs [`child`] with `run` (logging to stderr under `RUST_LOG`) and returns true;
+/// otherwise it returns false and the example drives.
+pub fn run_child<F, Fut>(args: &[String], run: F) -> bool
+where
+    F: FnOnce(kube::Client, Settings, Metrics, futures::future::BoxFuture<'static, ()>) -> Fut,
+    Fut: Future<Output = ()>,
+{
+    if args.first().map(String::as_str) != Some("--controller") {
+        return false;
+    }
+    if let Ok(filter) = std::env::var("RUST_LOG") {
+        tracing_subscriber::fmt()
+            .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
+            .with_writer(std::io::stderr)
+            .init();
+    }
+    child(args[1].clone(), args[2].clone().into(), run);
+    true
 }
 
-/// The child of [`controller`] for any set of controllers: `run(client, settings, metrics,
-/// shutdown)` with the settings of `namespace` (`imagepulljob_scale` runs the image controllers).
+/// Runs the driver `f` on a runtime of two worker threads.
+pub fn block_on<F: Future>(f: F) -> F::Output {
+    tokio::runtime::Builder::new_multi_thread().worker_threads(2).enable_all().build().unwrap().block_on(f)
+}
+
+/// The child: runs controllers (`run(client, settings, metrics, shutdown)`, with the settings
+/// of `namespace`) until stdin closes; every line read on stdin is answered with the metrics text
+/// and [`END`].
 pub fn child<F, Fut>(namespace: String, kubeconfig: std::path::PathBuf, run: F)
 where
     F: FnOnce(kube::Client, Settings, Metrics, futures::future::BoxFuture<'static, ()>) -> Fut,
@@ -182,6 +203,17 @@ pub struct Sample {
     pub reconcile_seconds: f64,
 }
 
+impl Sample {
+    /// The writes by kind made between `before` and this sample (kinds without any left out).
+    pub fn writes_since(&self, before: &Sample) -> BTreeMap<&str, f64> {
+        self.writes
+            .iter()
+            .map(|(k, v)| (k.as_str(), v - before.writes.get(k).copied().unwrap_or(0.0)))
+            .filter(|(_, v)| *v > 0.0)
+            .collect()
+    }
+}
+
 fn count(status: &Value, field: &str) -> i64 {
     status[field].as_i64().unwrap_or(0)
 }
@@ -201,24 +233,12 @@ async fn wait_status<B: Bench>(client: &kube::Client, ns: &str, what: &str, chec
 /// given (default 100).
 pub fn main<B: Bench>() {
     let args: Vec<String> = std::env::args().skip(1).collect();
-    if args.first().map(String::as_str) == Some("--controller") {
-        if let Ok(filter) = std::env::var("RUST_LOG") {
-            tracing_subscriber::fmt()
-                .with_env_filter(tracing_subscriber::EnvFilter::new(filter))
-                .with_writer(std::io::stderr)
-                .init();
-        }
-        controller::<B>(args[1].clone(), args[2].clone().into());
+    if run_child(&args, |c, s, m, shutdown| B::run(c, s, m, shutdown)) {
         return;
     }
     let sizes: Vec<i32> = args.iter().filter_map(|a| a.parse().ok()).collect();
     let sizes = if sizes.is_empty() { vec![100] } else { sizes };
-    tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(2)
-        .enable_all()
-        .build()
-        .unwrap()
-        .block_on(drive::<B>(sizes));
+    block_on(drive::<B>(sizes));
 }
 
 async fn drive<B: Bench>(sizes: Vec<i32>) {
@@ -256,12 +276,7 @@ async fn drive<B: Bench>(sizes: Vec<i32>) {
         let listed = pods.list(&ListParams::default()).await.unwrap().items.len();
         assert_eq!(listed, n as usize, "an in-place rollout keeps the pods");
         let per_pod = f64::from(n);
-        let kinds: BTreeMap<&str, f64> = after
-            .writes
-            .iter()
-            .map(|(k, v)| (k.as_str(), v - before.writes.get(k).copied().unwrap_or(0.0)))
-            .filter(|(_, v)| *v > 0.0)
-            .collect();
+        let kinds = after.writes_since(&before);
         let total: f64 = kinds.values().sum();
         let reconciles = after.reconciles - before.reconciles;
         println!(

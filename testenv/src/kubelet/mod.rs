@@ -241,8 +241,9 @@ impl AddedNode {
         &self.kubelet
     }
 
-    /// Stops its kubelet and deletes the Node object and its Lease (the pods bound to it are
-    /// left to the pod garbage collector, as on a real cluster).
+    /// Stops its kubelet and deletes the Node object and its Lease. The pods bound to it stay, as
+    /// on a real cluster until its pod garbage collector deletes them: the test control plane runs
+    /// none, [`nodes::collect_orphans`] does what it does.
     pub async fn remove(mut self) -> Result<(), crate::Error> {
         self.stop();
         let name = self.name().to_string();

@@ -1,13 +1,14 @@
 //! The simulated nodes: Node objects with capacity, labels (hostname, zone) and addresses, their
 //! Ready condition, and the Lease heartbeat the node-lifecycle controller watches. The
 //! `node.kubernetes.io/not-ready` taint that admission puts on new nodes is lifted by the real
-//! node-lifecycle controller once the node reports Ready.
+//! node-lifecycle controller once the node reports Ready. The pods of a node removed from the
+//! cluster are collected as the pod garbage collector would ([`collect_orphans`]).
 
 use crate::Error;
 use jiff::Timestamp;
 use k8s_openapi::api::coordination::v1::Lease;
-use k8s_openapi::api::core::v1::Node;
-use kube::api::{Api, Patch, PatchParams};
+use k8s_openapi::api::core::v1::{Node, Pod};
+use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, Preconditions};
 use serde_json::json;
 use std::sync::Arc;
 use std::time::Duration;
@@ -202,6 +203,51 @@ pub async fn wait_schedulable(client: &kube::Client, nodes: &[NodeInfo], timeout
         }
         tokio::time::sleep(Duration::from_millis(200)).await;
     }
+}
+
+/// What the pod garbage collector does to the pods bound to node `name` once the node no longer
+/// exists (`gcOrphaned`): each pod not yet terminal is marked `Failed` with a `DisruptionTarget`
+/// condition (reason `DeletionByPodGC`), then deleted with grace period 0 (its uid as
+/// precondition). The test control plane runs no pod garbage collector — benchmarks bind pods to
+/// a node that does not exist on purpose — so a test that removes a node
+/// ([`super::AddedNode::remove`]) calls this where a real cluster's collector acts (40 s to a
+/// minute after the node goes). Does nothing while the node exists; returns how many pods it
+/// deleted.
+pub async fn collect_orphans(client: &kube::Client, name: &str) -> Result<usize, Error> {
+    if Api::<Node>::all(client.clone()).get_opt(name).await?.is_some() {
+        return Ok(0);
+    }
+    let all: Api<Pod> = Api::all(client.clone());
+    let bound = all.list(&ListParams::default().fields(&format!("spec.nodeName={name}"))).await?;
+    let mut deleted = 0;
+    for pod in bound.items {
+        let (Some(ns), Some(pod_name)) = (pod.metadata.namespace.as_deref(), pod.metadata.name.as_deref()) else {
+            continue;
+        };
+        let api: Api<Pod> = Api::namespaced(client.clone(), ns);
+        let phase = pod.status.as_ref().and_then(|s| s.phase.as_deref()).unwrap_or("");
+        if phase != "Succeeded" && phase != "Failed" {
+            let status = json!({"status": {"phase": "Failed", "conditions": [{
+                "type": "DisruptionTarget", "status": "True", "reason": "DeletionByPodGC",
+                "message": "PodGC: node no longer exists", "lastTransitionTime": now_string()}]}});
+            match api.patch_status(pod_name, &PatchParams::default(), &Patch::Strategic(&status)).await {
+                Ok(_) => {}
+                Err(kube::Error::Api(s)) if s.code == 404 => continue,
+                Err(e) => return Err(e.into()),
+            }
+        }
+        let dp = DeleteParams {
+            grace_period_seconds: Some(0),
+            preconditions: Some(Preconditions { uid: pod.metadata.uid.clone(), resource_version: None }),
+            ..Default::default()
+        };
+        match api.delete(pod_name, &dp).await {
+            Ok(_) => deleted += 1,
+            Err(kube::Error::Api(s)) if s.code == 404 || s.code == 409 => {}
+            Err(e) => return Err(e.into()),
+        }
+    }
+    Ok(deleted)
 }
 
 fn now_string() -> String {
