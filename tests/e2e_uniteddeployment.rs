@@ -25,6 +25,7 @@ use e2e_common::{Kruise, NAMESPACE, cluster, eventually, install, manager_kubeco
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise::apis::CloneSet;
 use kruise::apis::uniteddeployment::UnitedDeployment;
+use kruise_testenv::eventually_ok;
 use kruise_testenv::{Share, WriteFault};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
@@ -90,7 +91,7 @@ async fn settled(
     image: &str,
     what: &str,
 ) -> BTreeMap<String, Vec<(String, String, bool)>> {
-    eventually(what, Duration::from_secs(300), || async {
+    eventually_ok(what, Duration::from_secs(300), || async {
         let by = pods_by_subset(pods).await;
         let total: usize = by.values().map(Vec::len).sum();
         let ok = want.iter().all(|(subset, n)| {
@@ -102,7 +103,8 @@ async fn settled(
                     })
             })
         });
-        (ok && total == want.iter().map(|w| w.1).sum::<usize>()).then_some(by)
+        // The pods seen, by subset (node, image, ready), say what the wait was stuck on.
+        if ok && total == want.iter().map(|w| w.1).sum::<usize>() { Ok(by) } else { Err(format!("{by:?}")) }
     })
     .await
 }

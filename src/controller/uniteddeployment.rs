@@ -306,16 +306,17 @@ impl Context {
     /// The workloads of every subset kind in `ns` controlled by the UnitedDeployment `uid`
     /// (oldest first), each with its pods.
     fn owned_workloads(&self, ns: &str, uid: &str) -> Vec<Existing> {
-        fn owned<K>(
-            informer: &Informer<K>,
-            ns: &str,
-            uid: &str,
-            wrap: fn(K) -> Workload,
-        ) -> Vec<Workload>
+        fn owned<K>(informer: &Informer<K>, ns: &str, uid: &str, wrap: fn(K) -> Workload) -> Vec<Workload>
         where
             K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
         {
-            informer.index().get(ns).into_iter().filter(|w| owned_by(w.meta(), uid)).map(|w| wrap((*w).clone())).collect()
+            informer
+                .index()
+                .get(ns)
+                .into_iter()
+                .filter(|w| owned_by(w.meta(), uid))
+                .map(|w| wrap((*w).clone()))
+                .collect()
         }
         let i = &self.informers;
         let mut workloads = owned(&i.clonesets, ns, uid, Workload::CloneSet);
@@ -406,7 +407,13 @@ async fn act(ctx: &Context, key: &str, ns: &str, action: &Action) -> Result<(), 
     match action {
         Action::Delete { kind, name, uid, reason } => {
             ctx.count("deleteSubset");
-            tracing::info!(uniteddeployment = key, kind = kind.name(), workload = name.as_str(), reason, "deleting a subset");
+            tracing::info!(
+                uniteddeployment = key,
+                kind = kind.name(),
+                workload = name.as_str(),
+                reason,
+                "deleting a subset"
+            );
             let sent = match kind {
                 SubsetKind::CloneSet => delete_one::<CloneSet>(client, ns, name, uid).await,
                 SubsetKind::AdvancedStatefulSet => delete_one::<AdvancedStatefulSet>(client, ns, name, uid).await,
@@ -442,7 +449,12 @@ async fn act(ctx: &Context, key: &str, ns: &str, action: &Action) -> Result<(), 
         }
         Action::DeletePod { subset, name, uid } => {
             ctx.count("deleteStuckPod");
-            tracing::info!(uniteddeployment = key, subset = subset.as_str(), pod = name.as_str(), "deleting a stuck pod");
+            tracing::info!(
+                uniteddeployment = key,
+                subset = subset.as_str(),
+                pod = name.as_str(),
+                "deleting a stuck pod"
+            );
             delete_one::<Pod>(client, ns, name, uid)
                 .await
                 .map_err(ReconcileError::api_err(format!("delete the stuck pod {ns}/{name}")))

@@ -23,7 +23,9 @@
 //! (kubernetes/kubernetes#67250): after each update kruise deletes the pods at or above the
 //! partition that are not at the revision and not ready ([`stuck_pods`]).
 
-use k8s_openapi::api::apps::v1::{Deployment, RollingUpdateStatefulSetStrategy, StatefulSet, StatefulSetUpdateStrategy};
+use k8s_openapi::api::apps::v1::{
+    Deployment, RollingUpdateStatefulSetStrategy, StatefulSet, StatefulSetUpdateStrategy,
+};
 use k8s_openapi::api::core::v1::{Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{LabelSelector, ObjectMeta};
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
@@ -34,7 +36,7 @@ use super::subsets::{
 };
 use crate::apis::CloneSet;
 use crate::apis::statefulset::v1beta1::StatefulSet as AdvancedStatefulSet;
-use crate::apis::statefulset::{ON_DELETE, RollingUpdateStatefulSetStrategy as AdvancedRollingUpdate, ROLLING_UPDATE};
+use crate::apis::statefulset::{ON_DELETE, ROLLING_UPDATE, RollingUpdateStatefulSetStrategy as AdvancedRollingUpdate};
 use crate::apis::uniteddeployment::{Subset, UnitedDeployment};
 use crate::core::pods;
 
@@ -171,7 +173,8 @@ impl Workload {
     /// `GetSpecPartition` (0 where kruise returns nil): see the module table. `pods` are the
     /// workload's pods (an OnDelete StatefulSet's partition is counted from them).
     pub fn spec_partition(&self, pods: &[Pod]) -> i32 {
-        let on_delete = |revision: &str| pods.iter().filter(|p| pods::label(p, REVISION_LABEL) != Some(revision)).count();
+        let on_delete =
+            |revision: &str| pods.iter().filter(|p| pods::label(p, REVISION_LABEL) != Some(revision)).count();
         match self {
             Workload::CloneSet(w) => match &w.spec.update_strategy.partition {
                 Some(IntOrString::Int(p)) => *p,
@@ -267,8 +270,11 @@ impl Workload {
                 w.spec.selector = Some(selector);
                 w.spec.replicas = Some(replicas);
                 if rolling(template.spec.update_strategy.type_.as_str()) {
-                    w.spec.update_strategy.rolling_update.get_or_insert_with(AdvancedRollingUpdate::default).partition =
-                        Some(partition);
+                    w.spec
+                        .update_strategy
+                        .rolling_update
+                        .get_or_insert_with(AdvancedRollingUpdate::default)
+                        .partition = Some(partition);
                 }
                 Ok(&template.metadata)
             }

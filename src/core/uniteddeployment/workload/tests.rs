@@ -5,8 +5,8 @@
 use super::*;
 use crate::core::uniteddeployment::subsets::{Action, Existing, plan};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
-use std::collections::BTreeMap;
 use serde_json::{Value, json};
+use std::collections::BTreeMap;
 
 const KINDS: [(&str, SubsetKind); 4] = [
     ("statefulSetTemplate", SubsetKind::StatefulSet),
@@ -48,8 +48,10 @@ fn pod(name: &str, revision: Option<&str>, ready: bool) -> Pod {
     if let Some(r) = revision {
         labels.insert(REVISION_LABEL.into(), json!(r));
     }
-    serde_json::from_value(json!({"metadata": {"name": name, "namespace": "ns", "uid": format!("{name}-uid"), "labels": labels},
-        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}}))
+    serde_json::from_value(
+        json!({"metadata": {"name": name, "namespace": "ns", "uid": format!("{name}-uid"), "labels": labels},
+        "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if ready {"True"} else {"False"}}]}}),
+    )
     .unwrap()
 }
 
@@ -327,9 +329,8 @@ fn manual_partitions_per_kind() {
 #[test]
 fn a_deployment_is_not_rewritten_for_its_partition() {
     let mut u = ud("deploymentTemplate", "nginx:1.0", json!({}));
-    u.spec.update_strategy.manual_update = Some(crate::apis::uniteddeployment::ManualUpdate {
-        partitions: [("subset-a".to_string(), 2)].into(),
-    });
+    u.spec.update_strategy.manual_update =
+        Some(crate::apis::uniteddeployment::ManualUpdate { partitions: [("subset-a".to_string(), 2)].into() });
     let sets = [
         existing(&u, "subset-a", "r1", 5, pods_at("a", "r1", 5)),
         existing(&u, "subset-b", "r1", 5, pods_at("b", "r1", 5)),
