@@ -25,8 +25,7 @@ use e2e_common::{Kruise, NAMESPACE, cluster, eventually, install, manager_kubeco
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise::apis::CloneSet;
 use kruise::apis::uniteddeployment::UnitedDeployment;
-use kruise_testenv::eventually_ok;
-use kruise_testenv::{Share, WriteFault};
+use kruise_testenv::{Share, WriteFault, eventually_ok};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
