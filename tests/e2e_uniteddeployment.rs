@@ -13,7 +13,11 @@
 //!   subsets out and the status promotes the new revision;
 //! - the scale subresource scales it to 8, zone-b taking the 2 more;
 //! - adaptive scheduling: a subset whose pods cannot be scheduled has its replicas moved to the
-//!   other subset.
+//!   other subset;
+//! - the other three template kinds over the same two zones: Advanced StatefulSets (kruise's own
+//!   controller; a new image rolls both out), Deployments (the control plane's deployment and
+//!   replicaset controllers) and apps/v1 StatefulSets (its statefulset controller), 4 and 2 pods
+//!   each on their zone's nodes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
