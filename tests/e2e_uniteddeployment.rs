@@ -13,7 +13,11 @@
 //!   subsets out and the status promotes the new revision;
 //! - the scale subresource scales it to 8, zone-b taking the 2 more;
 //! - adaptive scheduling: a subset whose pods cannot be scheduled has its replicas moved to the
-//!   other subset.
+//!   other subset;
+//! - the other three template kinds over the same two zones: Advanced StatefulSets (kruise's own
+//!   controller; a new image rolls both out), Deployments (the control plane's deployment and
+//!   replicaset controllers) and apps/v1 StatefulSets (its statefulset controller), 4 and 2 pods
+//!   each on their zone's nodes.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
@@ -25,24 +29,35 @@ use e2e_common::{Kruise, NAMESPACE, cluster, eventually, install, manager_kubeco
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise::apis::CloneSet;
 use kruise::apis::uniteddeployment::UnitedDeployment;
-use kruise_testenv::{Share, WriteFault};
+use kruise_testenv::{Share, WriteFault, eventually_ok};
 use kube::api::{Api, ListParams, Patch, PatchParams, PostParams};
 use serde_json::{Value, json};
 
 const SUBSET_LABEL: &str = "apps.kruise.io/subset-name";
 
 fn ud(zone_key: &str, replicas_a: Value, image: &str) -> UnitedDeployment {
+    ud_of("cloneSetTemplate", json!({}), zone_key, replicas_a, image)
+}
+
+/// A UnitedDeployment of 6 over zone-a (`replicas_a`) and zone-b (the rest) whose template is
+/// `template_key` (`cloneSetTemplate`, `advancedStatefulSetTemplate`, `statefulSetTemplate`,
+/// `deploymentTemplate`), its workload spec the selector, the pod template and `extra`.
+fn ud_of(template_key: &str, extra: Value, zone_key: &str, replicas_a: Value, image: &str) -> UnitedDeployment {
+    let mut spec = json!({
+        "selector": {"matchLabels": {"app": "web"}},
+        "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+            "terminationGracePeriodSeconds": 0,
+            "containers": [{"name": "main", "image": image}]}}});
+    for (k, v) in extra.as_object().cloned().unwrap_or_default() {
+        spec[k] = v;
+    }
     serde_json::from_value(json!({
         "apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
         "metadata": {"name": "web"},
         "spec": {
             "replicas": 6,
             "selector": {"matchLabels": {"app": "web"}},
-            "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "web"}}, "spec": {
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
-                    "terminationGracePeriodSeconds": 0,
-                    "containers": [{"name": "main", "image": image}]}}}}},
+            "template": {template_key: {"metadata": {"labels": {"app": "web"}}, "spec": spec}},
             "topology": {"subsets": [
                 {"name": "zone-a", "replicas": replicas_a,
                  "nodeSelectorTerm": {"matchExpressions": [{"key": zone_key, "operator": "In", "values": ["a"]}]}},
@@ -79,7 +94,7 @@ async fn settled(
     image: &str,
     what: &str,
 ) -> BTreeMap<String, Vec<(String, String, bool)>> {
-    eventually(what, Duration::from_secs(300), || async {
+    eventually_ok(what, Duration::from_secs(300), || async {
         let by = pods_by_subset(pods).await;
         let total: usize = by.values().map(Vec::len).sum();
         let ok = want.iter().all(|(subset, n)| {
@@ -91,7 +106,8 @@ async fn settled(
                     })
             })
         });
-        (ok && total == want.iter().map(|w| w.1).sum::<usize>()).then_some(by)
+        // The pods seen, by subset (node, image, ready), say what the wait was stuck on.
+        if ok && total == want.iter().map(|w| w.1).sum::<usize>() { Ok(by) } else { Err(format!("{by:?}")) }
     })
     .await
 }
@@ -311,5 +327,194 @@ async fn adaptive_scheduling_moves_replicas_off_a_subset_that_cannot_schedule() 
     let replicas: BTreeMap<String, Option<i32>> =
         sets.iter().map(|s| (s.metadata.labels.as_ref().unwrap()[SUBSET_LABEL].clone(), s.spec.replicas)).collect();
     assert_eq!(replicas, [("anywhere".to_string(), Some(4)), ("nowhere".to_string(), Some(0))].into());
+    drop(kruise);
+}
+
+/// What [`two_zones`] sets up; the proxy lives as long as the test (kruise talks through it).
+struct Zones {
+    kruise: Kruise,
+    _proxy: kruise_testenv::FaultProxy,
+    client: kube::Client,
+    zone_key: String,
+    nodes: Vec<String>,
+    zones: BTreeMap<String, String>,
+}
+
+/// A `kruise serve` of its own on `ns` (its webhooks registered) and the simulated nodes split
+/// into zones `a` and `b` under a label key of `ns`'s own.
+async fn two_zones(ns: &str, certs: &std::path::Path) -> Zones {
+    let c = cluster();
+    manager_kubeconfig(certs).await;
+    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
+    let proxy = c.fault_proxy_as(&token).await.unwrap();
+    let kruise = Kruise::start(certs, proxy.kubeconfig(), &["--namespace", ns]);
+    install(&[&kruise]).await;
+    let ca = std::fs::read(certs.join("ca.crt")).unwrap();
+    let client = c.client().await.unwrap();
+    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+    let zone_key = format!("e2e.kruise.io/{ns}");
+    let nodes_api: Api<Node> = Api::all(client.clone());
+    let mut nodes: Vec<String> = nodes_api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    nodes.sort();
+    assert!(nodes.len() >= 2, "{nodes:?}");
+    let mut zones = BTreeMap::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let zone = if i < nodes.len() / 2 { "a" } else { "b" };
+        let patch = json!({"metadata": {"labels": {zone_key.clone(): zone}}});
+        nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+        zones.insert(node.clone(), zone.to_string());
+    }
+    Zones { kruise, _proxy: proxy, client, zone_key, nodes, zones }
+}
+
+async fn unlabel(client: &kube::Client, zone_key: &str, nodes: &[String]) {
+    let nodes_api: Api<Node> = Api::all(client.clone());
+    for node in nodes {
+        let patch = json!({"metadata": {"labels": {zone_key: null}}});
+        let _ = nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await;
+    }
+}
+
+/// The workloads of `K` in the namespace by subset: (name, spec replicas, controller uid).
+async fn subset_workloads<K>(api: &Api<K>) -> BTreeMap<String, (String, Option<i32>, String)>
+where
+    K: kube::Resource + Clone + serde::de::DeserializeOwned + std::fmt::Debug + serde::Serialize,
+{
+    let mut out = BTreeMap::new();
+    for w in api.list(&ListParams::default()).await.unwrap().items {
+        let v = serde_json::to_value(&w).unwrap();
+        let subset = v["metadata"]["labels"][SUBSET_LABEL].as_str().unwrap_or_default().to_string();
+        let owner = v["metadata"]["ownerReferences"]
+            .as_array()
+            .and_then(|refs| refs.iter().find(|r| r["controller"] == true && r["kind"] == "UnitedDeployment"))
+            .and_then(|r| r["uid"].as_str())
+            .unwrap_or_default()
+            .to_string();
+        let replicas = v["spec"]["replicas"].as_i64().map(|r| r as i32);
+        out.insert(subset, (v["metadata"]["name"].as_str().unwrap_or_default().to_string(), replicas, owner));
+    }
+    out
+}
+
+fn assert_subsets(by: &BTreeMap<String, (String, Option<i32>, String)>, uid: &str, what: &str) {
+    assert_eq!(by.len(), 2, "{what}: one per subset: {by:?}");
+    for (subset, (name, replicas, owner)) in by {
+        assert!(name.starts_with(&format!("web-{subset}-")), "{what}: {name}");
+        assert_eq!(owner, uid, "{what}: {name} is controlled by the UnitedDeployment");
+        assert_eq!(*replicas, Some(if subset == "zone-a" { 4 } else { 2 }), "{what}: {name}");
+    }
+}
+
+/// Issue 34: a UnitedDeployment of 6 with an `advancedStatefulSetTemplate` creates two Advanced
+/// StatefulSets (zone-a 4, zone-b 2) run by kruise's own StatefulSet controller, each pod on a
+/// node of its zone; a new image rolls both out and the status promotes the new revision.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn advanced_statefulset_subsets_spread_over_two_zones_and_roll_out() {
+    use kruise::apis::statefulset::v1beta1::StatefulSet as AdvancedStatefulSet;
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let ns = cluster().namespace("e2e-ud-asts").await.unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    let Zones { kruise, _proxy, client, zone_key, nodes, zones } = two_zones(ns.name(), certs.path()).await;
+    let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let sets: Api<AdvancedStatefulSet> = Api::namespaced(client.clone(), ns.name());
+    let extra = json!({"podManagementPolicy": "Parallel"});
+    let ud = ud_of("advancedStatefulSetTemplate", extra, &zone_key, json!(4), "nginx:1.25");
+    let created = eventually("the UnitedDeployment created", Duration::from_secs(60), || async {
+        uds.create(&PostParams::default(), &ud).await.ok()
+    })
+    .await;
+    let uid = created.metadata.uid.clone().unwrap();
+    settled(&pods, &zones, &[("zone-a", 4), ("zone-b", 2)], "nginx:1.25", "4 pods in zone-a and 2 in zone-b").await;
+    assert_subsets(&subset_workloads(&sets).await, &uid, "Advanced StatefulSets");
+    let first = eventually("the status to count 6 ready", Duration::from_secs(120), || async {
+        let s = uds.get("web").await.ok()?.status?;
+        (s.replicas == 6 && s.ready_replicas == 6 && s.updated_ready_replicas == 6).then_some(s.current_revision)
+    })
+    .await;
+
+    let patch = json!({"spec": {"template": {"advancedStatefulSetTemplate": {"spec": {"template": {"spec": {
+        "containers": [{"name": "main", "image": "nginx:1.26"}]}}}}}}});
+    uds.patch("web", &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+    settled(&pods, &zones, &[("zone-a", 4), ("zone-b", 2)], "nginx:1.26", "both subsets rolled out").await;
+    let status = eventually("the new revision promoted", Duration::from_secs(120), || async {
+        let s = uds.get("web").await.ok()?.status?;
+        let updated = s.update_status.as_ref()?.updated_revision.clone();
+        (updated != first && s.current_revision == updated && s.updated_ready_replicas == 6 && s.replicas == 6)
+            .then_some(s)
+    })
+    .await;
+    assert_eq!(status.subset_replicas, [("zone-a".to_string(), 4), ("zone-b".to_string(), 2)].into());
+    assert_subsets(&subset_workloads(&sets).await, &uid, "Advanced StatefulSets after the rollout");
+    unlabel(&client, &zone_key, &nodes).await;
+    drop(kruise);
+}
+
+/// Issue 34: a UnitedDeployment of 6 with a `deploymentTemplate` creates two Deployments (zone-a
+/// 4, zone-b 2) that the control plane's deployment and replicaset controllers run, each pod on a
+/// node of its zone, and counts their 6 ready pods.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn deployment_subsets_spread_over_two_zones() {
+    use k8s_openapi::api::apps::v1::Deployment;
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let ns = cluster().namespace("e2e-ud-deploy").await.unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    let Zones { kruise, _proxy, client, zone_key, nodes, zones } = two_zones(ns.name(), certs.path()).await;
+    let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns.name());
+    let ud = ud_of("deploymentTemplate", json!({}), &zone_key, json!(4), "nginx:1.25");
+    let created = eventually("the UnitedDeployment created", Duration::from_secs(60), || async {
+        uds.create(&PostParams::default(), &ud).await.ok()
+    })
+    .await;
+    let uid = created.metadata.uid.clone().unwrap();
+    settled(&pods, &zones, &[("zone-a", 4), ("zone-b", 2)], "nginx:1.25", "4 pods in zone-a and 2 in zone-b").await;
+    assert_subsets(&subset_workloads(&deployments).await, &uid, "Deployments");
+    let status = eventually("the status to count 6 ready", Duration::from_secs(120), || async {
+        let s = uds.get("web").await.ok()?.status?;
+        (s.replicas == 6 && s.ready_replicas == 6 && s.updated_ready_replicas == 6).then_some(s)
+    })
+    .await;
+    assert_eq!(status.subset_replicas, [("zone-a".to_string(), 4), ("zone-b".to_string(), 2)].into());
+    unlabel(&client, &zone_key, &nodes).await;
+    drop(kruise);
+}
+
+/// Issue 34: a UnitedDeployment of 6 with a `statefulSetTemplate` creates two apps/v1
+/// StatefulSets (zone-a 4, zone-b 2) that the control plane's statefulset controller runs, each
+/// pod on a node of its zone.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statefulset_subsets_spread_over_two_zones() {
+    use k8s_openapi::api::apps::v1::StatefulSet;
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let ns = cluster().namespace("e2e-ud-sts").await.unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    let Zones { kruise, _proxy, client, zone_key, nodes, zones } = two_zones(ns.name(), certs.path()).await;
+    let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), ns.name());
+    let extra = json!({"podManagementPolicy": "Parallel", "serviceName": "web"});
+    let ud = ud_of("statefulSetTemplate", extra, &zone_key, json!(4), "nginx:1.25");
+    let created = eventually("the UnitedDeployment created", Duration::from_secs(60), || async {
+        uds.create(&PostParams::default(), &ud).await.ok()
+    })
+    .await;
+    let uid = created.metadata.uid.clone().unwrap();
+    settled(&pods, &zones, &[("zone-a", 4), ("zone-b", 2)], "nginx:1.25", "4 pods in zone-a and 2 in zone-b").await;
+    assert_subsets(&subset_workloads(&sets).await, &uid, "StatefulSets");
+    eventually("the status to count 6 ready", Duration::from_secs(120), || async {
+        let s = uds.get("web").await.ok()?.status?;
+        (s.replicas == 6 && s.ready_replicas == 6 && s.updated_ready_replicas == 6).then_some(())
+    })
+    .await;
+    unlabel(&client, &zone_key, &nodes).await;
     drop(kruise);
 }

@@ -20,7 +20,7 @@ use std::fmt::Debug;
 use std::sync::{Arc, RwLock};
 
 use futures::StreamExt;
-use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
 use k8s_openapi::api::storage::v1::StorageClass;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::ObjectMeta;
@@ -35,6 +35,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::index::{Index, KeysOf, claim_keys, meta_key, namespace_of, no_keys, pod_keys};
 use crate::apis::CloneSet;
+use crate::apis::statefulset::v1beta1::StatefulSet as AdvancedStatefulSet;
 use crate::core::features::{FeatureGates, Gate};
 use crate::metrics::{KindLabels, Metrics};
 
@@ -235,6 +236,15 @@ pub struct Informers {
     /// UnitedDeployment controller's subsets, one watch for both. Watched only when a controller
     /// registered a handler.
     pub clonesets: Informer<CloneSet>,
+    /// Advanced StatefulSets, by namespace ([`Invalid::Drop`]): the Advanced StatefulSet
+    /// controller's workloads and the UnitedDeployment controller's subsets. Watched only when a
+    /// controller registered a handler.
+    pub advanced_statefulsets: Informer<AdvancedStatefulSet>,
+    /// apps/v1 StatefulSets and Deployments, by namespace ([`Invalid::Drop`]): UnitedDeployment
+    /// subsets. Watched only when a controller registered a handler.
+    pub statefulsets: Informer<StatefulSet>,
+    /// See [`Informers::statefulsets`].
+    pub deployments: Informer<Deployment>,
 }
 
 impl Default for Informers {
@@ -246,6 +256,11 @@ impl Default for Informers {
             nodes: Informer::new("Node", no_keys::<Node>, Invalid::KeepLast),
             storage_classes: None,
             clonesets: Informer::new("CloneSet", namespace_of::<CloneSet>, Invalid::Drop),
+            // "StatefulSet" is the Advanced StatefulSet's kind label (as before it was shared); the
+            // apps/v1 kinds carry their group.
+            advanced_statefulsets: Informer::new("StatefulSet", namespace_of::<AdvancedStatefulSet>, Invalid::Drop),
+            statefulsets: Informer::new("StatefulSet.apps", namespace_of::<StatefulSet>, Invalid::Drop),
+            deployments: Informer::new("Deployment.apps", namespace_of::<Deployment>, Invalid::Drop),
         }
     }
 }
@@ -261,8 +276,8 @@ impl Informers {
     }
 
     /// Starts the watches (pods, PVCs and revisions in `namespace`, or everywhere; nodes and
-    /// StorageClasses always cluster-wide; CloneSets in `namespace` when a controller reads
-    /// them). Register handlers first.
+    /// StorageClasses always cluster-wide; the workload kinds in `namespace` when a controller
+    /// reads them). Register handlers first.
     pub fn start(
         &self,
         client: &Client,
@@ -282,6 +297,15 @@ impl Informers {
         if self.clonesets.has_handlers() {
             tasks.push(self.clonesets.start(scoped(client, namespace), metrics.clone(), token.clone()));
         }
+        if self.advanced_statefulsets.has_handlers() {
+            tasks.push(self.advanced_statefulsets.start(scoped(client, namespace), metrics.clone(), token.clone()));
+        }
+        if self.statefulsets.has_handlers() {
+            tasks.push(self.statefulsets.start(scoped(client, namespace), metrics.clone(), token.clone()));
+        }
+        if self.deployments.has_handlers() {
+            tasks.push(self.deployments.start(scoped(client, namespace), metrics.clone(), token.clone()));
+        }
         tasks
     }
 
@@ -293,6 +317,9 @@ impl Informers {
             && self.nodes.index().is_synced()
             && self.storage_classes.as_ref().is_none_or(|c| c.index().is_synced())
             && (!self.clonesets.has_handlers() || self.clonesets.index().is_synced())
+            && (!self.advanced_statefulsets.has_handlers() || self.advanced_statefulsets.index().is_synced())
+            && (!self.statefulsets.has_handlers() || self.statefulsets.index().is_synced())
+            && (!self.deployments.has_handlers() || self.deployments.index().is_synced())
     }
 }
 

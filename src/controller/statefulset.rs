@@ -23,7 +23,7 @@ use tokio_util::sync::CancellationToken;
 
 use super::act::{Actor, EXPECTATION_RECHECK, PlannedWrites};
 use super::index::{meta_key, namespace_key};
-use super::informers::{Change, Informer, Informers, scoped};
+use super::informers::{Change, Informer, Informers};
 use super::predownload::PreDownload;
 use super::queue::{WorkQueue, owners};
 use super::runner::Runner;
@@ -57,8 +57,9 @@ struct Context {
     predownload: Option<PreDownload>,
 }
 
-/// Registers the Advanced StatefulSet controller on `informers` and starts its StatefulSet watch
-/// and runner; both stop when `token` is cancelled. Start the informers after this.
+/// Registers the Advanced StatefulSet controller on `informers` (its sets on the shared
+/// Advanced StatefulSet informer) and starts its runner, which stops when `token` is cancelled.
+/// Start the informers after this.
 pub fn start(
     informers: &Informers,
     client: &Client,
@@ -69,7 +70,11 @@ pub fn start(
 ) -> Vec<JoinHandle<()>> {
     let ns = settings.namespace.as_deref();
     let runner = super::runner_for(CONTROLLER, settings, metrics);
-    let sets = super::workload_informer::<StatefulSet>("StatefulSet", &runner);
+    // The shared Advanced StatefulSet watch (one per kind; the UnitedDeployment controller reads
+    // it too), started with the other informers.
+    let sets = informers.advanced_statefulsets.clone();
+    let queue = runner.queue().clone();
+    sets.on_change(move |c| queue.add(meta_key(c.meta())));
     informers.pods.on_change(pod_trigger(runner.queue().clone(), sets.clone()));
     informers.pvcs.on_change(super::owner_trigger("StatefulSet", runner.queue().clone()));
     informers.pvcs.on_change(resized_claim_trigger(runner.queue().clone()));
@@ -86,12 +91,11 @@ pub fn start(
         predownload: PreDownload::for_gates(client, &settings.gates),
     });
     tracing::info!(controller = CONTROLLER, namespace = ns.unwrap_or("(all)"), "starting");
-    let watch = sets.start(scoped(client, ns), metrics.clone(), token.clone());
     let reconcile = move |key: String| {
         let ctx = Arc::clone(&ctx);
         async move { reconcile(&ctx, &key).await }
     };
-    vec![watch, tokio::spawn(runner.run(reconcile, token.clone()))]
+    vec![tokio::spawn(runner.run(reconcile, token.clone()))]
 }
 
 /// A pod change queues its StatefulSets; a pod without a controller queues every set of its

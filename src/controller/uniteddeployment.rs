@@ -1,15 +1,18 @@
 //! The UnitedDeployment controller (issue 34 item 3; kruise `pkg/controller/uniteddeployment`,
-//! v1.9.0) as wiring, for the CloneSet template: a watch on UnitedDeployments, the shared CloneSet
-//! informer (the CloneSet controller's; a change queues `namespace/<ud name>` when the CloneSet's
-//! controller is a UnitedDeployment) and the shared pod informer for the subsets' pods; a round settles the revision (kruise's
-//! `constructUnitedDeploymentRevisions`: the ControllerRevisions the UnitedDeployment controls are
-//! listed, an equal one reused, else one created, a name collision counted), hands the CloneSets
-//! and their pods to [`crate::core::uniteddeployment::subsets::plan`] and sends the result:
-//! deletions (uid preconditions), creations (generateName), updates (replace at the cached
-//! resourceVersion; a conflict retries the round) and the status (a JSON patch pinned to the
-//! resourceVersion read). A subset whose CloneSet was just created is awaited until the cache
-//! shows it, so a lagging cache never creates a second one. The other three templates are not
-//! reconciled yet: their UnitedDeployments get a SubsetProvisioned=False condition saying so.
+//! v1.9.0) as wiring, for the four template kinds: a watch on UnitedDeployments, the shared
+//! informers of the subset kinds (CloneSets and Advanced StatefulSets, also their own
+//! controllers'; apps/v1 StatefulSets and Deployments, watched only for this controller) — a
+//! change queues `namespace/<ud name>` when the workload's controller is a UnitedDeployment — and
+//! the shared pod informer for the subsets' pods (a Deployment's are those of its ReplicaSets: the
+//! pods of the namespace its selector matches that a ReplicaSet controls). A round settles the
+//! revision (kruise's `constructUnitedDeploymentRevisions`: the ControllerRevisions the
+//! UnitedDeployment controls are listed, an equal one reused, else one created, a name collision
+//! counted), hands the workloads of every kind it controls and their pods to
+//! [`crate::core::uniteddeployment::subsets::plan`] and sends the result: deletions (uid
+//! preconditions), creations (generateName), updates (replace at the cached resourceVersion; a
+//! conflict retries the round), an apps/v1 StatefulSet's stuck pods deleted, and the status (a
+//! JSON patch pinned to the resourceVersion read). A subset whose workload was just created is
+//! awaited until the cache shows it, so a lagging cache never creates a second one.
 
 use std::collections::{BTreeSet, HashMap};
 use std::sync::{Arc, Mutex};
@@ -17,12 +20,14 @@ use std::time::{Duration, Instant};
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation, TestOperation};
-use k8s_openapi::api::apps::v1::ControllerRevision;
+use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::Client;
 use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::{Client, Resource};
+use serde::Serialize;
+use serde::de::DeserializeOwned;
 use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
@@ -30,20 +35,22 @@ use tokio_util::sync::CancellationToken;
 use super::informers::{Informer, Informers};
 use super::{ReconcileError, Settings};
 use crate::apis::CloneSet;
-use crate::apis::uniteddeployment::{UnitedDeployment, UnitedDeploymentCondition, UnitedDeploymentStatus};
+use crate::apis::statefulset::v1beta1::StatefulSet as AdvancedStatefulSet;
+use crate::apis::uniteddeployment::{UnitedDeployment, UnitedDeploymentStatus};
 use crate::compat::selector::Selector;
 use crate::core::history::{self, Parent};
 use crate::core::uniteddeployment::revision::{revision_data, revision_labels};
 use crate::core::uniteddeployment::subsets::{
     Action, Existing, OWNER_API_VERSION, OWNER_KIND, owned_by, owner_reference, plan,
 };
+use crate::core::uniteddeployment::workload::{SubsetKind, Workload};
 use crate::metrics::{ControllerWriteLabels, Metrics};
 
 /// The controller's name in metrics.
 pub const CONTROLLER: &str = "uniteddeployment";
 const FIELD_MANAGER: &str = "kruise-manager";
 
-/// Subsets whose CloneSet was created and is not in the cache yet, and since when.
+/// Subsets whose workload was created and is not in the cache yet, and since when.
 type Pending = (BTreeSet<String>, Instant);
 
 struct Context {
@@ -51,7 +58,6 @@ struct Context {
     client: Client,
     metrics: Metrics,
     uds: Informer<UnitedDeployment>,
-    clonesets: Informer<CloneSet>,
     informers: Informers,
     pending: Mutex<HashMap<String, Pending>>,
 }
@@ -63,10 +69,16 @@ impl Context {
     }
 
     fn synced(&self) -> bool {
-        self.uds.index().is_synced() && self.clonesets.index().is_synced() && self.informers.pods.index().is_synced()
+        let i = &self.informers;
+        self.uds.index().is_synced()
+            && i.pods.index().is_synced()
+            && i.clonesets.index().is_synced()
+            && i.advanced_statefulsets.index().is_synced()
+            && i.statefulsets.index().is_synced()
+            && i.deployments.index().is_synced()
     }
 
-    /// Whether the cache shows every CloneSet created for `key`; drops what it shows.
+    /// Whether the cache shows every workload created for `key`; drops what it shows.
     fn expectations_met(&self, key: &str, shown: &BTreeSet<String>) -> bool {
         let mut pending = self.pending.lock().unwrap_or_else(|e| e.into_inner());
         let Some((set, since)) = pending.get_mut(key) else { return true };
@@ -95,7 +107,7 @@ fn owner_keys(meta: &ObjectMeta) -> Vec<String> {
         .unwrap_or_default()
 }
 
-/// Registers the controller on `informers` (pods, CloneSets) and starts its own
+/// Registers the controller on `informers` (pods and the four subset kinds) and starts its own
 /// UnitedDeployment watch and its runner. Start the informers after this.
 pub fn start(
     informers: &Informers,
@@ -106,16 +118,21 @@ pub fn start(
 ) -> Vec<JoinHandle<()>> {
     let runner = super::runner_for(CONTROLLER, settings, metrics);
     let uds = super::workload_informer::<UnitedDeployment>("UnitedDeployment", &runner);
-    // The shared CloneSet watch (one per kind); a change queues the owning UnitedDeployment.
-    let clonesets = informers.clonesets.clone();
+    // The shared watch of each subset kind; a change queues the owning UnitedDeployment.
     let queue = runner.queue().clone();
-    clonesets.on_change(move |c| owner_keys(c.meta()).into_iter().for_each(|k| queue.add(k)));
+    let trigger = move |meta: &ObjectMeta| owner_keys(meta).into_iter().for_each(|k| queue.add(k));
+    let t = trigger.clone();
+    informers.clonesets.on_change(move |c| t(c.meta()));
+    let t = trigger.clone();
+    informers.advanced_statefulsets.on_change(move |c| t(c.meta()));
+    let t = trigger.clone();
+    informers.statefulsets.on_change(move |c| t(c.meta()));
+    informers.deployments.on_change(move |c| trigger(c.meta()));
     let ctx = Arc::new(Context {
         settings: settings.clone(),
         client: client.clone(),
         metrics: metrics.clone(),
         uds: uds.clone(),
-        clonesets: clonesets.clone(),
         informers: informers.clone(),
         pending: Mutex::default(),
     });
@@ -253,55 +270,18 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         return Ok(None);
     }
     let now = Time(Timestamp::now());
-    if ud.spec.template.clone_set_template.is_none() {
-        let mut status = ud.status.clone().unwrap_or_default();
-        let message = "only the cloneSetTemplate is reconciled by this controller";
-        if !status.conditions.iter().any(|c| c.type_ == "SubsetProvisioned" && c.message == message) {
-            status.conditions.retain(|c| c.type_ != "SubsetProvisioned");
-            status.conditions.push(UnitedDeploymentCondition {
-                type_: "SubsetProvisioned".into(),
-                status: "False".into(),
-                last_transition_time: Some(now),
-                reason: "Unsupported".into(),
-                message: message.into(),
-            });
-            write_status(ctx, &ud, &status).await?;
-        }
-        return Ok(None);
-    }
     let uid = ud.metadata.uid.clone().unwrap_or_default();
     let ns = ud.metadata.namespace.clone().unwrap_or_default();
-    let mut sets: Vec<Arc<CloneSet>> =
-        ctx.clonesets.index().get(&ns).into_iter().filter(|c| owned_by(&c.metadata, &uid)).collect();
-    sets.sort_by(|a, b| {
-        let t = |c: &CloneSet| c.metadata.creation_timestamp.as_ref().map(|t| t.0);
-        t(a).cmp(&t(b)).then_with(|| a.metadata.name.cmp(&b.metadata.name))
-    });
-    let shown: BTreeSet<String> = sets
+    let existing = ctx.owned_workloads(&ns, &uid);
+    let kind = SubsetKind::of(&ud);
+    let shown: BTreeSet<String> = existing
         .iter()
-        .filter_map(|c| {
-            c.metadata.labels.as_ref()?.get(crate::core::uniteddeployment::subsets::SUBSET_NAME_LABEL).cloned()
-        })
+        .filter(|e| Some(e.workload.kind()) == kind)
+        .filter_map(|e| e.workload.subset().map(str::to_string))
         .collect();
     if !ctx.expectations_met(key, &shown) {
         return Ok(Some(super::act::EXPECTATION_RECHECK));
     }
-    let existing: Vec<Existing> = sets
-        .iter()
-        .map(|c| {
-            let cs_uid = c.metadata.uid.clone().unwrap_or_default();
-            let pods: Vec<Pod> = ctx
-                .informers
-                .pods
-                .index()
-                .get(&cs_uid)
-                .into_iter()
-                .filter(|p| owned_by(&p.metadata, &cs_uid))
-                .map(|p| (*p).clone())
-                .collect();
-            Existing { set: (**c).clone(), pods }
-        })
-        .collect();
     let (revision, current, collision) = settle_revision(ctx, &ud).await?;
     let p = match plan(&ud, &existing, &revision, &current, now.clone()) {
         Ok(p) => p,
@@ -311,38 +291,8 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
             return Ok(Some(ctx.settings.resync));
         }
     };
-    let api: Api<CloneSet> = Api::namespaced(ctx.client.clone(), &ns);
-    let pp = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
     for action in &p.actions {
-        match action {
-            Action::Delete { name, uid, reason } => {
-                ctx.count("deleteSubset");
-                tracing::info!(uniteddeployment = key, cloneset = name.as_str(), reason, "deleting a subset");
-                let dp = DeleteParams {
-                    preconditions: Some(Preconditions { uid: Some(uid.clone()), resource_version: None }),
-                    ..DeleteParams::background()
-                };
-                match api.delete(name, &dp).await {
-                    Ok(_) => {}
-                    Err(kube::Error::Api(e)) if e.code == 404 => {}
-                    Err(e) => return Err(ReconcileError::api_err(format!("delete cloneset {ns}/{name}"))(e)),
-                }
-            }
-            Action::Create { subset, set } => {
-                ctx.count("createSubset");
-                api.create(&pp, set)
-                    .await
-                    .map_err(ReconcileError::api_err(format!("create the cloneset of subset {subset} of {key}")))?;
-                tracing::info!(uniteddeployment = key, subset = subset.as_str(), "created a subset");
-                ctx.expect(key, subset.clone());
-            }
-            Action::Update { subset, name, set } => {
-                ctx.count("updateSubset");
-                api.replace(name, &pp, set)
-                    .await
-                    .map_err(ReconcileError::api_err(format!("update the cloneset {name} of subset {subset}")))?;
-            }
-        }
+        act(ctx, key, &ns, action).await?;
     }
     let mut status = p.status;
     status.collision_count = collision;
@@ -350,6 +300,166 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         write_status(ctx, &ud, &status).await?;
     }
     Ok(Some(super::next_round(p.requeue_after, ctx.settings.resync)))
+}
+
+impl Context {
+    /// The workloads of every subset kind in `ns` controlled by the UnitedDeployment `uid`
+    /// (oldest first), each with its pods.
+    fn owned_workloads(&self, ns: &str, uid: &str) -> Vec<Existing> {
+        fn owned<K>(informer: &Informer<K>, ns: &str, uid: &str, wrap: fn(K) -> Workload) -> Vec<Workload>
+        where
+            K: Resource<DynamicType = ()> + Clone + DeserializeOwned + std::fmt::Debug + Send + Sync + 'static,
+        {
+            informer
+                .index()
+                .get(ns)
+                .into_iter()
+                .filter(|w| owned_by(w.meta(), uid))
+                .map(|w| wrap((*w).clone()))
+                .collect()
+        }
+        let i = &self.informers;
+        let mut workloads = owned(&i.clonesets, ns, uid, Workload::CloneSet);
+        workloads.extend(owned(&i.advanced_statefulsets, ns, uid, Workload::AdvancedStatefulSet));
+        workloads.extend(owned(&i.statefulsets, ns, uid, Workload::StatefulSet));
+        workloads.extend(owned(&i.deployments, ns, uid, Workload::Deployment));
+        workloads.sort_by(|a, b| {
+            let t = |w: &Workload| w.meta().creation_timestamp.as_ref().map(|t| t.0);
+            t(a).cmp(&t(b)).then_with(|| a.name().cmp(b.name()))
+        });
+        workloads.into_iter().map(|w| Existing { pods: self.pods_of(ns, &w), workload: w }).collect()
+    }
+
+    /// The pods of a subset workload: those it controls, or for a Deployment those of its
+    /// namespace its selector matches and a ReplicaSet controls (kruise's adapter lists its
+    /// ReplicaSets' pods).
+    fn pods_of(&self, ns: &str, w: &Workload) -> Vec<Pod> {
+        let pods = self.informers.pods.index();
+        if let Workload::Deployment(_) = w {
+            let Ok(selector) = Selector::from_validated(w.selector()) else { return Vec::new() };
+            if selector.is_empty() {
+                return Vec::new();
+            }
+            return pods
+                .get(&super::index::namespace_key(ns))
+                .into_iter()
+                .filter(|p| {
+                    let controller = p.metadata.owner_references.iter().flatten().find(|r| r.controller == Some(true));
+                    controller.is_some_and(|r| r.kind == "ReplicaSet" && r.api_version == "apps/v1")
+                        && selector.matches(p.metadata.labels.as_ref().unwrap_or(&Default::default()))
+                })
+                .map(|p| (*p).clone())
+                .collect();
+        }
+        let uid = w.meta().uid.clone().unwrap_or_default();
+        pods.get(&uid).into_iter().filter(|p| owned_by(&p.metadata, &uid)).map(|p| (*p).clone()).collect()
+    }
+}
+
+fn post_params() -> PostParams {
+    PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() }
+}
+
+async fn create_one<K>(client: &Client, ns: &str, obj: &K) -> Result<(), kube::Error>
+where
+    K: Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(client.clone(), ns).create(&post_params(), obj).await.map(|_| ())
+}
+
+async fn replace_one<K>(client: &Client, ns: &str, name: &str, obj: &K) -> Result<(), kube::Error>
+where
+    K: Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + Serialize
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    Api::<K>::namespaced(client.clone(), ns).replace(name, &post_params(), obj).await.map(|_| ())
+}
+
+/// Deletes `name` with a uid precondition (background propagation, as kruise); gone is done.
+async fn delete_one<K>(client: &Client, ns: &str, name: &str, uid: &str) -> Result<(), kube::Error>
+where
+    K: Resource<Scope = kube::core::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + DeserializeOwned
+        + std::fmt::Debug,
+{
+    let dp = DeleteParams {
+        preconditions: Some(Preconditions { uid: Some(uid.to_string()), resource_version: None }),
+        ..DeleteParams::background()
+    };
+    match Api::<K>::namespaced(client.clone(), ns).delete(name, &dp).await {
+        Ok(_) => Ok(()),
+        Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+        Err(e) => Err(e),
+    }
+}
+
+/// Sends one write of the plan.
+async fn act(ctx: &Context, key: &str, ns: &str, action: &Action) -> Result<(), ReconcileError> {
+    let client = &ctx.client;
+    match action {
+        Action::Delete { kind, name, uid, reason } => {
+            ctx.count("deleteSubset");
+            tracing::info!(
+                uniteddeployment = key,
+                kind = kind.name(),
+                workload = name.as_str(),
+                reason,
+                "deleting a subset"
+            );
+            let sent = match kind {
+                SubsetKind::CloneSet => delete_one::<CloneSet>(client, ns, name, uid).await,
+                SubsetKind::AdvancedStatefulSet => delete_one::<AdvancedStatefulSet>(client, ns, name, uid).await,
+                SubsetKind::StatefulSet => delete_one::<StatefulSet>(client, ns, name, uid).await,
+                SubsetKind::Deployment => delete_one::<Deployment>(client, ns, name, uid).await,
+            };
+            sent.map_err(ReconcileError::api_err(format!("delete the {} {ns}/{name}", kind.name())))
+        }
+        Action::Create { subset, workload } => {
+            ctx.count("createSubset");
+            let sent = match &**workload {
+                Workload::CloneSet(w) => create_one(client, ns, w).await,
+                Workload::AdvancedStatefulSet(w) => create_one(client, ns, w).await,
+                Workload::StatefulSet(w) => create_one(client, ns, w).await,
+                Workload::Deployment(w) => create_one(client, ns, w).await,
+            };
+            let kind = workload.kind().name();
+            sent.map_err(ReconcileError::api_err(format!("create the {kind} of subset {subset} of {key}")))?;
+            tracing::info!(uniteddeployment = key, subset = subset.as_str(), kind, "created a subset");
+            ctx.expect(key, subset.clone());
+            Ok(())
+        }
+        Action::Update { subset, name, workload } => {
+            ctx.count("updateSubset");
+            let sent = match &**workload {
+                Workload::CloneSet(w) => replace_one(client, ns, name, w).await,
+                Workload::AdvancedStatefulSet(w) => replace_one(client, ns, name, w).await,
+                Workload::StatefulSet(w) => replace_one(client, ns, name, w).await,
+                Workload::Deployment(w) => replace_one(client, ns, name, w).await,
+            };
+            let kind = workload.kind().name();
+            sent.map_err(ReconcileError::api_err(format!("update the {kind} {name} of subset {subset}")))
+        }
+        Action::DeletePod { subset, name, uid } => {
+            ctx.count("deleteStuckPod");
+            tracing::info!(
+                uniteddeployment = key,
+                subset = subset.as_str(),
+                pod = name.as_str(),
+                "deleting a stuck pod"
+            );
+            delete_one::<Pod>(client, ns, name, uid)
+                .await
+                .map_err(ReconcileError::api_err(format!("delete the stuck pod {ns}/{name}")))
+        }
+    }
 }
 
 #[cfg(test)]

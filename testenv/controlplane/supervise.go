@@ -190,6 +190,8 @@ func supervise(args []string) error {
 			"job-controller",
 			"deployment-controller",
 			"replicaset-controller",
+			// apps/v1 StatefulSets (UnitedDeployment subsets).
+			"statefulset-controller",
 		}, ","),
 		"--node-monitor-grace-period=40s",
 		"--profiling=false",

@@ -1,6 +1,7 @@
 //! UnitedDeployment decisions (issue 34, kruise `pkg/controller/uniteddeployment`):
 //! [`allocation`] divides the replicas over the subsets as kruise's allocators do; [`subsets`]
-//! plans a round over the subset CloneSets (create, update, delete, status); [`revision`] is the
+//! plans a round over the subset workloads (create, update, delete, status), whose shape per kind
+//! (CloneSet, Advanced StatefulSet, apps/v1 StatefulSet, Deployment) is [`workload`]'s; [`revision`] is the
 //! revision data kruise hashes; [`adaptive`] marks subsets whose pods
 //! cannot be scheduled (adaptive scheduling).
 
@@ -8,3 +9,4 @@ pub mod adaptive;
 pub mod allocation;
 pub mod revision;
 pub mod subsets;
+pub mod workload;

@@ -1,18 +1,14 @@
-//! What a UnitedDeployment round does to its subset workloads (CloneSet template), kruise's
+//! What a UnitedDeployment round does to its subset workloads, kruise's
 //! `uniteddeployment_controller.go` `Reconcile` / `manageSubsets` / `manageSubsetProvision` /
-//! `calculateStatus` and the CloneSet adapter's `ApplySubsetTemplate` (v1.9.0; issue 34 item 3):
+//! `calculateStatus` (v1.9.0; issue 34 item 3), for any of the four template kinds (what each
+//! workload looks like is [`super::workload`], kruise's adapters):
 //!
-//! - one CloneSet per subset, named `<ud>-<subset>-<random>` (`generateName`, kruise's
-//!   `getSubsetPrefix`), controlled by the UnitedDeployment, labelled with the template's labels,
-//!   the selector's `matchLabels`, `apps.kruise.io/subset-name` and the UnitedDeployment revision
-//!   (`apps.kruise.io/controller-revision-hash`), its selector narrowed to the subset, the pod
-//!   template carrying the same two labels, the subset's `nodeSelectorTerm` added to every
-//!   required node-affinity term, its tolerations appended, and its `patch` merged into the pod
-//!   template; `updateStrategy.partition` is the subset's `manualUpdate` partition (at most its
-//!   replicas);
-//! - CloneSets of subsets no longer listed are deleted, a second CloneSet of one subset is deleted
-//!   (the first, oldest, is kept), and a CloneSet is rewritten when its revision, replicas,
-//!   partition or patch differ, or while its pods are not all updated;
+//! - one workload per subset, named `<ud>-<subset>-<random>` (`generateName`, kruise's
+//!   `getSubsetPrefix`) and controlled by the UnitedDeployment;
+//! - workloads of subsets no longer listed are deleted, a second workload of one subset is
+//!   deleted (the first, oldest, is kept), workloads of another kind than the template's are
+//!   deleted, and a workload is rewritten when its revision, replicas, partition or patch differ,
+//!   or while its pods are not all updated (an apps/v1 StatefulSet's stuck pods are deleted then);
 //! - the status: replicas, ready and updated counts summed over the subsets, `subsetReplicas`,
 //!   `updateStatus` (revision and partitions), `currentRevision` promoted once every pod is updated
 //!   and ready, the SubsetProvisioned and SubsetUpdated conditions.
@@ -25,12 +21,11 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, NodeSelector, NodeSelectorTerm, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
-use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use k8s_openapi::jiff::SignedDuration;
 use serde_json::Value;
 
 use super::allocation::{SubsetState, allocate, is_adaptive, should_reserve_unschedulable_pods};
-use crate::apis::CloneSet;
+use super::workload::{SubsetKind, Workload, desired, stuck_pods};
 use crate::apis::uniteddeployment::{
     MANUAL, UnitedDeployment, UnitedDeploymentCondition, UnitedDeploymentStatus, UnitedDeploymentSubsetStatus,
     UpdateStatus,
@@ -103,69 +98,6 @@ pub fn owned_by(meta: &ObjectMeta, uid: &str) -> bool {
     meta.owner_references.iter().flatten().any(|r| r.controller == Some(true) && r.uid == uid)
 }
 
-/// kruise `CloneSetAdapter.ApplySubsetTemplate`: the CloneSet of `subset` at `revision`, laid
-/// over `base` (an existing CloneSet, or a new one). `Err` when the subset is not in the spec, the
-/// template is not a CloneSet template, or the patch does not apply.
-pub fn desired_cloneset(
-    ud: &UnitedDeployment,
-    subset: &str,
-    revision: &str,
-    replicas: i32,
-    partition: i32,
-    base: Option<&CloneSet>,
-) -> Result<CloneSet, String> {
-    let config = ud
-        .spec
-        .topology
-        .subsets
-        .iter()
-        .find(|s| s.name == subset)
-        .ok_or_else(|| format!("fail to find subset config {subset}"))?;
-    let template = ud.spec.template.clone_set_template.as_ref().ok_or("the template is not a cloneSetTemplate")?;
-    let mut set = base.cloned().unwrap_or_default();
-    let ud_name = ud.metadata.name.clone().unwrap_or_default();
-    set.metadata.namespace = ud.metadata.namespace.clone();
-    let labels = set.metadata.labels.get_or_insert_with(Default::default);
-    labels.extend(template.metadata.labels.clone().unwrap_or_default());
-    let selector = ud.spec.selector.clone().unwrap_or_default();
-    labels.extend(selector.match_labels.clone().unwrap_or_default());
-    labels.insert(REVISION_LABEL.into(), revision.into());
-    labels.insert(SUBSET_NAME_LABEL.into(), subset.into());
-    let annotations = set.metadata.annotations.get_or_insert_with(Default::default);
-    annotations.extend(template.metadata.annotations.clone().unwrap_or_default());
-    if set.metadata.name.is_none() {
-        set.metadata.generate_name = Some(subset_prefix(&ud_name, subset));
-    }
-    let owner = owner_reference(ud);
-    let refs = set.metadata.owner_references.get_or_insert_with(Default::default);
-    if !refs.iter().any(|r| r.uid == owner.uid) {
-        refs.push(owner);
-    }
-    let mut subset_selector = selector;
-    subset_selector.match_labels.get_or_insert_with(Default::default).insert(SUBSET_NAME_LABEL.into(), subset.into());
-    set.spec = template.spec.clone();
-    set.spec.selector = Some(subset_selector);
-    set.spec.replicas = Some(replicas);
-    set.spec.update_strategy.partition = Some(IntOrString::Int(partition));
-    let pod_labels =
-        set.spec.template.metadata.get_or_insert_with(Default::default).labels.get_or_insert_with(Default::default);
-    pod_labels.insert(SUBSET_NAME_LABEL.into(), subset.into());
-    pod_labels.insert(REVISION_LABEL.into(), revision.into());
-    let pod_spec = set.spec.template.spec.get_or_insert_with(Default::default);
-    attach_node_affinity(pod_spec, &config.node_selector_term);
-    if !config.tolerations.is_empty() {
-        pod_spec.tolerations.get_or_insert_with(Default::default).extend(config.tolerations.iter().cloned());
-    }
-    if let Some(patch) = &config.patch {
-        set.spec.template = patch_template(&set.spec.template, patch)?;
-    }
-    set.metadata
-        .annotations
-        .get_or_insert_with(Default::default)
-        .insert(SUBSET_PATCH_ANNOTATION.into(), patch_text(config.patch.as_ref()));
-    Ok(set)
-}
-
 /// kruise `attachNodeAffinity`: the subset's match expressions appended to every required term
 /// (one empty term made first when there is none).
 pub fn attach_node_affinity(pod_spec: &mut k8s_openapi::api::core::v1::PodSpec, term: &NodeSelectorTerm) {
@@ -221,38 +153,18 @@ fn keyed_by_name(items: &[Value]) -> bool {
     items.iter().all(|i| i.get("name").is_some_and(Value::is_string))
 }
 
-/// What the controller knows of one subset CloneSet.
+/// What the controller knows of one subset workload.
 #[derive(Clone, Debug)]
 pub struct Existing {
-    /// The CloneSet.
-    pub set: CloneSet,
-    /// Its pods (controlled by it).
+    /// The workload.
+    pub workload: Workload,
+    /// Its pods (for a Deployment, those of its ReplicaSets).
     pub pods: Vec<Pod>,
 }
 
 impl Existing {
     fn subset(&self) -> Option<&str> {
-        self.set.metadata.labels.as_ref()?.get(SUBSET_NAME_LABEL).map(String::as_str).filter(|s| !s.is_empty())
-    }
-
-    fn revision(&self) -> &str {
-        self.set.metadata.labels.as_ref().and_then(|l| l.get(REVISION_LABEL)).map_or("", String::as_str)
-    }
-
-    fn partition(&self) -> i32 {
-        let replicas = self.set.spec.replicas.unwrap_or(0);
-        match &self.set.spec.update_strategy.partition {
-            Some(IntOrString::Int(p)) => *p,
-            Some(p @ IntOrString::String(_)) => {
-                crate::compat::intstr::k8s_value_from_int_or_percent(Some(p), i64::from(replicas), true).unwrap_or(0)
-                    as i32
-            }
-            None => 0,
-        }
-    }
-
-    fn patch(&self) -> &str {
-        self.set.metadata.annotations.as_ref().and_then(|a| a.get(SUBSET_PATCH_ANNOTATION)).map_or("", String::as_str)
+        self.workload.subset()
     }
 
     /// kruise `CalculateUpdatedReplicas`: active pods at `revision`, and those ready.
@@ -269,12 +181,14 @@ impl Existing {
 /// One write of a round.
 #[derive(Clone, Debug, PartialEq)]
 pub enum Action {
-    /// Create the subset's CloneSet (`generateName`).
-    Create { subset: String, set: Box<CloneSet> },
-    /// Replace the CloneSet `name` (resourceVersion kept from the cache) with `set`.
-    Update { subset: String, name: String, set: Box<CloneSet> },
-    /// Delete the CloneSet `name` (uid precondition).
-    Delete { name: String, uid: String, reason: &'static str },
+    /// Create the subset's workload (`generateName`).
+    Create { subset: String, workload: Box<Workload> },
+    /// Replace the workload `name` (resourceVersion kept from the cache) with `workload`.
+    Update { subset: String, name: String, workload: Box<Workload> },
+    /// Delete the workload `name` of `kind` (uid precondition).
+    Delete { kind: SubsetKind, name: String, uid: String, reason: &'static str },
+    /// Delete a pod an apps/v1 StatefulSet's rolling update is stuck on (uid precondition).
+    DeletePod { subset: String, name: String, uid: String },
 }
 
 /// A round: the writes, then the status to write once they succeed.
@@ -291,9 +205,10 @@ pub struct Plan {
     pub requeue_after: Option<SignedDuration>,
 }
 
-/// kruise's round for a CloneSet template: `existing` are the CloneSets the UnitedDeployment
-/// controls (oldest first), `revision` the update revision name, `current_revision` the status's
-/// (or the update revision when there is none), `now` for condition times.
+/// kruise's round: `existing` are the workloads of every kind the UnitedDeployment controls
+/// (oldest first), `revision` the update revision name, `current_revision` the status's (or the
+/// update revision when there is none), `now` for condition times. Workloads of another kind than
+/// the template's are deleted (kruise's "clean the other kind of subsets").
 pub fn plan(
     ud: &UnitedDeployment,
     existing: &[Existing],
@@ -301,10 +216,17 @@ pub fn plan(
     current_revision: &str,
     now: Time,
 ) -> Result<Plan, String> {
+    let kind = SubsetKind::of(ud).ok_or("the UnitedDeployment has no subset template")?;
     let mut actions = Vec::new();
-    // classifySubsetBySubsetName + deleteDupSubset: the first CloneSet of a subset is kept.
+    // manageSubsetProvision's clean-up of the other kinds.
+    let mut cleaned = false;
+    for e in existing.iter().filter(|e| e.workload.kind() != kind) {
+        actions.push(delete(e, "another kind of subset"));
+        cleaned = true;
+    }
+    // classifySubsetBySubsetName + deleteDupSubset: the first workload of a subset is kept.
     let mut by_subset: BTreeMap<&str, &Existing> = BTreeMap::new();
-    for e in existing {
+    for e in existing.iter().filter(|e| e.workload.kind() == kind) {
         let Some(subset) = e.subset() else { continue };
         if by_subset.contains_key(subset) {
             actions.push(delete(e, "duplicate"));
@@ -320,15 +242,11 @@ pub fn plan(
     let mut requeue_after: Option<SignedDuration> = None;
     let mut states: BTreeMap<String, SubsetState> = BTreeMap::new();
     for (name, e) in &by_subset {
-        let status = e.set.status.clone().unwrap_or_default();
-        let mut state = SubsetState {
-            replicas: e.set.spec.replicas.unwrap_or(0),
-            ready_replicas: status.ready_replicas,
-            ..Default::default()
-        };
+        let (replicas, ready) = (e.workload.status_replicas(), e.workload.status_ready_replicas());
+        let mut state =
+            SubsetState { replicas: e.workload.spec_replicas(), ready_replicas: ready, ..Default::default() };
         if adaptive && let Some(st) = base.subset_statuses.iter_mut().find(|s| s.name == *name) {
-            let u =
-                super::adaptive::default_adaptive(strategy, st, status.replicas, status.ready_replicas, &e.pods, now.0);
+            let u = super::adaptive::default_adaptive(strategy, st, replicas, ready, &e.pods, now.0);
             state.unschedulable = u.unschedulable;
             if let Some(d) = u.requeue_after {
                 requeue_after = Some(requeue_after.map_or(d, |r| r.min(d)));
@@ -351,30 +269,36 @@ pub fn plan(
         }
         let replicas = next_replicas.get(&s.name).copied().unwrap_or(0);
         let partition = partitions.get(&s.name).copied().unwrap_or(0);
-        let set = desired_cloneset(ud, &s.name, revision, replicas, partition, None)?;
-        actions.push(Action::Create { subset: s.name.clone(), set: Box::new(set) });
+        let workload = desired(ud, &s.name, revision, replicas, partition, None)?;
+        actions.push(Action::Create { subset: s.name.clone(), workload: Box::new(workload) });
         provisioned = true;
     }
-    provisioned |= by_subset.keys().any(|s| !expected.contains(s));
+    provisioned |= cleaned || by_subset.keys().any(|s| !expected.contains(s));
     for s in &ud.spec.topology.subsets {
         let Some(e) = by_subset.get(s.name.as_str()) else { continue };
         let replicas = next_replicas.get(&s.name).copied().unwrap_or(0);
         let partition = partitions.get(&s.name).copied().unwrap_or(0);
-        let status = e.set.status.clone().unwrap_or_default();
-        let stale = e.revision() != revision
-            || e.set.spec.replicas.unwrap_or(0) != replicas
-            || e.partition() != partition
-            || e.patch() != patch_text(s.patch.as_ref())
-            || status.updated_replicas < status.replicas;
+        let w = &e.workload;
+        // A Deployment reads back no partition: kruise would rewrite it every round under a
+        // manual partition, to no effect; it is not compared here.
+        let stale = w.revision() != revision
+            || w.spec_replicas() != replicas
+            || (w.has_partition() && w.spec_partition(&e.pods) != partition)
+            || w.patch() != patch_text(s.patch.as_ref())
+            || e.updated(revision).0 < w.status_replicas();
         if !stale {
             continue;
         }
-        let desired = desired_cloneset(ud, &s.name, revision, replicas, partition, Some(&e.set))?;
+        let desired = desired(ud, &s.name, revision, replicas, partition, Some(w))?;
         // Only a real change is written (kruise rewrites while pods are not updated; the same
         // object again would change nothing).
-        if desired != e.set {
-            let name = e.set.metadata.name.clone().unwrap_or_default();
-            actions.push(Action::Update { subset: s.name.clone(), name, set: Box::new(desired) });
+        if desired != *w {
+            let name = w.name().to_string();
+            actions.push(Action::Update { subset: s.name.clone(), name, workload: Box::new(desired.clone()) });
+        }
+        // PostUpdate: an apps/v1 StatefulSet's stuck pods.
+        for (name, uid) in stuck_pods(&desired, &e.pods, revision, partition) {
+            actions.push(Action::DeletePod { subset: s.name.clone(), name, uid });
         }
     }
     let status =
@@ -384,8 +308,9 @@ pub fn plan(
 
 fn delete(e: &Existing, reason: &'static str) -> Action {
     Action::Delete {
-        name: e.set.metadata.name.clone().unwrap_or_default(),
-        uid: e.set.metadata.uid.clone().unwrap_or_default(),
+        kind: e.workload.kind(),
+        name: e.workload.name().to_string(),
+        uid: e.workload.meta().uid.clone().unwrap_or_default(),
         reason,
     }
 }
@@ -435,23 +360,23 @@ fn status(
     s.updated_replicas = 0;
     s.updated_ready_replicas = 0;
     for (name, e) in by_subset {
-        let cs = e.set.status.clone().unwrap_or_default();
+        let (replicas, ready) = (e.workload.status_replicas(), e.workload.status_ready_replicas());
         let (updated, updated_ready) = e.updated(revision);
-        s.replicas += cs.replicas;
-        s.ready_replicas += cs.ready_replicas;
+        s.replicas += replicas;
+        s.ready_replicas += ready;
         s.updated_replicas += updated;
         s.updated_ready_replicas += updated_ready;
         let partition = partitions.get(*name).copied().unwrap_or(0);
         match s.subset_statuses.iter_mut().find(|x| x.name == *name) {
             Some(x) => {
-                x.replicas = cs.replicas;
-                x.ready_replicas = cs.ready_replicas;
+                x.replicas = replicas;
+                x.ready_replicas = ready;
                 x.partition = partition;
             }
             None => s.subset_statuses.push(UnitedDeploymentSubsetStatus {
                 name: name.to_string(),
-                replicas: cs.replicas,
-                ready_replicas: cs.ready_replicas,
+                replicas,
+                ready_replicas: ready,
                 partition,
                 ..Default::default()
             }),

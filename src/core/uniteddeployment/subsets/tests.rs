@@ -2,6 +2,8 @@
 //! and status.
 
 use super::*;
+use crate::apis::CloneSet;
+use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use serde_json::json;
 
 fn ud(spec: Value) -> UnitedDeployment {
@@ -33,7 +35,10 @@ fn created(plan: &Plan) -> BTreeMap<String, CloneSet> {
     plan.actions
         .iter()
         .filter_map(|a| match a {
-            Action::Create { subset, set } => Some((subset.clone(), (**set).clone())),
+            Action::Create { subset, workload } => match &**workload {
+                Workload::CloneSet(set) => Some((subset.clone(), set.clone())),
+                other => panic!("not a CloneSet: {other:?}"),
+            },
             _ => None,
         })
         .collect()
@@ -96,7 +101,7 @@ fn first_round_creates_one_cloneset_per_subset() {
 }
 
 fn existing(u: &UnitedDeployment, subset: &str, name: &str, revision: &str, replicas: i32, ready: i32) -> Existing {
-    let mut set = desired_cloneset(u, subset, revision, replicas, 0, None).unwrap();
+    let Workload::CloneSet(mut set) = desired(u, subset, revision, replicas, 0, None).unwrap() else { panic!() };
     set.metadata.name = Some(name.into());
     set.metadata.uid = Some(format!("{name}-uid"));
     set.status = Some(crate::apis::CloneSetStatus {
@@ -112,7 +117,7 @@ fn existing(u: &UnitedDeployment, subset: &str, name: &str, revision: &str, repl
             .unwrap()
         })
         .collect();
-    Existing { set, pods }
+    Existing { workload: Workload::CloneSet(set), pods }
 }
 
 #[test]
@@ -137,8 +142,8 @@ fn new_revision_rewrites_both_and_promotes_once_ready() {
         .actions
         .iter()
         .map(|a| match a {
-            Action::Update { name, set, .. } => {
-                assert_eq!(set.metadata.labels.as_ref().unwrap()[REVISION_LABEL], "r2");
+            Action::Update { name, workload, .. } => {
+                assert_eq!(workload.revision(), "r2");
                 name.as_str()
             }
             other => panic!("{other:?}"),
@@ -219,7 +224,7 @@ fn adaptive_moves_replicas_off_an_unschedulable_subset() {
         .actions
         .iter()
         .filter_map(|x| match x {
-            Action::Update { subset, set, .. } => Some((subset.clone(), set.spec.replicas)),
+            Action::Update { subset, workload, .. } => Some((subset.clone(), Some(workload.spec_replicas()))),
             _ => None,
         })
         .collect();
