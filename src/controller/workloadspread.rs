@@ -2,19 +2,25 @@
 //! `pkg/controller/workloadspread`) as wiring around [`crate::core::workloadspread::status::plan`]:
 //! WorkloadSpreads come from the webhook's view (no second watch), pods from the shared pod
 //! informer (a pod change queues the spread its `apps.kruise.io/matched-workloadspread`
-//! annotation names). A round reads the target workload (its replicas; for a Deployment its
-//! ReplicaSets, which own the pods, and the newest one's `pod-template-hash` as the latest
-//! version; for a CloneSet the short hash of `status.updateRevision`), takes the namespace's
-//! pods those workloads control and the target filter selects, patches the deletion costs the
-//! plan lists (a merge patch of one annotation) and replaces the status at the resourceVersion
-//! the view holds (a conflict retries the round on a fresher copy). Pods of the target without
-//! this spread's annotation are adopted by their node (the shared node informer; a strategic merge
-//! patch of the annotation and the subset patch's metadata, before the costs); with the Adaptive
-//! strategy the pods that failed to schedule for too long are deleted after the status (which
-//! marks their subset unschedulable) is written, each with its uid as precondition. The plan's
-//! Events, and kruise's `PatchPodDeletionCostFailed` and `DeletePodFailed` when those writes
-//! fail, are recorded on the WorkloadSpread. It comes back when the next creating/deleting record
-//! expires, a pending pod would time out or a subset would recover, at most after the resync.
+//! annotation names); the spreads that exist when the controller starts (a new term of
+//! leadership) are queued from one metadata list.
+//!
+//! A round reads the target workload (its replicas; for a Deployment its ReplicaSets, which own
+//! the pods, and the newest one's `pod-template-hash` as the latest version; for a CloneSet the
+//! short hash of `status.updateRevision`), takes the namespace's pods those workloads control
+//! and the target filter selects, and acts on the plan in kruise's order:
+//! 1. pods of the target without this spread's annotation are adopted by their node (the shared
+//!    node informer): a strategic merge patch of the annotation and the subset patch's metadata;
+//! 2. the deletion costs (a merge patch of one annotation);
+//! 3. the status, replaced at the resourceVersion the view holds (a conflict retries the round
+//!    on a fresher copy);
+//! 4. with the Adaptive strategy, the pods that failed to schedule for too long are deleted (the
+//!    status just written marks their subset unschedulable), each with its uid as precondition.
+//!
+//! The plan's Events, and kruise's `PatchPodDeletionCostFailed` and `DeletePodFailed` when those
+//! writes fail, are recorded on the WorkloadSpread. It comes back when the next creating/deleting
+//! record expires, a pending pod would time out or a subset would recover, at most after the
+//! resync.
 
 use std::sync::Arc;
 use std::time::Duration;
@@ -101,7 +107,34 @@ pub fn start(
         let ctx = Arc::clone(&ctx);
         async move { reconcile(&ctx, &key).await }
     };
-    vec![tokio::spawn(runner.run(reconcile, token.clone()))]
+    let existing = queue_existing(client.clone(), settings.namespace.clone(), runner.queue().clone(), token.clone());
+    vec![tokio::spawn(existing), tokio::spawn(runner.run(reconcile, token.clone()))]
+}
+
+/// Queues every WorkloadSpread there is when the controller starts: the view announces only
+/// what changes after the trigger is registered, so a spread created before this term of
+/// leadership (and none of whose pods is annotated yet) would wait for a resync. One metadata
+/// list, retried until it answers.
+async fn queue_existing(client: Client, namespace: Option<String>, queue: WorkQueue, token: CancellationToken) {
+    let api: Api<WorkloadSpread> = match &namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
+    };
+    loop {
+        match api.list_metadata(&ListParams::default()).await {
+            Ok(list) => {
+                for item in &list.items {
+                    queue.add(meta_key(&item.metadata));
+                }
+                return;
+            }
+            Err(e) => tracing::warn!(controller = CONTROLLER, "cannot list WorkloadSpreads, retrying: {e}"),
+        }
+        tokio::select! {
+            () = token.cancelled() => return,
+            () = tokio::time::sleep(Duration::from_secs(2)) => {}
+        }
+    }
 }
 
 /// `namespace/name` of the WorkloadSpread a pod's annotation names.
