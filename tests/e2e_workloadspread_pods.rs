@@ -12,7 +12,16 @@
 //! - the controller reports `replicas` 2 and 3 and `missingReplicas` 0 and -1, and writes the
 //!   deletion costs (zone-a pods 200, zone-b pods 100);
 //! - scaling the Deployment down to 2 deletes zone-b's pods first: the 2 left are zone-a's, and
-//!   the deletions were recorded then expired out of the status.
+//!   the deletions were recorded then expired out of the status;
+//! - pods created before their WorkloadSpread (a Deployment of 4 spread over both zones) are
+//!   adopted by the controller into the subset of their node: the annotation and the subset
+//!   patch's label are patched onto the same pods (none is recreated) and the status counts them;
+//! - Adaptive rescheduling: a subset whose nodes cannot take the pods (a node selector no node
+//!   matches) is marked `Schedulable=False` once its pods have been Pending unschedulable for
+//!   `rescheduleCriticalSeconds`, those pods are deleted, and the Deployment's new pods go to the
+//!   other subset.
+//!
+//! The tests of this binary take turns: each registers the webhooks for its own `kruise serve`.
 #![allow(clippy::unwrap_used, clippy::expect_used, clippy::panic)]
 
 mod e2e_common;
@@ -66,8 +75,13 @@ fn key(zone: &str, subset: &str, cost: &str) -> (String, String, String) {
     (zone.into(), subset.into(), cost.into())
 }
 
+/// The tests of this binary take turns: each points the cluster's webhooks at its own
+/// `kruise serve` with its own CA, so two at once would send each other's pods to the wrong server.
+static ONE_AT_A_TIME: tokio::sync::Mutex<()> = tokio::sync::Mutex::const_new(());
+
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_workload_spread_places_a_deployment_over_two_zones_and_scales_down_the_last_first() {
+    let _turn = ONE_AT_A_TIME.lock().await;
     let c = cluster();
     let ns = c.namespace("e2e-wsp").await.unwrap();
     let certs = tempfile::tempdir().unwrap();
@@ -184,5 +198,268 @@ async fn a_workload_spread_places_a_deployment_over_two_zones_and_scales_down_th
         let patch = json!({"metadata": {"labels": {zone_key.clone(): null}}});
         let _ = nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await;
     }
+    drop(kruise);
+}
+
+/// [`Kruise::start`] with the log filter `$KRUISE_E2E_LOG` (default `warn`).
+fn start_kruise(certs: &std::path::Path, kubeconfig: &std::path::Path, extra: &[&str]) -> Kruise {
+    let made =
+        std::process::Command::new(env!("CARGO_BIN_EXE_kruise")).args(["certs", "--out"]).arg(certs).status().unwrap();
+    assert!(made.success());
+    let log = std::env::var("KRUISE_E2E_LOG").unwrap_or_else(|_| "warn".into());
+    Kruise::spawn(certs, kubeconfig, extra, &log)
+}
+
+/// Labels the simulated nodes into zones `a` and `b` (half each, in name order) under `zone_key`:
+/// node name → zone.
+async fn label_zones(nodes_api: &Api<Node>, zone_key: &str) -> BTreeMap<String, String> {
+    let mut nodes: Vec<String> = nodes_api
+        .list(&ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    nodes.sort();
+    assert!(nodes.len() >= 2, "{nodes:?}");
+    let mut zones = BTreeMap::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let zone = if i < nodes.len() / 2 { "a" } else { "b" };
+        let patch = json!({"metadata": {"labels": {zone_key: zone}}});
+        nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
+        zones.insert(node.clone(), zone.to_string());
+    }
+    zones
+}
+
+async fn unlabel_zones(nodes_api: &Api<Node>, zone_key: &str, zones: &BTreeMap<String, String>) {
+    for node in zones.keys() {
+        let patch = json!({"metadata": {"labels": {zone_key: null}}});
+        let _ = nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await;
+    }
+}
+
+/// The subset a pod's `apps.kruise.io/matched-workloadspread` annotation names ("" if none).
+fn subset_of(p: &Pod) -> String {
+    p.metadata
+        .annotations
+        .as_ref()
+        .and_then(|a| a.get(MATCHED))
+        .and_then(|a| serde_json::from_str::<serde_json::Value>(a).ok())
+        .and_then(|v| v.get("subset").and_then(|s| s.as_str()).map(str::to_string))
+        .unwrap_or_default()
+}
+
+fn is_running(p: &Pod) -> bool {
+    p.metadata.deletion_timestamp.is_none() && p.status.as_ref().and_then(|s| s.phase.as_deref()) == Some("Running")
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn pods_created_before_the_workload_spread_are_adopted_by_their_node() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let c = cluster();
+    let ns = c.namespace("e2e-wsadopt").await.unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    manager_kubeconfig(certs.path()).await;
+    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
+    let proxy = c.fault_proxy_as(&token).await.unwrap();
+    let kruise = start_kruise(certs.path(), proxy.kubeconfig(), &["--namespace", ns.name()]);
+    install(&[&kruise]).await;
+    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
+    let client = c.client().await.unwrap();
+    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+    let zone_key = format!("e2e.kruise.io/{}", ns.name());
+    let nodes_api: Api<Node> = Api::all(client.clone());
+    let zones = label_zones(&nodes_api, &zone_key).await;
+    let spreads: Api<WorkloadSpread> = Api::namespaced(client.clone(), ns.name());
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns.name());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+
+    // 1. A Deployment of 4 spread evenly over the two zones, running before any WorkloadSpread.
+    let deployment: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "old"},
+        "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "old"}},
+            "template": {"metadata": {"labels": {"app": "old"}},
+                "spec": {"terminationGracePeriodSeconds": 0,
+                    "topologySpreadConstraints": [{"maxSkew": 1, "topologyKey": zone_key.clone(),
+                        "whenUnsatisfiable": "DoNotSchedule", "labelSelector": {"matchLabels": {"app": "old"}}}],
+                    "containers": [{"name": "main", "image": "nginx:1.27"}]}}}
+    }))
+    .unwrap();
+    deployments.create(&PostParams::default(), &deployment).await.unwrap();
+    let before: BTreeMap<String, String> = eventually("4 running pods", Duration::from_secs(240), || async {
+        let list = pods.list(&ListParams::default().labels("app=old")).await.ok()?;
+        let running: BTreeMap<String, String> = list
+            .items
+            .iter()
+            .filter(|p| is_running(p))
+            .map(|p| {
+                let node = p.spec.as_ref().and_then(|s| s.node_name.clone()).unwrap_or_default();
+                (p.metadata.name.clone().unwrap_or_default(), zones.get(&node).cloned().unwrap_or_default())
+            })
+            .collect();
+        (list.items.len() == 4 && running.len() == 4).then_some(running)
+    })
+    .await;
+    let all = pods.list(&ListParams::default().labels("app=old")).await.unwrap().items;
+    assert!(all.iter().all(|p| subset_of(p).is_empty()), "no spread placed them");
+    let per_zone = |z: &str| before.values().filter(|v| *v == z).count() as i32;
+    assert_eq!((per_zone("a"), per_zone("b")), (2, 2), "the topology spread put 2 in each zone: {before:?}");
+
+    // 2. The WorkloadSpread over it: zone-a (with a label patch) and zone-b.
+    let spread: WorkloadSpread = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread", "metadata": {"name": "ws"},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "old"},
+            "subsets": [
+                {"name": "zone-a", "maxReplicas": 3, "patch": {"metadata": {"labels": {"e2e-subset": "a"}}},
+                 "requiredNodeSelectorTerm": {"matchExpressions": [{"key": zone_key.clone(), "operator": "In", "values": ["a"]}]}},
+                {"name": "zone-b",
+                 "requiredNodeSelectorTerm": {"matchExpressions": [{"key": zone_key.clone(), "operator": "In", "values": ["b"]}]}}]}
+    }))
+    .unwrap();
+    eventually("the WorkloadSpread admitted", Duration::from_secs(90), || {
+        let (spreads, spread) = (spreads.clone(), spread.clone());
+        async move { spreads.create(&PostParams::default(), &spread).await.ok() }
+    })
+    .await;
+
+    // 3. The same pods adopted into the subset of their node, and counted.
+    let adopted = eventually("the pods adopted by their node", Duration::from_secs(120), || async {
+        let list = pods.list(&ListParams::default().labels("app=old")).await.ok()?;
+        let got: BTreeMap<String, (String, String, String)> = list
+            .items
+            .iter()
+            .map(|p| {
+                let label = p.metadata.labels.as_ref().and_then(|l| l.get("e2e-subset").cloned()).unwrap_or_default();
+                let cost = p.metadata.annotations.as_ref().and_then(|a| a.get(COST).cloned()).unwrap_or_default();
+                (p.metadata.name.clone().unwrap_or_default(), (subset_of(p), label, cost))
+            })
+            .collect();
+        let want: BTreeMap<String, (String, String, String)> = before
+            .iter()
+            .map(|(name, zone)| {
+                let v = if zone == "a" { ("zone-a", "a", "200") } else { ("zone-b", "", "100") };
+                (name.clone(), (v.0.to_string(), v.1.to_string(), v.2.to_string()))
+            })
+            .collect();
+        (got == want).then_some(got)
+    })
+    .await;
+    assert_eq!(adopted.len(), 4, "the same four pods, none recreated: {adopted:?}");
+    eventually("the status counting the adopted pods", Duration::from_secs(120), || async {
+        let s = spreads.get("ws").await.ok()?.status?;
+        let rows: Vec<(String, i32, i32)> =
+            s.subset_statuses.iter().map(|s| (s.name.clone(), s.replicas, s.missing_replicas)).collect();
+        (rows == [("zone-a".to_string(), 2, 1), ("zone-b".to_string(), 2, -1)]).then_some(())
+    })
+    .await;
+
+    unlabel_zones(&nodes_api, &zone_key, &zones).await;
+    drop(kruise);
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn adaptive_rescheduling_moves_pods_off_a_subset_whose_nodes_cannot_take_them() {
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let c = cluster();
+    let ns = c.namespace("e2e-wsresched").await.unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    manager_kubeconfig(certs.path()).await;
+    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
+    let proxy = c.fault_proxy_as(&token).await.unwrap();
+    let kruise = start_kruise(certs.path(), proxy.kubeconfig(), &["--namespace", ns.name()]);
+    install(&[&kruise]).await;
+    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
+    let client = c.client().await.unwrap();
+    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+    let spreads: Api<WorkloadSpread> = Api::namespaced(client.clone(), ns.name());
+    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns.name());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+
+    // zone-a asks for a node label no node has; zone-b takes any node.
+    let key = format!("e2e.kruise.io/{}-nowhere", ns.name());
+    let spread: WorkloadSpread = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "WorkloadSpread", "metadata": {"name": "ws"},
+        "spec": {"targetRef": {"apiVersion": "apps/v1", "kind": "Deployment", "name": "web"},
+            "scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 15}},
+            "subsets": [
+                {"name": "zone-a", "maxReplicas": 2,
+                 "requiredNodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "In", "values": ["x"]}]}},
+                {"name": "zone-b",
+                 "requiredNodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "DoesNotExist"}]}}]}
+    }))
+    .unwrap();
+    eventually("the WorkloadSpread admitted", Duration::from_secs(90), || {
+        let (spreads, spread) = (spreads.clone(), spread.clone());
+        async move { spreads.create(&PostParams::default(), &spread).await.ok() }
+    })
+    .await;
+    eventually("the WorkloadSpread's first status", Duration::from_secs(120), || async {
+        let s = spreads.get("ws").await.ok()?.status?;
+        (s.subset_statuses.len() == 2).then_some(())
+    })
+    .await;
+
+    let deployment: Deployment = serde_json::from_value(json!({
+        "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
+        "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web"}},
+            "template": {"metadata": {"labels": {"app": "web"}},
+                "spec": {"terminationGracePeriodSeconds": 0, "containers": [{"name": "main", "image": "nginx:1.27"}]}}}
+    }))
+    .unwrap();
+    deployments.create(&PostParams::default(), &deployment).await.unwrap();
+
+    // First both pods go to zone-a and stay Pending there (the scheduler finds no node)...
+    let stuck: Vec<String> = eventually("zone-a's pods pending unschedulable", Duration::from_secs(120), || async {
+        let list = pods.list(&ListParams::default().labels("app=web")).await.ok()?;
+        let stuck: Vec<String> = list
+            .items
+            .iter()
+            .filter(|p| subset_of(p) == "zone-a")
+            .filter(|p| {
+                p.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
+                    cs.iter().any(|c| {
+                        c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
+                    })
+                })
+            })
+            .filter_map(|p| p.metadata.name.clone())
+            .collect();
+        (!stuck.is_empty()).then_some(stuck)
+    })
+    .await;
+    // ... then zone-a is marked unschedulable, they are deleted, and their replacements run in
+    // zone-b.
+    let running = eventually("the pods moved to zone-b", Duration::from_secs(300), || async {
+        let list = pods.list(&ListParams::default().labels("app=web")).await.ok()?;
+        let names: Vec<String> = list.items.iter().filter_map(|p| p.metadata.name.clone()).collect();
+        let running: Vec<(String, String)> = list
+            .items
+            .iter()
+            .filter(|p| is_running(p))
+            .map(|p| (p.metadata.name.clone().unwrap_or_default(), subset_of(p)))
+            .collect();
+        let moved = running.len() == 2
+            && list.items.len() == 2
+            && running.iter().all(|(_, subset)| subset == "zone-b")
+            && stuck.iter().all(|s| !names.contains(s));
+        moved.then_some(running)
+    })
+    .await;
+    assert!(running.iter().all(|(name, _)| !stuck.contains(name)), "{running:?} {stuck:?}");
+    let status = eventually("zone-a unschedulable in the status", Duration::from_secs(120), || async {
+        let s = spreads.get("ws").await.ok()?.status?;
+        let cond = |i: usize| {
+            s.subset_statuses
+                .get(i)
+                .and_then(|st| st.conditions.iter().find(|c| c.type_ == "Schedulable"))
+                .map(|c| c.status.clone())
+        };
+        let counted = s.subset_statuses.get(1).is_some_and(|b| b.replicas == 2);
+        (cond(0).as_deref() == Some("False") && cond(1).as_deref() == Some("True") && counted).then_some(s)
+    })
+    .await;
+    assert_eq!(status.subset_statuses[0].name, "zone-a", "{status:?}");
     drop(kruise);
 }

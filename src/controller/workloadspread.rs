@@ -2,26 +2,41 @@
 //! `pkg/controller/workloadspread`) as wiring around [`crate::core::workloadspread::status::plan`]:
 //! WorkloadSpreads come from the webhook's view (no second watch), pods from the shared pod
 //! informer (a pod change queues the spread its `apps.kruise.io/matched-workloadspread`
-//! annotation names). A round reads the target workload (its replicas; for a Deployment its
-//! ReplicaSets, which own the pods, and the newest one's `pod-template-hash` as the latest
-//! version; for a CloneSet the short hash of `status.updateRevision`), takes the namespace's
-//! pods those workloads control and the target filter selects, patches the deletion costs the
-//! plan lists (a merge patch of one annotation) and replaces the status at the resourceVersion
-//! the view holds (a conflict retries the round on a fresher copy). It comes back when the next
-//! creating/deleting record expires, at most after the resync.
+//! annotation names); the spreads that exist when the controller starts (a new term of
+//! leadership) are queued from one metadata list.
+//!
+//! A round reads the target workload (its replicas; for a Deployment its ReplicaSets, which own
+//! the pods, and the newest one's `pod-template-hash` as the latest version; for a CloneSet the
+//! short hash of `status.updateRevision`), takes the namespace's pods those workloads control
+//! and the target filter selects, and acts on the plan in kruise's order:
+//! 1. pods of the target without this spread's annotation are adopted by their node (the shared
+//!    node informer): a strategic merge patch of the annotation and the subset patch's metadata;
+//! 2. the deletion costs (a merge patch of one annotation);
+//! 3. the status, replaced at the resourceVersion the view holds (a conflict retries the round
+//!    on a fresher copy);
+//! 4. with the Adaptive strategy, the pods that failed to schedule for too long are deleted (the
+//!    status just written marks their subset unschedulable), each with its uid as precondition.
+//!
+//! The plan's Events, and kruise's `PatchPodDeletionCostFailed` and `DeletePodFailed` when those
+//! writes fail, are recorded on the WorkloadSpread. It comes back when the next creating/deleting
+//! record expires, a pending pod would time out or a subset would recover, at most after the
+//! resync.
 
 use std::sync::Arc;
 use std::time::Duration;
 
-use k8s_openapi::api::core::v1::Pod;
+use k8s_openapi::api::core::v1::{Node, ObjectReference, Pod};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
 use kube::Client;
-use kube::api::{Api, ApiResource, DynamicObject, ListParams, Patch, PatchParams, PostParams};
+use kube::api::{
+    Api, ApiResource, DeleteParams, DynamicObject, ListParams, Patch, PatchParams, PostParams, Preconditions,
+};
 use serde_json::Value;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 
+use super::act::Actor;
 use super::index::{meta_key, namespace_key};
 use super::informers::Informers;
 use super::queue::WorkQueue;
@@ -30,6 +45,7 @@ use crate::apis::workloadspread::WorkloadSpread;
 use crate::cluster::ClusterView;
 use crate::cluster::snapshot::ViewKind;
 use crate::core::features::Gate;
+use crate::core::rollout::plan::Event;
 use crate::core::workloadspread::status::plan;
 use crate::core::workloadspread::{
     DELETION_COST_ANNOTATION, Injected, MATCHED_ANNOTATION, VERSION_IGNORED, selects_pod,
@@ -46,6 +62,8 @@ struct Context {
     metrics: Metrics,
     view: Arc<dyn ClusterView>,
     informers: Informers,
+    /// The Event recorder (kruise's `recorder`).
+    actor: Actor,
 }
 
 impl Context {
@@ -82,13 +100,41 @@ pub fn start(
         metrics: metrics.clone(),
         view,
         informers: informers.clone(),
+        actor: super::actor_for(CONTROLLER, client, settings, metrics),
     });
     tracing::info!(controller = CONTROLLER, "starting");
     let reconcile = move |key: String| {
         let ctx = Arc::clone(&ctx);
         async move { reconcile(&ctx, &key).await }
     };
-    vec![tokio::spawn(runner.run(reconcile, token.clone()))]
+    let existing = queue_existing(client.clone(), settings.namespace.clone(), runner.queue().clone(), token.clone());
+    vec![tokio::spawn(existing), tokio::spawn(runner.run(reconcile, token.clone()))]
+}
+
+/// Queues every WorkloadSpread there is when the controller starts: the view announces only
+/// what changes after the trigger is registered, so a spread created before this term of
+/// leadership (and none of whose pods is annotated yet) would wait for a resync. One metadata
+/// list, retried until it answers.
+async fn queue_existing(client: Client, namespace: Option<String>, queue: WorkQueue, token: CancellationToken) {
+    let api: Api<WorkloadSpread> = match &namespace {
+        Some(ns) => Api::namespaced(client, ns),
+        None => Api::all(client),
+    };
+    loop {
+        match api.list_metadata(&ListParams::default()).await {
+            Ok(list) => {
+                for item in &list.items {
+                    queue.add(meta_key(&item.metadata));
+                }
+                return;
+            }
+            Err(e) => tracing::warn!(controller = CONTROLLER, "cannot list WorkloadSpreads, retrying: {e}"),
+        }
+        tokio::select! {
+            () = token.cancelled() => return,
+            () = tokio::time::sleep(Duration::from_secs(2)) => {}
+        }
+    }
 }
 
 /// `namespace/name` of the WorkloadSpread a pod's annotation names.
@@ -198,8 +244,34 @@ async fn target(ctx: &Context, ws: &WorkloadSpread, namespace: &str) -> Result<O
     Ok(Some(t))
 }
 
+/// The WorkloadSpread as the object its Events are recorded on.
+fn spread_reference(ws: &WorkloadSpread) -> ObjectReference {
+    ObjectReference {
+        api_version: Some("apps.kruise.io/v1alpha1".into()),
+        kind: Some("WorkloadSpread".into()),
+        namespace: ws.metadata.namespace.clone(),
+        name: ws.metadata.name.clone(),
+        uid: ws.metadata.uid.clone(),
+        resource_version: ws.metadata.resource_version.clone(),
+        ..Default::default()
+    }
+}
+
+/// kruise's `PatchPodDeletionCostFailed` message, which formats the cost (a string) with `%d`:
+/// Go prints `%!d(string=…)`, kept as kruise shows it.
+fn cost_failed_message(ns: &str, ws: &str, cost: &str, pod: &str, subset: &str) -> String {
+    format!(
+        "WorkloadSpread {ns}/{ws} failed to patch deletion-cost annotation to %!d(string={cost}) for Pod {ns}/{pod} in subset {subset}"
+    )
+}
+
+/// kruise's `DeletePodFailed` message for a pod it could not reschedule (its spelling kept).
+fn delete_failed_message(ns: &str, pod: &str, subset: &str, ws: &str) -> String {
+    format!("Failed to delete unschedulabe Pod {ns}/{pod} in Subset {subset} of WorkloadSpread {ns}/{ws}")
+}
+
 async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, ReconcileError> {
-    if !ctx.informers.pods.index().is_synced() {
+    if !ctx.informers.pods.index().is_synced() || !ctx.informers.nodes.index().is_synced() {
         return Ok(Some(Duration::from_secs(1)));
     }
     let Some((ns, name)) = key.split_once('/') else { return Ok(None) };
@@ -216,7 +288,7 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
         latest_version: VERSION_IGNORED.into(),
     });
     let cached = ctx.informers.pods.index().get(&namespace_key(ns));
-    let pods: Vec<&Pod> = cached
+    let mut pods: Vec<&Pod> = cached
         .iter()
         .map(AsRef::as_ref)
         .filter(|p| crate::core::workloadspread::controller_of(p).is_some_and(|o| target.uids.contains(&o.uid)))
@@ -226,20 +298,47 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
                 .unwrap_or(false)
         })
         .collect();
+    // Adoption takes room in pod order: the same order every round.
+    pods.sort_by(|a, b| a.metadata.name.cmp(&b.metadata.name));
     let now = Time(Timestamp::now());
-    let p = plan(&ws, &pods, target.replicas, &target.latest_version, &now);
-    for (id, reason) in &p.expired {
-        tracing::warn!(workloadspread = key, pod = id.as_str(), reason, "a webhook record expired");
-    }
+    let nodes = ctx.informers.nodes.index();
+    let node = |name: &str| -> Option<Arc<Node>> { nodes.get_object(&format!("/{name}")) };
+    let p = plan(&ws, &pods, target.replicas, &target.latest_version, &now, &node);
+    let reference = spread_reference(&ws);
+    ctx.actor.publish(&reference, &p.events).await;
+
     let pod_api: Api<Pod> = Api::namespaced(ctx.client.clone(), ns);
     let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
-    for (pod, cost) in &p.costs {
-        ctx.count("patchPodDeletionCost");
-        let patch = serde_json::json!({"metadata": {"annotations": {DELETION_COST_ANNOTATION: cost}}});
-        match pod_api.patch(pod, &pp, &Patch::Merge(&patch)).await {
+    for adoption in &p.adoptions {
+        ctx.count("patchPodAdoption");
+        tracing::info!(
+            workloadspread = key,
+            pod = adoption.pod.as_str(),
+            subset = adoption.subset.as_str(),
+            "adopting a pod created before the WorkloadSpread"
+        );
+        match pod_api.patch(&adoption.pod, &pp, &Patch::Strategic(&adoption.patch)).await {
             Ok(_) => {}
             Err(kube::Error::Api(e)) if e.code == 404 => {}
-            Err(e) => return Err(ReconcileError::api(format!("patch deletion cost of pod {ns}/{pod}"), &e)),
+            Err(e) => {
+                return Err(ReconcileError::api(
+                    format!("patch the WorkloadSpread annotation of pod {ns}/{}", adoption.pod),
+                    &e,
+                ));
+            }
+        }
+    }
+    for c in &p.costs {
+        ctx.count("patchPodDeletionCost");
+        let patch = serde_json::json!({"metadata": {"annotations": {DELETION_COST_ANNOTATION: c.cost}}});
+        match pod_api.patch(&c.pod, &pp, &Patch::Merge(&patch)).await {
+            Ok(_) => {}
+            Err(kube::Error::Api(e)) if e.code == 404 => {}
+            Err(e) => {
+                let message = cost_failed_message(ns, name, &c.cost, &c.pod, &c.subset);
+                ctx.actor.publish(&reference, &[Event::warning("PatchPodDeletionCostFailed", message)]).await;
+                return Err(ReconcileError::api(format!("patch deletion cost of pod {ns}/{}", c.pod), &e));
+            }
         }
     }
     if let Some(status) = p.status
@@ -256,6 +355,31 @@ async fn reconcile(ctx: &Context, key: &str) -> Result<Option<Duration>, Reconci
             )
             .await
             .map_err(ReconcileError::api_err(format!("update status of workloadspread {key}")))?;
+    }
+    for r in &p.reschedule {
+        ctx.count("deleteUnschedulablePod");
+        let dp = DeleteParams {
+            preconditions: Some(Preconditions {
+                uid: Some(r.uid.clone()).filter(|u| !u.is_empty()),
+                resource_version: None,
+            }),
+            ..Default::default()
+        };
+        match pod_api.delete(&r.pod, &dp).await {
+            Ok(_) => tracing::info!(
+                workloadspread = key,
+                pod = r.pod.as_str(),
+                subset = r.subset.as_str(),
+                "deleted a pod that could not be scheduled"
+            ),
+            // Gone already, or replaced by a pod of the same name.
+            Err(kube::Error::Api(e)) if e.code == 404 || e.code == 409 => {}
+            Err(e) => {
+                let message = delete_failed_message(ns, &r.pod, &r.subset, name);
+                ctx.actor.publish(&reference, &[Event::warning("DeletePodFailed", message)]).await;
+                return Err(ReconcileError::api(format!("delete unschedulable pod {ns}/{}", r.pod), &e));
+            }
+        }
     }
     Ok(Some(p.requeue.map_or(ctx.settings.resync, |d| d.min(ctx.settings.resync))))
 }
@@ -275,6 +399,27 @@ mod tests {
         assert_eq!(spread_of_pod(&meta(Some(r#"{"Name":"ws","Subset":"a"}"#))), Some("ns/ws".into()));
         assert_eq!(spread_of_pod(&meta(Some("not json"))), None);
         assert_eq!(spread_of_pod(&meta(None)), None);
+    }
+
+    #[test]
+    fn event_messages_are_kruises() {
+        assert_eq!(
+            cost_failed_message("ns", "ws", "200", "p", "zone-a"),
+            "WorkloadSpread ns/ws failed to patch deletion-cost annotation to %!d(string=200) for Pod ns/p in subset zone-a"
+        );
+        assert_eq!(
+            delete_failed_message("ns", "p", "zone-a", "ws"),
+            "Failed to delete unschedulabe Pod ns/p in Subset zone-a of WorkloadSpread ns/ws"
+        );
+        let ws: WorkloadSpread = crate::compat::decode::from_value(
+            &serde_json::json!({"metadata": {"name": "ws", "namespace": "ns", "uid": "u"}, "spec": {"subsets": []}}),
+        )
+        .unwrap();
+        let r = spread_reference(&ws);
+        assert_eq!(
+            (r.kind.as_deref(), r.name.as_deref(), r.uid.as_deref()),
+            (Some("WorkloadSpread"), Some("ws"), Some("u"))
+        );
     }
 
     #[test]

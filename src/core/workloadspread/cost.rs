@@ -20,8 +20,9 @@ use super::DELETION_COST_ANNOTATION;
 use crate::apis::workloadspread::{TargetReference, WorkloadSpread, WorkloadSpreadSubset};
 use crate::core::pods::{active_pods_order, is_active, name};
 
-/// kruise's `FakeSubsetName`: the pods no subset holds.
-pub const FAKE_SUBSET: &str = "fake-subset-name";
+/// kruise's `FakeSubsetName`: the pods no subset holds (not a valid subset name, so no subset
+/// can be taken for it).
+pub const FAKE_SUBSET: &str = "kruise.io/workloadspread-fake-subset-name";
 const POSITIVE: i64 = 100;
 const NEGATIVE: i64 = -100;
 

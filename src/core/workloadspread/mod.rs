@@ -23,9 +23,13 @@
 //!   written as kruise's `json.Marshal` writes it (`{"name":"…","subset":"…"}`, `uid` only
 //!   when generated).
 //!
-//! [`cost`] decides the deletion cost the controller writes on the subsets' pods.
+//! [`cost`] decides the deletion cost the controller writes on the subsets' pods, [`adopt`]
+//! the subset a pod created before its WorkloadSpread joins, [`reschedule`] the Adaptive
+//! strategy's `Schedulable` conditions and the pods it deletes, [`status`] the controller's round.
 
+pub mod adopt;
 pub mod cost;
+pub mod reschedule;
 pub mod status;
 
 use std::collections::BTreeMap;

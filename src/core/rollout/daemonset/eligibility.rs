@@ -130,7 +130,7 @@ fn field_requirement_matches(r: &NodeSelectorRequirement, node_name: &str) -> bo
 }
 
 /// One `NodeSelectorTerm`: a term with neither expressions nor fields matches nothing.
-fn term_matches(term: &NodeSelectorTerm, labels: &BTreeMap<String, String>, node_name: &str) -> bool {
+pub fn term_matches(term: &NodeSelectorTerm, labels: &BTreeMap<String, String>, node_name: &str) -> bool {
     let exprs = term.match_expressions.as_deref().unwrap_or(&[]);
     let fields = term.match_fields.as_deref().unwrap_or(&[]);
     if exprs.is_empty() && fields.is_empty() {
