@@ -114,12 +114,14 @@ pub fn start(
 /// Queues every WorkloadSpread there is when the controller starts: the view announces only
 /// what changes after the trigger is registered, so a spread created before this term of
 /// leadership (and none of whose pods is annotated yet) would wait for a resync. One metadata
-/// list, retried until it answers.
+/// list, retried (2 s doubling to a minute) until it answers.
 async fn queue_existing(client: Client, namespace: Option<String>, queue: WorkQueue, token: CancellationToken) {
     let api: Api<WorkloadSpread> = match &namespace {
         Some(ns) => Api::namespaced(client, ns),
         None => Api::all(client),
     };
+    // Doubling from 2 s to a minute: a missing CRD is not retried and warned about every 2 s.
+    let mut wait = Duration::from_secs(2);
     loop {
         match api.list_metadata(&ListParams::default()).await {
             Ok(list) => {
@@ -132,8 +134,9 @@ async fn queue_existing(client: Client, namespace: Option<String>, queue: WorkQu
         }
         tokio::select! {
             () = token.cancelled() => return,
-            () = tokio::time::sleep(Duration::from_secs(2)) => {}
+            () = tokio::time::sleep(wait) => {}
         }
+        wait = (wait * 2).min(Duration::from_secs(60));
     }
 }
 

@@ -11,7 +11,8 @@
 //!   or while its pods are not all updated (an apps/v1 StatefulSet's stuck pods are deleted then);
 //! - the status: replicas, ready and updated counts summed over the subsets, `subsetReplicas`,
 //!   `updateStatus` (revision and partitions), `currentRevision` promoted once every pod is updated
-//!   and ready, the SubsetProvisioned and SubsetUpdated conditions.
+//!   and ready, the SubsetProvisioned and SubsetUpdated conditions, and `UnitedDeploymentUpdated`
+//!   (kruise's `setUpdatedCondition`: False while the current revision is not the update revision).
 //!
 //! The subset `patch` is merged as a strategic merge patch for the lists a pod template patch
 //! usually touches (containers, initContainers, volumes, env, tolerations... keyed by `name`);
@@ -237,6 +238,7 @@ pub fn plan(
     // initStatus, then adaptive scheduling's preprocessing (adaptive.rs) on the subset statuses.
     let mut base = ud.status.clone().unwrap_or_default();
     super::adaptive::init_status(&ud.spec, &mut base);
+    set_updated_condition(&mut base.conditions, current_revision, revision, &now);
     let strategy = &ud.spec.topology.schedule_strategy;
     let adaptive = is_adaptive(strategy) && !should_reserve_unschedulable_pods(strategy);
     let mut requeue_after: Option<SignedDuration> = None;
@@ -327,6 +329,35 @@ fn set_condition(conditions: &mut Vec<UnitedDeploymentCondition>, mut c: UnitedD
     }
     conditions.retain(|o| o.type_ != c.type_);
     conditions.push(c);
+}
+
+/// The condition kruise's `UnitedDeploymentUpdated` type names.
+pub const UPDATED_CONDITION: &str = "UnitedDeploymentUpdated";
+
+/// kruise `setUpdatedCondition`: `UnitedDeploymentUpdated` False while the current revision is not
+/// the expected one (the update revision), True once it is; rewritten only when its status
+/// changes, so the message names the revision of the moment the status turned.
+fn set_updated_condition(conditions: &mut Vec<UnitedDeploymentCondition>, current: &str, expected: &str, now: &Time) {
+    let updated = current == expected;
+    let status = if updated { "True" } else { "False" };
+    if conditions.iter().any(|c| c.type_ == UPDATED_CONDITION && c.status == status) {
+        return;
+    }
+    let (reason, message) = if updated {
+        ("UnitedDeploymentRevisionUpdated", format!("updated to revision {expected}"))
+    } else {
+        ("UnitedDeploymentRevisionUpdating", format!("updating to revision {expected}"))
+    };
+    set_condition(
+        conditions,
+        UnitedDeploymentCondition {
+            type_: UPDATED_CONDITION.into(),
+            status: status.into(),
+            last_transition_time: Some(now.clone()),
+            reason: reason.into(),
+            message,
+        },
+    );
 }
 
 /// kruise `calculateStatus` (and the conditions `manageSubsets` sets on success).

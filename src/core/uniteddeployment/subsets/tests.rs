@@ -152,12 +152,41 @@ fn new_revision_rewrites_both_and_promotes_once_ready() {
     assert_eq!(updated, ["web-zone-a-x", "web-zone-b-y"]);
     assert_eq!(p.status.current_revision, "r1", "nothing updated yet");
     assert_eq!(p.status.updated_replicas, 0);
+    let updating = updated_condition(&p);
+    assert_eq!(
+        (updating.status.as_str(), updating.reason.as_str(), updating.message.as_str()),
+        ("False", "UnitedDeploymentRevisionUpdating", "updating to revision r2")
+    );
     let sets = [existing(&u, "zone-a", "web-zone-a-x", "r2", 4, 4), existing(&u, "zone-b", "web-zone-b-y", "r2", 2, 2)];
     let mut u2 = u.clone();
     u2.status = Some(p.status.clone());
     let p = plan(&u2, &sets, "r2", "r1", now()).unwrap();
     assert_eq!(p.status.current_revision, "r2");
     assert_eq!(p.status.updated_ready_replicas, 6);
+    // Still False this round (kruise sets it from the revision the round started with); the
+    // next round, from the promoted current revision, turns it True.
+    assert_eq!(updated_condition(&p).status, "False");
+    let mut u3 = u2.clone();
+    u3.status = Some(p.status.clone());
+    let later = Time(now().0 + k8s_openapi::jiff::SignedDuration::from_secs(5));
+    let p = plan(&u3, &sets, "r2", "r2", later.clone()).unwrap();
+    let done = updated_condition(&p);
+    assert_eq!(
+        (done.status.as_str(), done.reason.as_str(), done.message.as_str()),
+        ("True", "UnitedDeploymentRevisionUpdated", "updated to revision r2")
+    );
+    assert_eq!(done.last_transition_time, Some(later));
+    // Unchanged status: the condition is left as it was (its time too).
+    let mut u4 = u3.clone();
+    u4.status = Some(p.status.clone());
+    let p2 = plan(&u4, &sets, "r2", "r2", Time(now().0 + k8s_openapi::jiff::SignedDuration::from_secs(60))).unwrap();
+    assert_eq!(updated_condition(&p2), done);
+}
+
+fn updated_condition(p: &Plan) -> crate::apis::uniteddeployment::UnitedDeploymentCondition {
+    let found: Vec<_> = p.status.conditions.iter().filter(|c| c.type_ == super::UPDATED_CONDITION).collect();
+    assert_eq!(found.len(), 1, "{:?}", p.status.conditions);
+    found[0].clone()
 }
 
 #[test]
