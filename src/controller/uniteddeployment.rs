@@ -38,11 +38,9 @@ use crate::apis::CloneSet;
 use crate::apis::statefulset::v1beta1::StatefulSet as AdvancedStatefulSet;
 use crate::apis::uniteddeployment::{UnitedDeployment, UnitedDeploymentStatus};
 use crate::compat::selector::Selector;
-use crate::core::history::{self, Parent};
-use crate::core::uniteddeployment::revision::{revision_data, revision_labels};
-use crate::core::uniteddeployment::subsets::{
-    Action, Existing, OWNER_API_VERSION, OWNER_KIND, owned_by, owner_reference, plan,
-};
+use crate::core::history;
+use crate::core::uniteddeployment::revision::new_revision;
+use crate::core::uniteddeployment::subsets::{Action, Existing, OWNER_API_VERSION, OWNER_KIND, owned_by, plan};
 use crate::core::uniteddeployment::workload::{SubsetKind, Workload};
 use crate::metrics::{ControllerWriteLabels, Metrics};
 
@@ -199,16 +197,8 @@ async fn settle_revision(
     history::sort_revisions(&mut revisions);
     let status = ud.status.clone().unwrap_or_default();
     let mut collision = status.collision_count;
-    let parent = Parent { name: &name, namespace: Some(&ns), owner: owner_reference(ud) };
-    let data = revision_data(ud);
     let next = history::next_revision(&revisions);
-    let new = history::new_controller_revision(
-        &parent,
-        &revision_labels(ud),
-        data.clone(),
-        next,
-        Some(collision.unwrap_or(0)),
-    );
+    let new = new_revision(ud, next, collision.unwrap_or(0));
     let equal = history::find_equal_revisions(&revisions, &new.revision);
     let update = match (equal.last(), revisions.len()) {
         (Some(&i), n) if i + 1 == n => revisions[i].metadata.name.clone().unwrap_or_default(),
@@ -224,13 +214,7 @@ async fn settle_revision(
             rev_name
         }
         (None, _) => loop {
-            let candidate = history::new_controller_revision(
-                &parent,
-                &revision_labels(ud),
-                data.clone(),
-                next,
-                Some(collision.unwrap_or(0)),
-            );
+            let candidate = new_revision(ud, next, collision.unwrap_or(0));
             let rev_name = candidate.revision.metadata.name.clone().unwrap_or_default();
             ctx.count("createRevision");
             let pp = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };

@@ -68,6 +68,9 @@ func main() {
 		case "templatehash":
 			templateHash(arg(2))
 			return
+		case "uniteddeployment":
+			unitedDeployment()
+			return
 		}
 	}
 	raw, _ := io.ReadAll(os.Stdin)
