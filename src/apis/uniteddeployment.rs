@@ -1,7 +1,7 @@
 //! UnitedDeployment `apps.kruise.io/v1alpha1`, kruise's
 //! `apis/apps/v1alpha1/uniteddeployment_types.go` (v1.9.0): one workload template (StatefulSet,
-//! Advanced StatefulSet, CloneSet or Deployment) spread over subsets of nodes. Types only: the CRD
-//! is installed so existing objects stay readable and writable; nothing of ours reconciles it yet.
+//! Advanced StatefulSet, CloneSet or Deployment) spread over subsets of nodes. Admitted by the
+//! UnitedDeployment webhooks and reconciled by `controller/uniteddeployment.rs` (issue 34).
 //!
 //! The Advanced StatefulSet and CloneSet templates are our own specs (kruise embeds its
 //! `v1beta1.StatefulSetSpec` and `v1alpha1.CloneSetSpec`); the apps/v1 templates and every
