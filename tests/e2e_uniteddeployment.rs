@@ -25,7 +25,9 @@ mod e2e_common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use e2e_common::{Kruise, NAMESPACE, cluster, eventually, install, manager_kubeconfig, root};
+use e2e_common::{
+    Kruise, NAMESPACE, cluster, eventually, install, label_zones, manager_kubeconfig, root, unlabel_zones,
+};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise::apis::CloneSet;
 use kruise::apis::uniteddeployment::UnitedDeployment;
@@ -135,23 +137,7 @@ async fn a_united_deployment_spreads_over_two_zones_and_rolls_out() {
     // Two zones over the simulated nodes, under a label key of this test's own.
     let zone_key = format!("e2e.kruise.io/{}", ns.name());
     let nodes_api: Api<Node> = Api::all(client.clone());
-    let mut nodes: Vec<String> = nodes_api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter_map(|n| n.metadata.name)
-        .collect();
-    nodes.sort();
-    assert!(nodes.len() >= 2, "{nodes:?}");
-    let mut zones = BTreeMap::new();
-    for (i, node) in nodes.iter().enumerate() {
-        let zone = if i < nodes.len() / 2 { "a" } else { "b" };
-        let patch = json!({"metadata": {"labels": {zone_key.clone(): zone}}});
-        nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-        zones.insert(node.clone(), zone.to_string());
-    }
+    let zones = label_zones(&nodes_api, &zone_key).await;
 
     let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
@@ -232,10 +218,7 @@ async fn a_united_deployment_spreads_over_two_zones_and_rolls_out() {
     uds.patch_scale("web", &PatchParams::default(), &Patch::Merge(&scale)).await.unwrap();
     settled(&pods, &zones, &[("zone-a", 4), ("zone-b", 4)], "nginx:1.26", "zone-b scaled to 4").await;
 
-    for node in &nodes {
-        let patch = json!({"metadata": {"labels": {zone_key.clone(): null}}});
-        let _ = nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await;
-    }
+    unlabel_zones(&nodes_api, &zone_key, &zones).await;
     drop(kruise);
 }
 
@@ -336,7 +319,6 @@ struct Zones {
     _proxy: kruise_testenv::FaultProxy,
     client: kube::Client,
     zone_key: String,
-    nodes: Vec<String>,
     zones: BTreeMap<String, String>,
 }
 
@@ -354,32 +336,12 @@ async fn two_zones(ns: &str, certs: &std::path::Path) -> Zones {
     kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
     let zone_key = format!("e2e.kruise.io/{ns}");
     let nodes_api: Api<Node> = Api::all(client.clone());
-    let mut nodes: Vec<String> = nodes_api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter_map(|n| n.metadata.name)
-        .collect();
-    nodes.sort();
-    assert!(nodes.len() >= 2, "{nodes:?}");
-    let mut zones = BTreeMap::new();
-    for (i, node) in nodes.iter().enumerate() {
-        let zone = if i < nodes.len() / 2 { "a" } else { "b" };
-        let patch = json!({"metadata": {"labels": {zone_key.clone(): zone}}});
-        nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-        zones.insert(node.clone(), zone.to_string());
-    }
-    Zones { kruise, _proxy: proxy, client, zone_key, nodes, zones }
+    let zones = label_zones(&nodes_api, &zone_key).await;
+    Zones { kruise, _proxy: proxy, client, zone_key, zones }
 }
 
-async fn unlabel(client: &kube::Client, zone_key: &str, nodes: &[String]) {
-    let nodes_api: Api<Node> = Api::all(client.clone());
-    for node in nodes {
-        let patch = json!({"metadata": {"labels": {zone_key: null}}});
-        let _ = nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await;
-    }
+async fn unlabel(client: &kube::Client, zone_key: &str, zones: &BTreeMap<String, String>) {
+    unlabel_zones(&Api::all(client.clone()), zone_key, zones).await;
 }
 
 /// The workloads of `K` in the namespace by subset: (name, spec replicas, controller uid).
@@ -421,7 +383,7 @@ async fn advanced_statefulset_subsets_spread_over_two_zones_and_roll_out() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let ns = cluster().namespace("e2e-ud-asts").await.unwrap();
     let certs = tempfile::tempdir().unwrap();
-    let Zones { kruise, _proxy, client, zone_key, nodes, zones } = two_zones(ns.name(), certs.path()).await;
+    let Zones { kruise, _proxy, client, zone_key, zones } = two_zones(ns.name(), certs.path()).await;
     let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
     let sets: Api<AdvancedStatefulSet> = Api::namespaced(client.clone(), ns.name());
@@ -453,7 +415,7 @@ async fn advanced_statefulset_subsets_spread_over_two_zones_and_roll_out() {
     .await;
     assert_eq!(status.subset_replicas, [("zone-a".to_string(), 4), ("zone-b".to_string(), 2)].into());
     assert_subsets(&subset_workloads(&sets).await, &uid, "Advanced StatefulSets after the rollout");
-    unlabel(&client, &zone_key, &nodes).await;
+    unlabel(&client, &zone_key, &zones).await;
     drop(kruise);
 }
 
@@ -466,7 +428,7 @@ async fn deployment_subsets_spread_over_two_zones() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let ns = cluster().namespace("e2e-ud-deploy").await.unwrap();
     let certs = tempfile::tempdir().unwrap();
-    let Zones { kruise, _proxy, client, zone_key, nodes, zones } = two_zones(ns.name(), certs.path()).await;
+    let Zones { kruise, _proxy, client, zone_key, zones } = two_zones(ns.name(), certs.path()).await;
     let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns.name());
@@ -484,7 +446,7 @@ async fn deployment_subsets_spread_over_two_zones() {
     })
     .await;
     assert_eq!(status.subset_replicas, [("zone-a".to_string(), 4), ("zone-b".to_string(), 2)].into());
-    unlabel(&client, &zone_key, &nodes).await;
+    unlabel(&client, &zone_key, &zones).await;
     drop(kruise);
 }
 
@@ -497,7 +459,7 @@ async fn statefulset_subsets_spread_over_two_zones() {
     let _turn = ONE_AT_A_TIME.lock().await;
     let ns = cluster().namespace("e2e-ud-sts").await.unwrap();
     let certs = tempfile::tempdir().unwrap();
-    let Zones { kruise, _proxy, client, zone_key, nodes, zones } = two_zones(ns.name(), certs.path()).await;
+    let Zones { kruise, _proxy, client, zone_key, zones } = two_zones(ns.name(), certs.path()).await;
     let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
     let sets: Api<StatefulSet> = Api::namespaced(client.clone(), ns.name());
@@ -515,6 +477,6 @@ async fn statefulset_subsets_spread_over_two_zones() {
         (s.replicas == 6 && s.ready_replicas == 6 && s.updated_ready_replicas == 6).then_some(())
     })
     .await;
-    unlabel(&client, &zone_key, &nodes).await;
+    unlabel(&client, &zone_key, &zones).await;
     drop(kruise);
 }

@@ -29,7 +29,9 @@ mod e2e_common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use e2e_common::{Kruise, NAMESPACE, cluster, eventually, install, manager_kubeconfig, root};
+use e2e_common::{
+    Kruise, NAMESPACE, cluster, eventually, install, label_zones, manager_kubeconfig, root, unlabel_zones,
+};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise::apis::workloadspread::WorkloadSpread;
@@ -208,36 +210,6 @@ fn start_kruise(certs: &std::path::Path, kubeconfig: &std::path::Path, extra: &[
     assert!(made.success());
     let log = std::env::var("KRUISE_E2E_LOG").unwrap_or_else(|_| "warn".into());
     Kruise::spawn(certs, kubeconfig, extra, &log)
-}
-
-/// Labels the simulated nodes into zones `a` and `b` (half each, in name order) under `zone_key`:
-/// node name → zone.
-async fn label_zones(nodes_api: &Api<Node>, zone_key: &str) -> BTreeMap<String, String> {
-    let mut nodes: Vec<String> = nodes_api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter_map(|n| n.metadata.name)
-        .collect();
-    nodes.sort();
-    assert!(nodes.len() >= 2, "{nodes:?}");
-    let mut zones = BTreeMap::new();
-    for (i, node) in nodes.iter().enumerate() {
-        let zone = if i < nodes.len() / 2 { "a" } else { "b" };
-        let patch = json!({"metadata": {"labels": {zone_key: zone}}});
-        nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-        zones.insert(node.clone(), zone.to_string());
-    }
-    zones
-}
-
-async fn unlabel_zones(nodes_api: &Api<Node>, zone_key: &str, zones: &BTreeMap<String, String>) {
-    for node in zones.keys() {
-        let patch = json!({"metadata": {"labels": {zone_key: null}}});
-        let _ = nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await;
-    }
 }
 
 /// The subset a pod's `apps.kruise.io/matched-workloadspread` annotation names ("" if none).

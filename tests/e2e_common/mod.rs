@@ -333,3 +333,41 @@ pub async fn start_daemons(gates: &str, webhooks: bool) -> DaemonEnv {
     );
     DaemonEnv { daemons, kruise, client, nodes, certs, dir }
 }
+
+/// Labels the simulated nodes (the zones of the UnitedDeployment and WorkloadSpread tests) into zones `a` and `b` (half each, in name order) under `zone_key`:
+/// node name → zone.
+pub async fn label_zones(
+    nodes_api: &kube::Api<k8s_openapi::api::core::v1::Node>,
+    zone_key: &str,
+) -> std::collections::BTreeMap<String, String> {
+    let mut nodes: Vec<String> = nodes_api
+        .list(&kube::api::ListParams::default())
+        .await
+        .unwrap()
+        .items
+        .into_iter()
+        .filter_map(|n| n.metadata.name)
+        .collect();
+    nodes.sort();
+    assert!(nodes.len() >= 2, "{nodes:?}");
+    let mut zones = std::collections::BTreeMap::new();
+    for (i, node) in nodes.iter().enumerate() {
+        let zone = if i < nodes.len() / 2 { "a" } else { "b" };
+        let patch = serde_json::json!({"metadata": {"labels": {zone_key: zone}}});
+        nodes_api.patch(node, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await.unwrap();
+        zones.insert(node.clone(), zone.to_string());
+    }
+    zones
+}
+
+/// Takes the labels [`label_zones`] set off the nodes again (best effort).
+pub async fn unlabel_zones(
+    nodes_api: &kube::Api<k8s_openapi::api::core::v1::Node>,
+    zone_key: &str,
+    zones: &std::collections::BTreeMap<String, String>,
+) {
+    for node in zones.keys() {
+        let patch = serde_json::json!({"metadata": {"labels": {zone_key: null}}});
+        let _ = nodes_api.patch(node, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await;
+    }
+}

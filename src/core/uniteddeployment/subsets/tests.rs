@@ -97,7 +97,9 @@ fn first_round_creates_one_cloneset_per_subset() {
     assert_eq!(p.status.label_selector, "app=web");
     assert_eq!(p.status.observed_generation, 2);
     let types: Vec<&str> = p.status.conditions.iter().map(|c| c.type_.as_str()).collect();
-    assert_eq!(types, ["SubsetProvisioned", "SubsetUpdated"]);
+    // kruise's order: setUpdatedCondition at the start of the round, manageSubsets' two after.
+    assert_eq!(types, ["UnitedDeploymentUpdated", "SubsetProvisioned", "SubsetUpdated"]);
+    assert_eq!(p.status.conditions[0].status, "True", "a first round is at its only revision");
 }
 
 fn existing(u: &UnitedDeployment, subset: &str, name: &str, revision: &str, replicas: i32, ready: i32) -> Existing {
