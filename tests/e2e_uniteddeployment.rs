@@ -425,58 +425,53 @@ async fn advanced_statefulset_subsets_spread_over_two_zones_and_roll_out() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn deployment_subsets_spread_over_two_zones() {
     use k8s_openapi::api::apps::v1::Deployment;
+    native_subsets_spread_over_two_zones::<Deployment>("e2e-ud-deploy", "deploymentTemplate", json!({}), "Deployments")
+        .await;
+}
+
+/// Issue 34: a UnitedDeployment of 6 with a `statefulSetTemplate` creates two apps/v1
+/// StatefulSets (zone-a 4, zone-b 2) that the control plane's statefulset controller runs, each
+/// pod on a node of its zone, and counts their 6 ready pods.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn statefulset_subsets_spread_over_two_zones() {
+    use k8s_openapi::api::apps::v1::StatefulSet;
+    let extra = json!({"podManagementPolicy": "Parallel", "serviceName": "web"});
+    native_subsets_spread_over_two_zones::<StatefulSet>("e2e-ud-sts", "statefulSetTemplate", extra, "StatefulSets")
+        .await;
+}
+
+/// The two apps/v1 template tests: a UnitedDeployment of 6 with `template` (its spec extended by
+/// `extra`) puts 4 pods in zone-a and 2 in zone-b through two workloads of `K` it controls, and
+/// its status counts 6 ready with subset replicas 4 and 2.
+async fn native_subsets_spread_over_two_zones<K>(ns_prefix: &str, template: &str, extra: Value, what: &str)
+where
+    K: kube::Resource<Scope = k8s_openapi::NamespaceResourceScope, DynamicType = ()>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + serde::Serialize,
+{
     let _turn = ONE_AT_A_TIME.lock().await;
-    let ns = cluster().namespace("e2e-ud-deploy").await.unwrap();
+    let ns = cluster().namespace(ns_prefix).await.unwrap();
     let certs = tempfile::tempdir().unwrap();
     let Zones { kruise, _proxy, client, zone_key, zones } = two_zones(ns.name(), certs.path()).await;
     let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
-    let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns.name());
-    let ud = ud_of("deploymentTemplate", json!({}), &zone_key, json!(4), "nginx:1.25");
+    let workloads: Api<K> = Api::namespaced(client.clone(), ns.name());
+    let ud = ud_of(template, extra, &zone_key, json!(4), "nginx:1.25");
     let created = eventually("the UnitedDeployment created", Duration::from_secs(60), || async {
         uds.create(&PostParams::default(), &ud).await.ok()
     })
     .await;
     let uid = created.metadata.uid.clone().unwrap();
     settled(&pods, &zones, &[("zone-a", 4), ("zone-b", 2)], "nginx:1.25", "4 pods in zone-a and 2 in zone-b").await;
-    assert_subsets(&subset_workloads(&deployments).await, &uid, "Deployments");
+    assert_subsets(&subset_workloads(&workloads).await, &uid, what);
     let status = eventually("the status to count 6 ready", Duration::from_secs(120), || async {
         let s = uds.get("web").await.ok()?.status?;
         (s.replicas == 6 && s.ready_replicas == 6 && s.updated_ready_replicas == 6).then_some(s)
     })
     .await;
     assert_eq!(status.subset_replicas, [("zone-a".to_string(), 4), ("zone-b".to_string(), 2)].into());
-    unlabel(&client, &zone_key, &zones).await;
-    drop(kruise);
-}
-
-/// Issue 34: a UnitedDeployment of 6 with a `statefulSetTemplate` creates two apps/v1
-/// StatefulSets (zone-a 4, zone-b 2) that the control plane's statefulset controller runs, each
-/// pod on a node of its zone.
-#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn statefulset_subsets_spread_over_two_zones() {
-    use k8s_openapi::api::apps::v1::StatefulSet;
-    let _turn = ONE_AT_A_TIME.lock().await;
-    let ns = cluster().namespace("e2e-ud-sts").await.unwrap();
-    let certs = tempfile::tempdir().unwrap();
-    let Zones { kruise, _proxy, client, zone_key, zones } = two_zones(ns.name(), certs.path()).await;
-    let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
-    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
-    let sets: Api<StatefulSet> = Api::namespaced(client.clone(), ns.name());
-    let extra = json!({"podManagementPolicy": "Parallel", "serviceName": "web"});
-    let ud = ud_of("statefulSetTemplate", extra, &zone_key, json!(4), "nginx:1.25");
-    let created = eventually("the UnitedDeployment created", Duration::from_secs(60), || async {
-        uds.create(&PostParams::default(), &ud).await.ok()
-    })
-    .await;
-    let uid = created.metadata.uid.clone().unwrap();
-    settled(&pods, &zones, &[("zone-a", 4), ("zone-b", 2)], "nginx:1.25", "4 pods in zone-a and 2 in zone-b").await;
-    assert_subsets(&subset_workloads(&sets).await, &uid, "StatefulSets");
-    eventually("the status to count 6 ready", Duration::from_secs(120), || async {
-        let s = uds.get("web").await.ok()?.status?;
-        (s.replicas == 6 && s.ready_replicas == 6 && s.updated_ready_replicas == 6).then_some(())
-    })
-    .await;
     unlabel(&client, &zone_key, &zones).await;
     drop(kruise);
 }
