@@ -14,7 +14,7 @@ mod e2e_common;
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use e2e_common::{Kruise, NAMESPACE, cluster, eventually, install, manager_kubeconfig, root};
+use e2e_common::{cluster, eventually, serve_namespace};
 use futures::StreamExt;
 use k8s_openapi::api::core::v1::{ConfigMap, Pod};
 use kruise_testenv::{Share, WriteFault};
@@ -146,15 +146,7 @@ async fn an_ordered_pod_starts_its_containers_in_order_even_with_conflicts_and_c
     let c = cluster();
     let ns = c.namespace("launch-priority").await.unwrap();
     let certs = tempfile::tempdir().unwrap();
-    // deploy/'s RBAC and ServiceAccount; kruise talks to the API server through the fault proxy.
-    manager_kubeconfig(certs.path()).await;
-    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
-    let proxy = c.fault_proxy_as(&token).await.unwrap();
-    let kruise = Kruise::start(certs.path(), proxy.kubeconfig(), &["--namespace", ns.name()]);
-    install(&[&kruise]).await;
-    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
-    let client = c.client().await.unwrap();
-    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+    let (kruise, proxy, client) = serve_namespace(ns.name(), certs.path()).await;
 
     // 1. No faults.
     launches_in_order(&client, ns.name(), "ordered").await;

@@ -25,9 +25,7 @@ mod e2e_common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use e2e_common::{
-    Kruise, NAMESPACE, cluster, eventually, install, label_zones, manager_kubeconfig, root, unlabel_zones,
-};
+use e2e_common::{Kruise, cluster, eventually, label_zones, serve_namespace, unlabel_zones};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise::apis::CloneSet;
 use kruise::apis::uniteddeployment::UnitedDeployment;
@@ -125,14 +123,7 @@ async fn a_united_deployment_spreads_over_two_zones_and_rolls_out() {
     let c = cluster();
     let ns = c.namespace("e2e-ud").await.unwrap();
     let certs = tempfile::tempdir().unwrap();
-    manager_kubeconfig(certs.path()).await;
-    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
-    let proxy = c.fault_proxy_as(&token).await.unwrap();
-    let kruise = Kruise::start(certs.path(), proxy.kubeconfig(), &["--namespace", ns.name()]);
-    install(&[&kruise]).await;
-    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
-    let client = c.client().await.unwrap();
-    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+    let (kruise, proxy, client) = serve_namespace(ns.name(), certs.path()).await;
 
     // Two zones over the simulated nodes, under a label key of this test's own.
     let zone_key = format!("e2e.kruise.io/{}", ns.name());
@@ -232,14 +223,7 @@ async fn adaptive_scheduling_moves_replicas_off_a_subset_that_cannot_schedule() 
     let c = cluster();
     let ns = c.namespace("e2e-ud-adaptive").await.unwrap();
     let certs = tempfile::tempdir().unwrap();
-    manager_kubeconfig(certs.path()).await;
-    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
-    let proxy = c.fault_proxy_as(&token).await.unwrap();
-    let kruise = Kruise::start(certs.path(), proxy.kubeconfig(), &["--namespace", ns.name()]);
-    install(&[&kruise]).await;
-    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
-    let client = c.client().await.unwrap();
-    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+    let (kruise, _proxy, client) = serve_namespace(ns.name(), certs.path()).await;
 
     let key = format!("e2e.kruise.io/{}-nowhere", ns.name());
     let ud: UnitedDeployment = serde_json::from_value(json!({
@@ -325,15 +309,7 @@ struct Zones {
 /// A `kruise serve` of its own on `ns` (its webhooks registered) and the simulated nodes split
 /// into zones `a` and `b` under a label key of `ns`'s own.
 async fn two_zones(ns: &str, certs: &std::path::Path) -> Zones {
-    let c = cluster();
-    manager_kubeconfig(certs).await;
-    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
-    let proxy = c.fault_proxy_as(&token).await.unwrap();
-    let kruise = Kruise::start(certs, proxy.kubeconfig(), &["--namespace", ns]);
-    install(&[&kruise]).await;
-    let ca = std::fs::read(certs.join("ca.crt")).unwrap();
-    let client = c.client().await.unwrap();
-    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+    let (kruise, proxy, client) = serve_namespace(ns, certs).await;
     let zone_key = format!("e2e.kruise.io/{ns}");
     let nodes_api: Api<Node> = Api::all(client.clone());
     let zones = label_zones(&nodes_api, &zone_key).await;

@@ -29,9 +29,7 @@ mod e2e_common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use e2e_common::{
-    Kruise, NAMESPACE, cluster, eventually, install, label_zones, manager_kubeconfig, root, unlabel_zones,
-};
+use e2e_common::{cluster, eventually, label_zones, serve_namespace, unlabel_zones};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise::apis::workloadspread::WorkloadSpread;
@@ -87,14 +85,7 @@ async fn a_workload_spread_places_a_deployment_over_two_zones_and_scales_down_th
     let c = cluster();
     let ns = c.namespace("e2e-wsp").await.unwrap();
     let certs = tempfile::tempdir().unwrap();
-    manager_kubeconfig(certs.path()).await;
-    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
-    let proxy = c.fault_proxy_as(&token).await.unwrap();
-    let kruise = Kruise::start(certs.path(), proxy.kubeconfig(), &["--namespace", ns.name()]);
-    install(&[&kruise]).await;
-    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
-    let client = c.client().await.unwrap();
-    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+    let (kruise, proxy, client) = serve_namespace(ns.name(), certs.path()).await;
 
     // Two zones over the simulated nodes, under a label key of this test's own.
     let zone_key = format!("e2e.kruise.io/{}", ns.name());
@@ -203,15 +194,6 @@ async fn a_workload_spread_places_a_deployment_over_two_zones_and_scales_down_th
     drop(kruise);
 }
 
-/// [`Kruise::start`] with the log filter `$KRUISE_E2E_LOG` (default `warn`).
-fn start_kruise(certs: &std::path::Path, kubeconfig: &std::path::Path, extra: &[&str]) -> Kruise {
-    let made =
-        std::process::Command::new(env!("CARGO_BIN_EXE_kruise")).args(["certs", "--out"]).arg(certs).status().unwrap();
-    assert!(made.success());
-    let log = std::env::var("KRUISE_E2E_LOG").unwrap_or_else(|_| "warn".into());
-    Kruise::spawn(certs, kubeconfig, extra, &log)
-}
-
 /// The subset a pod's `apps.kruise.io/matched-workloadspread` annotation names ("" if none).
 fn subset_of(p: &Pod) -> String {
     p.metadata
@@ -233,14 +215,7 @@ async fn pods_created_before_the_workload_spread_are_adopted_by_their_node() {
     let c = cluster();
     let ns = c.namespace("e2e-wsadopt").await.unwrap();
     let certs = tempfile::tempdir().unwrap();
-    manager_kubeconfig(certs.path()).await;
-    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
-    let proxy = c.fault_proxy_as(&token).await.unwrap();
-    let kruise = start_kruise(certs.path(), proxy.kubeconfig(), &["--namespace", ns.name()]);
-    install(&[&kruise]).await;
-    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
-    let client = c.client().await.unwrap();
-    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+    let (kruise, _proxy, client) = serve_namespace(ns.name(), certs.path()).await;
     let zone_key = format!("e2e.kruise.io/{}", ns.name());
     let nodes_api: Api<Node> = Api::all(client.clone());
     let zones = label_zones(&nodes_api, &zone_key).await;
@@ -337,14 +312,7 @@ async fn adaptive_rescheduling_moves_pods_off_a_subset_whose_nodes_cannot_take_t
     let c = cluster();
     let ns = c.namespace("e2e-wsresched").await.unwrap();
     let certs = tempfile::tempdir().unwrap();
-    manager_kubeconfig(certs.path()).await;
-    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
-    let proxy = c.fault_proxy_as(&token).await.unwrap();
-    let kruise = start_kruise(certs.path(), proxy.kubeconfig(), &["--namespace", ns.name()]);
-    install(&[&kruise]).await;
-    let ca = std::fs::read(certs.path().join("ca.crt")).unwrap();
-    let client = c.client().await.unwrap();
-    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+    let (kruise, _proxy, client) = serve_namespace(ns.name(), certs.path()).await;
     let spreads: Api<WorkloadSpread> = Api::namespaced(client.clone(), ns.name());
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns.name());
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());

@@ -371,3 +371,24 @@ pub async fn unlabel_zones(
         let _ = nodes_api.patch(node, &kube::api::PatchParams::default(), &kube::api::Patch::Merge(&patch)).await;
     }
 }
+
+/// `kruise serve` scoped to namespace `ns` as the controller e2e tests start it: certificates from
+/// `kruise certs` in `certs`, deploy/'s RBAC and ServiceAccount, the API server reached through a
+/// fault proxy (its faults are the test's to set), the webhook Service pointed at it and its
+/// webhooks registered with its CA. Its log filter is `KRUISE_E2E_LOG` (default `warn`). Returns
+/// the server, the proxy and an admin client.
+pub async fn serve_namespace(ns: &str, certs: &Path) -> (Kruise, kruise_testenv::FaultProxy, kube::Client) {
+    let c = cluster();
+    manager_kubeconfig(certs).await;
+    let token = c.service_account_token(NAMESPACE, "kruise-manager").await.unwrap();
+    let proxy = c.fault_proxy_as(&token).await.unwrap();
+    let made = Command::new(env!("CARGO_BIN_EXE_kruise")).args(["certs", "--out"]).arg(certs).status().unwrap();
+    assert!(made.success());
+    let log = std::env::var("KRUISE_E2E_LOG").unwrap_or_else(|_| "warn".into());
+    let kruise = Kruise::spawn(certs, proxy.kubeconfig(), &["--namespace", ns], &log);
+    install(&[&kruise]).await;
+    let ca = std::fs::read(certs.join("ca.crt")).unwrap();
+    let client = c.client().await.unwrap();
+    kruise_testenv::register_webhooks(&client, &root().join("webhook-config"), &ca).await.unwrap();
+    (kruise, proxy, client)
+}
