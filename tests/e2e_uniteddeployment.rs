@@ -13,7 +13,8 @@
 //!   subsets out and the status promotes the new revision;
 //! - the scale subresource scales it to 8, zone-b taking the 2 more;
 //! - adaptive scheduling: a subset whose pods cannot be scheduled has its replicas moved to the
-//!   other subset;
+//!   other subset; with `reserveUnschedulablePods` its pods are kept (labelled reserved) while
+//!   temporary pods elsewhere do their work, until they run and the temporary pods go;
 //! - the other three template kinds over the same two zones: Advanced StatefulSets (kruise's own
 //!   controller; a new image rolls both out), Deployments (the control plane's deployment and
 //!   replicaset controllers) and apps/v1 StatefulSets (its statefulset controller), 4 and 2 pods
@@ -294,6 +295,132 @@ async fn adaptive_scheduling_moves_replicas_off_a_subset_that_cannot_schedule() 
     let replicas: BTreeMap<String, Option<i32>> =
         sets.iter().map(|s| (s.metadata.labels.as_ref().unwrap()[SUBSET_LABEL].clone(), s.spec.replicas)).collect();
     assert_eq!(replicas, [("anywhere".to_string(), Some(4)), ("nowhere".to_string(), Some(0))].into());
+    drop(kruise);
+}
+
+/// Adaptive scheduling with `reserveUnschedulablePods` (issue 34, kruise's reservation strategy):
+/// subset `late` asks for zone `a` of a label key no node has yet, so its 2 pods stay Pending; once
+/// they have waited `rescheduleCriticalSeconds` they are labelled reserved (not deleted), `late`
+/// is marked unschedulable and `anywhere` runs all 4 replicas (2 temporary); the status counts
+/// 4 replicas and 2 reserved pods and its selector leaves reserved pods out. Then the nodes are
+/// labelled into zones: the same 2 pods are scheduled, run for `unschedulableDuration`, are let
+/// go (labelled `false`), `late` is schedulable again and `anywhere` shrinks back to 2.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reservation_keeps_unschedulable_pods_until_their_subset_recovers() {
+    const RESERVED: &str = "apps.kruise.io/united-deployment-reserved-pod";
+    let _turn = ONE_AT_A_TIME.lock().await;
+    let c = cluster();
+    let ns = c.namespace("e2e-ud-reserve").await.unwrap();
+    let certs = tempfile::tempdir().unwrap();
+    let (kruise, _proxy, client) = serve_namespace(ns.name(), certs.path()).await;
+
+    let key = format!("e2e.kruise.io/{}", ns.name());
+    let ud: UnitedDeployment = serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 4,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "main", "image": "nginx:1.25"}]}}}}},
+            "topology": {
+                "scheduleStrategy": {"type": "Adaptive", "adaptive": {
+                    "rescheduleCriticalSeconds": 10, "unschedulableDuration": 20, "reserveUnschedulablePods": true}},
+                "subsets": [
+                    {"name": "late", "maxReplicas": 2,
+                     "nodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "In", "values": ["a"]}]}},
+                    {"name": "anywhere",
+                     "nodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "NotIn", "values": ["a"]}]}}]}
+        }
+    }))
+    .unwrap();
+    let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
+    let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
+    let clonesets: Api<CloneSet> = Api::namespaced(client.clone(), ns.name());
+    eventually("the UnitedDeployment created", Duration::from_secs(60), || async {
+        uds.create(&PostParams::default(), &ud).await.ok()
+    })
+    .await;
+    // (uid, reserved label, ready) of the live pods of a subset.
+    let subset_pods = |subset: &'static str| {
+        let pods = pods.clone();
+        async move {
+            let list = pods.list(&ListParams::default().labels(&format!("{SUBSET_LABEL}={subset}"))).await.ok()?;
+            let mut out: Vec<(String, String, bool)> = list
+                .items
+                .into_iter()
+                .filter(|p| p.metadata.deletion_timestamp.is_none())
+                .map(|p| {
+                    let label = p.metadata.labels.as_ref().and_then(|l| l.get(RESERVED)).cloned().unwrap_or_default();
+                    let ready = p
+                        .status
+                        .as_ref()
+                        .and_then(|s| s.conditions.as_ref())
+                        .is_some_and(|c| c.iter().any(|c| c.type_ == "Ready" && c.status == "True"));
+                    (p.metadata.uid.unwrap_or_default(), label, ready)
+                })
+                .collect();
+            out.sort();
+            Some(out)
+        }
+    };
+
+    // `late`'s pods are reserved and kept; `anywhere` runs all 4.
+    let kept = eventually("`late`'s 2 pods reserved and `anywhere` running 4", Duration::from_secs(300), || async {
+        let late = subset_pods("late").await?;
+        let anywhere = subset_pods("anywhere").await?;
+        (late.len() == 2
+            && late.iter().all(|(_, label, ready)| label == "true" && !ready)
+            && anywhere.len() == 4
+            && anywhere.iter().all(|(_, label, ready)| label == "false" && *ready))
+        .then_some(late)
+    })
+    .await;
+    let status = eventually("the status to count the reserved pods", Duration::from_secs(120), || async {
+        let s = uds.get("web").await.ok()?.status?;
+        (s.reserved_pods == 2 && s.replicas == 4).then_some(s)
+    })
+    .await;
+    assert_eq!(status.label_selector, format!("app=web,{RESERVED}=false"), "{status:?}");
+    let late = status.subset_statuses.iter().find(|s| s.name == "late").expect("a status for `late`");
+    assert_eq!(late.reserved_pods, 2, "{status:?}");
+    let cond = late.conditions.iter().find(|c| c.type_ == "Schedulable").expect("a Schedulable condition");
+    assert_eq!((cond.status.as_str(), cond.message.as_str()), ("False", "reserved pods found"), "{status:?}");
+    let replicas = |sets: Vec<CloneSet>| -> BTreeMap<String, Option<i32>> {
+        sets.iter().map(|s| (s.metadata.labels.as_ref().unwrap()[SUBSET_LABEL].clone(), s.spec.replicas)).collect()
+    };
+    let sets = clonesets.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(replicas(sets), [("anywhere".to_string(), Some(4)), ("late".to_string(), Some(2))].into());
+
+    // Zone a appears: the reserved pods run, are let go, and the temporary pods go.
+    let nodes_api: Api<Node> = Api::all(client.clone());
+    let zones = label_zones(&nodes_api, &key).await;
+    let late = eventually("`late`'s pods working and `anywhere` back to 2", Duration::from_secs(300), || async {
+        let late = subset_pods("late").await?;
+        let anywhere = subset_pods("anywhere").await?;
+        (late.len() == 2
+            && late.iter().all(|(_, label, ready)| label == "false" && *ready)
+            && anywhere.len() == 2
+            && anywhere.iter().all(|(_, label, ready)| label == "false" && *ready))
+        .then_some(late)
+    })
+    .await;
+    let uids = |v: &[(String, String, bool)]| v.iter().map(|p| p.0.clone()).collect::<Vec<_>>();
+    assert_eq!(uids(&late), uids(&kept), "the reserved pods were kept, not replaced");
+    let status = eventually("the status to show the recovery", Duration::from_secs(120), || async {
+        let s = uds.get("web").await.ok()?.status?;
+        (s.reserved_pods == 0 && s.replicas == 4 && s.ready_replicas == 4).then_some(s)
+    })
+    .await;
+    let late = status.subset_statuses.iter().find(|s| s.name == "late").expect("a status for `late`");
+    let cond = late.conditions.iter().find(|c| c.type_ == "Schedulable").expect("a Schedulable condition");
+    assert_eq!(cond.status, "True", "{status:?}");
+    let sets = clonesets.list(&ListParams::default()).await.unwrap().items;
+    assert_eq!(replicas(sets), [("anywhere".to_string(), Some(2)), ("late".to_string(), Some(2))].into());
+    unlabel_zones(&nodes_api, &key, &zones).await;
     drop(kruise);
 }
 

@@ -183,6 +183,46 @@ pub fn owner_trigger<K: kube::Resource>(
     move |c| queue::owners(c.meta(), "apps.kruise.io", kind).into_iter().for_each(|k| queue.add(k))
 }
 
+/// Queues every `K` there is (in `namespace`, else everywhere) when a controller starts: a
+/// controller triggered by the admission view (which announces only what changes after the
+/// trigger is registered) would otherwise leave an object created before this term of leadership
+/// to the resync. One metadata list, retried (2 s doubling to a minute, so a missing CRD is not
+/// warned about every 2 s) until it answers or the token is cancelled.
+pub async fn queue_existing<K>(
+    controller: &'static str,
+    client: kube::Client,
+    namespace: Option<String>,
+    queue: queue::WorkQueue,
+    token: tokio_util::sync::CancellationToken,
+) where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug,
+{
+    let api: kube::Api<K> = match &namespace {
+        Some(ns) => kube::Api::namespaced(client, ns),
+        None => kube::Api::all(client),
+    };
+    let mut wait = Duration::from_secs(2);
+    loop {
+        match api.list_metadata(&kube::api::ListParams::default()).await {
+            Ok(list) => {
+                for item in &list.items {
+                    queue.add(index::meta_key(&item.metadata));
+                }
+                return;
+            }
+            Err(e) => tracing::warn!(controller, kind = %K::kind(&()), "cannot list, retrying: {e}"),
+        }
+        tokio::select! {
+            () = token.cancelled() => return,
+            () = tokio::time::sleep(wait) => {}
+        }
+        wait = (wait * 2).min(Duration::from_secs(60));
+    }
+}
+
 /// When a workload is looked at again after a round: the planner's requeue, at most the resync.
 pub fn next_round(requeue_after: Option<k8s_openapi::jiff::SignedDuration>, resync: Duration) -> Duration {
     requeue_after.and_then(|d| Duration::try_from(d).ok()).map_or(resync, |d| d.min(resync))

@@ -94,7 +94,14 @@ pub fn start(
         let ctx = Arc::clone(&ctx);
         async move { reconcile(&ctx, &key).await }
     };
-    vec![tokio::spawn(runner.run(reconcile, token.clone()))]
+    let existing = super::queue_existing::<PodUnavailableBudget>(
+        CONTROLLER,
+        client.clone(),
+        settings.namespace.clone(),
+        runner.queue().clone(),
+        token.clone(),
+    );
+    vec![tokio::spawn(existing), tokio::spawn(runner.run(reconcile, token.clone()))]
 }
 
 /// A budget the view takes in (or lets go) queues itself, within the controller's namespace; the

@@ -8,7 +8,8 @@
 //! revision (kruise's `constructUnitedDeploymentRevisions`: the ControllerRevisions the
 //! UnitedDeployment controls are listed, an equal one reused, else one created, a name collision
 //! counted), hands the workloads of every kind it controls and their pods to
-//! [`crate::core::uniteddeployment::subsets::plan`] and sends the result: deletions (uid
+//! [`crate::core::uniteddeployment::subsets::plan`] and sends the result: the reserved labels of
+//! `reserveUnschedulablePods` (JSON patches pinned to the pod's uid), deletions (uid
 //! preconditions), creations (generateName), updates (replace at the cached resourceVersion; a
 //! conflict retries the round), an apps/v1 StatefulSet's stuck pods deleted, and the status (a
 //! JSON patch pinned to the resourceVersion read). A subset whose workload was just created is
@@ -39,6 +40,7 @@ use crate::apis::statefulset::v1beta1::StatefulSet as AdvancedStatefulSet;
 use crate::apis::uniteddeployment::{UnitedDeployment, UnitedDeploymentStatus};
 use crate::compat::selector::Selector;
 use crate::core::history;
+use crate::core::uniteddeployment::reservation::label_patch;
 use crate::core::uniteddeployment::revision::new_revision;
 use crate::core::uniteddeployment::subsets::{Action, Existing, OWNER_API_VERSION, OWNER_KIND, owned_by, plan};
 use crate::core::uniteddeployment::workload::{SubsetKind, Workload};
@@ -430,6 +432,25 @@ async fn act(ctx: &Context, key: &str, ns: &str, action: &Action) -> Result<(), 
             };
             let kind = workload.kind().name();
             sent.map_err(ReconcileError::api_err(format!("update the {kind} {name} of subset {subset}")))
+        }
+        Action::LabelPod { subset, pod } => {
+            ctx.count("labelReservedPod");
+            let value = if pod.reserved { "true" } else { "false" };
+            tracing::debug!(
+                uniteddeployment = key,
+                subset = subset.as_str(),
+                pod = pod.name.as_str(),
+                reserved = value,
+                "labelling a pod"
+            );
+            let patch = label_patch(pod);
+            let pp = PatchParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
+            match Api::<Pod>::namespaced(client.clone(), ns).patch(&pod.name, &pp, &Patch::Json::<()>(patch)).await {
+                Ok(_) => Ok(()),
+                // Gone, or another pod by now under that name: nothing to label.
+                Err(kube::Error::Api(e)) if e.code == 404 => Ok(()),
+                Err(e) => Err(ReconcileError::api_err(format!("label the pod {ns}/{}", pod.name))(e)),
+            }
         }
         Action::DeletePod { subset, name, uid } => {
             ctx.count("deleteStuckPod");

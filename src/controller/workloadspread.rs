@@ -107,37 +107,14 @@ pub fn start(
         let ctx = Arc::clone(&ctx);
         async move { reconcile(&ctx, &key).await }
     };
-    let existing = queue_existing(client.clone(), settings.namespace.clone(), runner.queue().clone(), token.clone());
+    let existing = super::queue_existing::<WorkloadSpread>(
+        CONTROLLER,
+        client.clone(),
+        settings.namespace.clone(),
+        runner.queue().clone(),
+        token.clone(),
+    );
     vec![tokio::spawn(existing), tokio::spawn(runner.run(reconcile, token.clone()))]
-}
-
-/// Queues every WorkloadSpread there is when the controller starts: the view announces only
-/// what changes after the trigger is registered, so a spread created before this term of
-/// leadership (and none of whose pods is annotated yet) would wait for a resync. One metadata
-/// list, retried (2 s doubling to a minute) until it answers.
-async fn queue_existing(client: Client, namespace: Option<String>, queue: WorkQueue, token: CancellationToken) {
-    let api: Api<WorkloadSpread> = match &namespace {
-        Some(ns) => Api::namespaced(client, ns),
-        None => Api::all(client),
-    };
-    // Doubling from 2 s to a minute: a missing CRD is not retried and warned about every 2 s.
-    let mut wait = Duration::from_secs(2);
-    loop {
-        match api.list_metadata(&ListParams::default()).await {
-            Ok(list) => {
-                for item in &list.items {
-                    queue.add(meta_key(&item.metadata));
-                }
-                return;
-            }
-            Err(e) => tracing::warn!(controller = CONTROLLER, "cannot list WorkloadSpreads, retrying: {e}"),
-        }
-        tokio::select! {
-            () = token.cancelled() => return,
-            () = tokio::time::sleep(wait) => {}
-        }
-        wait = (wait * 2).min(Duration::from_secs(60));
-    }
 }
 
 /// `namespace/name` of the WorkloadSpread a pod's annotation names.

@@ -13,8 +13,8 @@
 //! ([`super::allocation`]). The round is looked at again when a pending pod would time out or the
 //! unschedulable state would end (kruise's `durationStore`, the shortest wait).
 //!
-//! The reservation variant (`reserveUnschedulablePods`, which labels pods as reserved) is not
-//! ported here: with it the subset states carry no unschedulable mark from this module.
+//! The reservation variant (`reserveUnschedulablePods`, which keeps and labels the pods) is
+//! [`super::reservation`].
 
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::Time;
@@ -102,14 +102,20 @@ pub fn set_subset_condition(
     c.message = message.into();
 }
 
-/// kruise `initStatus` (without the reservation strategy's mark on new subsets): a status entry
-/// for every subset of the spec.
-pub fn init_status(spec: &UnitedDeploymentSpec, status: &mut UnitedDeploymentStatus) {
+/// kruise `initStatus`: a status entry for every subset of the spec. With
+/// `reserveUnschedulablePods`, a subset added to a UnitedDeployment that already has subset
+/// statuses starts marked unschedulable (`created`), so its first pods start reserved
+/// ([`super::reservation`]).
+pub fn init_status(spec: &UnitedDeploymentSpec, status: &mut UnitedDeploymentStatus, now: Timestamp) {
+    let update = !status.subset_statuses.is_empty();
+    let reserve = super::allocation::should_reserve_unschedulable_pods(&spec.topology.schedule_strategy);
     for subset in &spec.topology.subsets {
         if !status.subset_statuses.iter().any(|s| s.name == subset.name) {
-            status
-                .subset_statuses
-                .push(UnitedDeploymentSubsetStatus { name: subset.name.clone(), ..Default::default() });
+            let mut s = UnitedDeploymentSubsetStatus { name: subset.name.clone(), ..Default::default() };
+            if update && reserve {
+                set_subset_condition(&mut s, "False", "created", "newly-created subsets in reservation strategy", now);
+            }
+            status.subset_statuses.push(s);
         }
     }
 }

@@ -3,10 +3,12 @@
 //! plans a round over the subset workloads (create, update, delete, status), whose shape per kind
 //! (CloneSet, Advanced StatefulSet, apps/v1 StatefulSet, Deployment) is [`workload`]'s; [`revision`] is the
 //! revision data kruise hashes; [`adaptive`] marks subsets whose pods
-//! cannot be scheduled (adaptive scheduling).
+//! cannot be scheduled (adaptive scheduling), and [`reservation`] keeps such pods as reserved
+//! while temporary pods elsewhere do their work (`reserveUnschedulablePods`).
 
 pub mod adaptive;
 pub mod allocation;
+pub mod reservation;
 pub mod revision;
 pub mod subsets;
 pub mod workload;

@@ -14,9 +14,7 @@
 //!   and ready, the SubsetProvisioned and SubsetUpdated conditions, and `UnitedDeploymentUpdated`
 //!   (kruise's `setUpdatedCondition`: False while the current revision is not the update revision).
 //!
-//! The subset `patch` is merged as a strategic merge patch for the lists a pod template patch
-//! usually touches (containers, initContainers, volumes, env, tolerations... keyed by `name`);
-//! other lists are replaced — kruise's full strategic merge knows every list's key.
+//! The subset `patch` is a strategic merge patch on the pod template, as kruise applies it.
 
 use std::collections::{BTreeMap, BTreeSet};
 
@@ -26,6 +24,7 @@ use k8s_openapi::jiff::SignedDuration;
 use serde_json::Value;
 
 use super::allocation::{SubsetState, allocate, is_adaptive, should_reserve_unschedulable_pods};
+use super::reservation::{EXTRA_STATUS_SELECTOR, LabelPod, Reservation, max_unavailable, reserve};
 use super::workload::{SubsetKind, Workload, desired, stuck_pods};
 use crate::apis::uniteddeployment::{
     MANUAL, UnitedDeployment, UnitedDeploymentCondition, UnitedDeploymentStatus, UnitedDeploymentSubsetStatus,
@@ -117,41 +116,13 @@ pub fn attach_node_affinity(pod_spec: &mut k8s_openapi::api::core::v1::PodSpec, 
     }
 }
 
-/// The subset patch merged into the pod template (see the module note).
+/// The subset patch merged into the pod template: kruise's `strategicpatch.StrategicMergePatch`
+/// on the template with `PodTemplateSpec`'s merge keys (a pod's metadata and spec have the same
+/// ones, [`crate::compat::strategic`]).
 pub fn patch_template(template: &PodTemplateSpec, patch: &Value) -> Result<PodTemplateSpec, String> {
-    let mut doc = serde_json::to_value(template).map_err(|e| e.to_string())?;
-    merge(&mut doc, patch);
-    serde_json::from_value(doc).map_err(|e| format!("the subset patch does not give a pod template: {e}"))
-}
-
-fn merge(target: &mut Value, patch: &Value) {
-    match (target, patch) {
-        (Value::Object(t), Value::Object(p)) => {
-            for (k, v) in p {
-                if v.is_null() {
-                    t.remove(k);
-                } else if let Some(existing) = t.get_mut(k) {
-                    merge(existing, v);
-                } else {
-                    t.insert(k.clone(), v.clone());
-                }
-            }
-        }
-        (Value::Array(t), Value::Array(p)) if keyed_by_name(t) && keyed_by_name(p) => {
-            for item in p {
-                let name = item.get("name");
-                match t.iter_mut().find(|x| x.get("name") == name) {
-                    Some(existing) => merge(existing, item),
-                    None => t.push(item.clone()),
-                }
-            }
-        }
-        (t, p) => *t = p.clone(),
-    }
-}
-
-fn keyed_by_name(items: &[Value]) -> bool {
-    items.iter().all(|i| i.get("name").is_some_and(Value::is_string))
+    let doc = serde_json::to_value(template).map_err(|e| e.to_string())?;
+    let merged = crate::compat::strategic::apply_pod_patch(&doc, patch)?;
+    serde_json::from_value(merged).map_err(|e| format!("the subset patch does not give a pod template: {e}"))
 }
 
 /// What the controller knows of one subset workload.
@@ -190,12 +161,15 @@ pub enum Action {
     Delete { kind: SubsetKind, name: String, uid: String, reason: &'static str },
     /// Delete a pod an apps/v1 StatefulSet's rolling update is stuck on (uid precondition).
     DeletePod { subset: String, name: String, uid: String },
+    /// Write a pod's reserved label (`reserveUnschedulablePods`, uid precondition).
+    LabelPod { subset: String, pod: LabelPod },
 }
 
 /// A round: the writes, then the status to write once they succeed.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Plan {
-    /// Deletions first, then creations, then updates.
+    /// Reserved labels first (kruise writes them before it allocates), then deletions, then
+    /// creations, then updates.
     pub actions: Vec<Action>,
     /// The status after the round (conditions set assuming the writes succeed).
     pub status: UnitedDeploymentStatus,
@@ -237,26 +211,56 @@ pub fn plan(
     }
     // initStatus, then adaptive scheduling's preprocessing (adaptive.rs) on the subset statuses.
     let mut base = ud.status.clone().unwrap_or_default();
-    super::adaptive::init_status(&ud.spec, &mut base);
+    super::adaptive::init_status(&ud.spec, &mut base, now.0);
     set_updated_condition(&mut base.conditions, current_revision, revision, &now);
     let strategy = &ud.spec.topology.schedule_strategy;
-    let adaptive = is_adaptive(strategy) && !should_reserve_unschedulable_pods(strategy);
+    let reserving = should_reserve_unschedulable_pods(strategy);
+    let adaptive = is_adaptive(strategy) && !reserving;
+    let updated_condition = base.conditions.iter().find(|c| c.type_ == UPDATED_CONDITION).cloned();
     let mut requeue_after: Option<SignedDuration> = None;
+    let mut wait = |d: SignedDuration| requeue_after = Some(requeue_after.map_or(d, |r: SignedDuration| r.min(d)));
     let mut states: BTreeMap<String, SubsetState> = BTreeMap::new();
+    let mut reservations: BTreeMap<&str, Reservation> = BTreeMap::new();
+    let mut labels = Vec::new();
     for (name, e) in &by_subset {
         let (replicas, ready) = (e.workload.status_replicas(), e.workload.status_ready_replicas());
         let mut state =
             SubsetState { replicas: e.workload.spec_replicas(), ready_replicas: ready, ..Default::default() };
-        if adaptive && let Some(st) = base.subset_statuses.iter_mut().find(|s| s.name == *name) {
-            let u = super::adaptive::default_adaptive(strategy, st, replicas, ready, &e.pods, now.0);
-            state.unschedulable = u.unschedulable;
-            if let Some(d) = u.requeue_after {
-                requeue_after = Some(requeue_after.map_or(d, |r| r.min(d)));
+        match base.subset_statuses.iter_mut().find(|s| s.name == *name) {
+            Some(st) if adaptive => {
+                let u = super::adaptive::default_adaptive(strategy, st, replicas, ready, &e.pods, now.0);
+                state.unschedulable = u.unschedulable;
+                if let Some(d) = u.requeue_after {
+                    wait(d);
+                }
             }
+            Some(st) if reserving => {
+                let r = reserve(strategy, st, &e.pods, revision, updated_condition.as_ref(), now.0);
+                state.unschedulable = r.unschedulable;
+                state.marked_as_unschedulable = r.marked_as_unschedulable;
+                state.reserved_pods = r.reserved_pods;
+                if let Some(d) = r.requeue_after {
+                    wait(d);
+                }
+                let subset = name.to_string();
+                labels
+                    .extend(r.to_label.iter().map(|pod| Action::LabelPod { subset: subset.clone(), pod: pod.clone() }));
+                reservations.insert(name, r);
+            }
+            _ => {}
         }
         states.insert(name.to_string(), state);
     }
     let next_replicas = allocate(&ud.spec, &states)?;
+    // postProcessSubsetStatusForReservedAdaptiveStrategy.
+    for (name, r) in &reservations {
+        let next = next_replicas.get(*name).copied().unwrap_or(0);
+        let replicas = states.get(*name).map_or(0, |s| s.replicas);
+        if let Some(st) = base.subset_statuses.iter_mut().find(|s| s.name == *name) {
+            super::reservation::after_allocation(st, r, replicas, next, now.0);
+        }
+    }
+    actions.splice(0..0, labels);
     let partitions = next_partitions(ud, &next_replicas);
     let expected: BTreeSet<&str> = ud.spec.topology.subsets.iter().map(|s| s.name.as_str()).collect();
     for (subset, e) in &by_subset {
@@ -291,7 +295,15 @@ pub fn plan(
         if !stale {
             continue;
         }
-        let desired = desired(ud, &s.name, revision, replicas, partition, Some(w))?;
+        let mut desired = desired(ud, &s.name, revision, replicas, partition, Some(w))?;
+        // UpdateSubset's override while the subset is unschedulable (reservation only).
+        if let Some(r) = reservations.get(s.name.as_str()).filter(|r| r.unschedulable) {
+            desired.set_max_unavailable(max_unavailable(
+                w.spec_replicas(),
+                w.status_ready_replicas(),
+                r.update_timeout_pods,
+            ));
+        }
         // Only a real change is written (kruise rewrites while pods are not updated; the same
         // object again would change nothing).
         if desired != *w {
@@ -303,8 +315,22 @@ pub fn plan(
             actions.push(Action::DeletePod { subset: s.name.clone(), name, uid });
         }
     }
-    let status =
-        status(ud, base, &by_subset, &next_replicas, &partitions, revision, current_revision, provisioned, now);
+    let reserved: BTreeMap<&str, i32> = reservations.iter().map(|(n, r)| (*n, r.reserved_pods)).collect();
+    let mut status = status(
+        ud,
+        base,
+        &by_subset,
+        &reserved,
+        &next_replicas,
+        &partitions,
+        revision,
+        current_revision,
+        provisioned,
+        now,
+    );
+    if reserving {
+        status.label_selector.push_str(EXTRA_STATUS_SELECTOR);
+    }
     Ok(Plan { actions, status, next_replicas, requeue_after })
 }
 
@@ -366,6 +392,7 @@ fn status(
     ud: &UnitedDeployment,
     base: UnitedDeploymentStatus,
     by_subset: &BTreeMap<&str, &Existing>,
+    reserved: &BTreeMap<&str, i32>,
     next_replicas: &BTreeMap<String, i32>,
     partitions: &BTreeMap<String, i32>,
     revision: &str,
@@ -393,7 +420,10 @@ fn status(
     for (name, e) in by_subset {
         let (replicas, ready) = (e.workload.status_replicas(), e.workload.status_ready_replicas());
         let (updated, updated_ready) = e.updated(revision);
-        s.replicas += replicas;
+        let reserved = reserved.get(*name).copied().unwrap_or(0);
+        // Reserved pods are not counted as replicas (kruise's calculateStatus).
+        s.replicas += replicas.wrapping_sub(reserved);
+        s.reserved_pods += reserved;
         s.ready_replicas += ready;
         s.updated_replicas += updated;
         s.updated_ready_replicas += updated_ready;
@@ -403,12 +433,14 @@ fn status(
                 x.replicas = replicas;
                 x.ready_replicas = ready;
                 x.partition = partition;
+                x.reserved_pods = reserved;
             }
             None => s.subset_statuses.push(UnitedDeploymentSubsetStatus {
                 name: name.to_string(),
                 replicas,
                 ready_replicas: ready,
                 partition,
+                reserved_pods: reserved,
                 ..Default::default()
             }),
         }

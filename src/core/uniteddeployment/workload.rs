@@ -211,6 +211,50 @@ impl Workload {
         !matches!(self, Workload::Deployment(_))
     }
 
+    /// The adapters' `SetMaxUnavailable` (reservation, [`super::reservation::max_unavailable`]):
+    /// the rolling update's `maxUnavailable` set to `v`, only where the workload accepts it —
+    /// `v` at least 1 (kruise's webhooks and the apiserver refuse 0 without surge), a rolling
+    /// update strategy (kruise would add `rollingUpdate` to an OnDelete StatefulSet or a Recreate
+    /// Deployment, which is refused), and on an Advanced StatefulSet anything but 1 only with
+    /// `Parallel`. Answers whether it was set; where not, the template's value stays.
+    pub fn set_max_unavailable(&mut self, v: i32) -> bool {
+        if v < 1 {
+            return false;
+        }
+        let value = Some(IntOrString::Int(v));
+        match self {
+            Workload::CloneSet(w) => w.spec.update_strategy.max_unavailable = value,
+            Workload::AdvancedStatefulSet(w) => {
+                let parallel = w.spec.pod_management_policy == crate::apis::statefulset::PARALLEL;
+                if w.spec.update_strategy.type_ != ROLLING_UPDATE || (v != 1 && !parallel) {
+                    return false;
+                }
+                w.spec
+                    .update_strategy
+                    .rolling_update
+                    .get_or_insert_with(AdvancedRollingUpdate::default)
+                    .max_unavailable = value;
+            }
+            Workload::StatefulSet(w) => {
+                let Some(strategy) = w.spec.as_mut().and_then(|s| s.update_strategy.as_mut()) else { return false };
+                if strategy.type_.as_deref() != Some(ROLLING_UPDATE) {
+                    return false;
+                }
+                strategy.rolling_update.get_or_insert_with(RollingUpdateStatefulSetStrategy::default).max_unavailable =
+                    value;
+            }
+            Workload::Deployment(w) => {
+                let Some(spec) = w.spec.as_mut() else { return false };
+                let strategy = spec.strategy.get_or_insert_with(Default::default);
+                if strategy.type_.as_deref().is_some_and(|t| t != ROLLING_UPDATE) {
+                    return false;
+                }
+                strategy.rolling_update.get_or_insert_with(Default::default).max_unavailable = value;
+            }
+        }
+        true
+    }
+
     /// `GetStatusReplicas`.
     pub fn status_replicas(&self) -> i32 {
         match self {

@@ -278,3 +278,192 @@ fn adaptive_moves_replicas_off_an_unschedulable_subset() {
     assert_eq!(p.next_replicas["zone-a"], 3);
     assert_eq!(p.requeue_after, None);
 }
+
+/// `reserveUnschedulablePods` through the round (kruise's Reconcile with the reservation
+/// strategy): zone-a's 2 pods fail to schedule past the critical time, so they are labelled
+/// reserved (before anything else is written), zone-a keeps its 2 replicas while zone-b runs all
+/// 4 (2 temporary), the status counts only the working pods and its selector leaves the reserved
+/// ones out; once zone-a's pods have worked for the unschedulable duration they are let go, zone-a
+/// is schedulable again and zone-b shrinks back to 2.
+#[test]
+fn reservation_keeps_the_pods_and_runs_temporary_ones_elsewhere() {
+    use crate::core::uniteddeployment::reservation::{LabelPod, RESERVED_POD_LABEL};
+    use k8s_openapi::jiff::SignedDuration;
+    let mut s = spec();
+    s["replicas"] = json!(4);
+    s["updateStrategy"] = json!({"type": "Manual", "manualUpdate": {}});
+    s["topology"]["scheduleStrategy"] = json!({"type": "Adaptive", "adaptive": {
+        "rescheduleCriticalSeconds": 10, "unschedulableDuration": 30, "reserveUnschedulablePods": true}});
+    s["topology"]["subsets"] = json!([
+        {"name": "zone-a", "maxReplicas": 2, "nodeSelectorTerm": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["a"]}]}},
+        {"name": "zone-b", "nodeSelectorTerm": {"matchExpressions": [{"key": "zone", "operator": "In", "values": ["b"]}]}}]);
+    let mut u = ud(s);
+    let ago = |secs: i64| Time(now().0 - SignedDuration::from_secs(secs));
+    let mut a = existing(&u, "zone-a", "web-zone-a-x", "r1", 2, 0);
+    for (i, p) in a.pods.iter_mut().enumerate() {
+        p.metadata.uid = Some(format!("a{i}"));
+        p.metadata.creation_timestamp = Some(ago(20));
+        p.status = Some(
+            serde_json::from_value(json!({"phase": "Pending", "conditions": [
+                {"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]}))
+            .unwrap(),
+        );
+    }
+    let mut b = existing(&u, "zone-b", "web-zone-b-y", "r1", 2, 2);
+    for (i, p) in b.pods.iter_mut().enumerate() {
+        p.metadata.uid = Some(format!("b{i}"));
+    }
+    let p = plan(&u, &[a.clone(), b.clone()], "r1", "r1", now()).unwrap();
+    let labels: Vec<(String, bool)> = p
+        .actions
+        .iter()
+        .map_while(|x| match x {
+            Action::LabelPod { pod, .. } => Some((pod.uid.clone(), pod.reserved)),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        labels,
+        [("a0".into(), true), ("a1".into(), true), ("b0".into(), false), ("b1".into(), false)],
+        "every pod labelled, before any other write: {:?}",
+        p.actions
+    );
+    assert_eq!(p.next_replicas, [("zone-a".to_string(), 2), ("zone-b".to_string(), 4)].into());
+    let zone_a = p.status.subset_statuses.iter().find(|s| s.name == "zone-a").unwrap();
+    assert_eq!(
+        (zone_a.conditions[0].status.as_str(), zone_a.conditions[0].message.as_str(), zone_a.reserved_pods),
+        ("False", "reserved pods found", 2)
+    );
+    assert_eq!((p.status.replicas, p.status.reserved_pods), (2, 2), "reserved pods are not replicas");
+    assert_eq!(p.status.label_selector, format!("app=web,{RESERVED_POD_LABEL}=false"));
+    assert_eq!(p.requeue_after, Some(SignedDuration::from_secs(30)));
+
+    // The cache shows the labels and the status; zone-b runs its 4.
+    let label = |e: &mut Existing, v: &str| {
+        for p in &mut e.pods {
+            p.metadata.labels.as_mut().unwrap().insert(RESERVED_POD_LABEL.into(), v.into());
+        }
+    };
+    label(&mut a, "true");
+    let mut b4 = existing(&u, "zone-b", "web-zone-b-y", "r1", 4, 4);
+    label(&mut b4, "false");
+    u.status = Some(p.status.clone());
+    let p2 = plan(&u, &[a.clone(), b4.clone()], "r1", "r1", now()).unwrap();
+    assert!(p2.actions.is_empty(), "nothing changes while zone-a's pods are pending: {:?}", p2.actions);
+    assert_eq!(p2.next_replicas, p.next_replicas);
+
+    // A new revision while zone-a is unschedulable: its CloneSet is rewritten with maxUnavailable
+    // replicas − ready (+ update-timeout pods: none yet, the update has just begun).
+    let p3 = plan(&u, &[a.clone(), b4.clone()], "r2", "r1", now()).unwrap();
+    let max_unavailable: BTreeMap<String, Option<IntOrString>> = p3
+        .actions
+        .iter()
+        .filter_map(|x| match x {
+            Action::Update { subset, workload, .. } => match &**workload {
+                Workload::CloneSet(set) => Some((subset.clone(), set.spec.update_strategy.max_unavailable.clone())),
+                _ => None,
+            },
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        max_unavailable,
+        [("zone-a".to_string(), Some(IntOrString::Int(2))), ("zone-b".to_string(), None)].into()
+    );
+
+    // zone-a's pods scheduled and ready for 40 s (past the 30 s): no longer reserved, zone-a
+    // schedulable, zone-b back to 2.
+    for p in &mut a.pods {
+        p.spec = Some(serde_json::from_value(json!({"containers": [], "nodeName": "n-a"})).unwrap());
+        p.status = Some(
+            serde_json::from_value(json!({"phase": "Running", "conditions": [
+                {"type": "PodScheduled", "status": "True"},
+                {"type": "Ready", "status": "True", "lastTransitionTime": ago(40)}]}))
+            .unwrap(),
+        );
+    }
+    if let Workload::CloneSet(set) = &mut a.workload {
+        set.status.as_mut().unwrap().ready_replicas = 2;
+    }
+    let p4 = plan(&u, &[a, b4], "r1", "r1", now()).unwrap();
+    let relabelled: Vec<LabelPod> = p4
+        .actions
+        .iter()
+        .filter_map(|x| match x {
+            Action::LabelPod { pod, .. } => Some(pod.clone()),
+            _ => None,
+        })
+        .collect();
+    assert_eq!(
+        relabelled.iter().map(|l| (l.uid.as_str(), l.reserved)).collect::<Vec<_>>(),
+        [("a0", false), ("a1", false)]
+    );
+    assert_eq!(p4.next_replicas, [("zone-a".to_string(), 2), ("zone-b".to_string(), 2)].into());
+    let zone_a = p4.status.subset_statuses.iter().find(|s| s.name == "zone-a").unwrap();
+    assert_eq!((zone_a.conditions[0].status.as_str(), zone_a.reserved_pods), ("True", 0));
+    assert_eq!((p4.status.replicas, p4.status.reserved_pods), (6, 0));
+}
+
+/// kruise's `initStatus`: with reservation, a subset added to a UnitedDeployment that already has
+/// subset statuses starts marked unschedulable (`created`); the first subsets do not.
+#[test]
+fn a_new_subset_starts_marked_under_reservation() {
+    let mut s = spec();
+    s["topology"]["scheduleStrategy"] = json!({"type": "Adaptive", "adaptive": {"reserveUnschedulablePods": true}});
+    let mut u = ud(s);
+    let p = plan(&u, &[], "r1", "r1", now()).unwrap();
+    assert!(p.status.subset_statuses.iter().all(|s| s.conditions.is_empty()), "{:?}", p.status.subset_statuses);
+    let mut status = p.status.clone();
+    status.subset_statuses.retain(|s| s.name == "zone-a");
+    u.status = Some(status);
+    let p = plan(&u, &[], "r1", "r1", now()).unwrap();
+    let zone_b = p.status.subset_statuses.iter().find(|s| s.name == "zone-b").unwrap();
+    let c = &zone_b.conditions[0];
+    assert_eq!(
+        (c.type_.as_str(), c.status.as_str(), c.reason.as_str(), c.message.as_str()),
+        ("Schedulable", "False", "created", "newly-created subsets in reservation strategy")
+    );
+}
+
+/// The subset patch is a strategic merge on the pod template, as kruise's
+/// `StrategicMergePatch(..., &corev1.PodTemplateSpec{})`: containers by name, their env by name
+/// and ports by `containerPort`, volumes by name, `$patch: delete` honoured, labels merged, other
+/// lists (tolerations, args) replaced.
+#[test]
+fn the_subset_patch_is_a_strategic_merge() {
+    let template: PodTemplateSpec = serde_json::from_value(json!({
+        "metadata": {"labels": {"app": "web"}},
+        "spec": {
+            "containers": [
+                {"name": "main", "image": "nginx:1", "args": ["a"], "env": [{"name": "A", "value": "1"}],
+                 "ports": [{"containerPort": 80}, {"containerPort": 81, "protocol": "TCP"}]},
+                {"name": "sidecar", "image": "envoy:1"}],
+            "volumes": [{"name": "v1", "emptyDir": {}}],
+            "tolerations": [{"key": "t1", "operator": "Exists"}]}
+    }))
+    .unwrap();
+    let patch = json!({
+        "metadata": {"labels": {"zone": "a"}},
+        "spec": {
+            "containers": [
+                {"name": "main", "args": ["b"], "env": [{"name": "B", "value": "2"}], "ports": [{"containerPort": 81, "name": "metrics"}]},
+                {"name": "sidecar", "$patch": "delete"}],
+            "volumes": [{"name": "v2", "emptyDir": {}}],
+            "tolerations": [{"key": "t2", "operator": "Exists"}]}
+    });
+    let got = serde_json::to_value(patch_template(&template, &patch).unwrap()).unwrap();
+    assert_eq!(
+        got,
+        json!({
+            "metadata": {"labels": {"app": "web", "zone": "a"}},
+            "spec": {
+                "containers": [
+                    {"name": "main", "image": "nginx:1", "args": ["b"],
+                     "env": [{"name": "A", "value": "1"}, {"name": "B", "value": "2"}],
+                     "ports": [{"containerPort": 80}, {"containerPort": 81, "protocol": "TCP", "name": "metrics"}]}],
+                "volumes": [{"name": "v1", "emptyDir": {}}, {"name": "v2", "emptyDir": {}}],
+                "tolerations": [{"key": "t2", "operator": "Exists"}]}
+        })
+    );
+    assert!(patch_template(&template, &json!(["not", "an", "object"])).is_err());
+}

@@ -417,3 +417,46 @@ fn a_united_deployment_without_a_template_is_refused() {
     assert!(plan(&u, &[], "r", "r", now()).unwrap_err().contains("no subset template"));
     assert!(desired(&u, "s", "r", 1, 0, None).is_err());
 }
+
+/// The adapters' `SetMaxUnavailable` (reservation), per kind: the rolling update's value, and
+/// the cases kept at the template's value because the workload would refuse it.
+#[test]
+fn max_unavailable_is_set_where_the_workload_takes_it() {
+    fn read(w: &Workload) -> Value {
+        let v = json_of(w);
+        match w.kind() {
+            SubsetKind::CloneSet => v["spec"]["updateStrategy"]["maxUnavailable"].clone(),
+            SubsetKind::Deployment => v["spec"]["strategy"]["rollingUpdate"]["maxUnavailable"].clone(),
+            _ => v["spec"]["updateStrategy"]["rollingUpdate"]["maxUnavailable"].clone(),
+        }
+    }
+    let asts_parallel = json!({"podManagementPolicy": "Parallel", "updateStrategy": {"type": "RollingUpdate"}});
+    let asts_ordered = json!({"updateStrategy": {"type": "RollingUpdate"}});
+    let on_delete = json!({"updateStrategy": {"type": "OnDelete"}});
+    let recreate = json!({"strategy": {"type": "Recreate"}});
+    // template key, extra spec, value, set?
+    let rows: Vec<(&str, Value, i32, bool)> = vec![
+        ("cloneSetTemplate", json!({}), 3, true),
+        ("cloneSetTemplate", json!({}), 0, false),
+        ("cloneSetTemplate", json!({}), -1, false),
+        ("advancedStatefulSetTemplate", asts_parallel, 3, true),
+        ("advancedStatefulSetTemplate", asts_ordered.clone(), 1, true),
+        ("advancedStatefulSetTemplate", asts_ordered, 2, false),
+        ("advancedStatefulSetTemplate", on_delete.clone(), 1, false),
+        ("statefulSetTemplate", json!({}), 2, true),
+        ("statefulSetTemplate", on_delete, 2, false),
+        ("deploymentTemplate", json!({}), 2, true),
+        ("deploymentTemplate", recreate, 2, false),
+    ];
+    for (key, extra, v, want) in rows {
+        let u = ud(key, "nginx:1.0", extra.clone());
+        let mut w = desired(&u, "subset-a", "r1", 4, 0, None).unwrap();
+        let before = read(&w);
+        assert_eq!(w.set_max_unavailable(v), want, "{key} {extra} {v}");
+        if want {
+            assert_eq!(read(&w), json!(v), "{key} {extra} {v}");
+        } else {
+            assert_eq!(read(&w), before, "{key} {extra} {v}: the template's value stays");
+        }
+    }
+}
