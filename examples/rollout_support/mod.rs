@@ -32,6 +32,9 @@ const END: &str = "# END";
 pub trait Bench {
     /// The controller's name in its metrics.
     const CONTROLLER: &'static str;
+    /// Other controllers the child runs beside it whose writes are reported too (a
+    /// UnitedDeployment's CloneSets are written by the CloneSet controller).
+    const ALSO: &'static [&'static str] = &[];
     /// Runs the controller until `shutdown` completes.
     fn run(
         client: kube::Client,
@@ -153,8 +156,12 @@ impl Controller {
     }
 
     pub fn sample(&mut self) -> Sample {
+        self.sample_of(self.name)
+    }
+
+    /// A sample of the controller `name` of the child (its CPU and memory are the whole child's).
+    pub fn sample_of(&mut self, name: &str) -> Sample {
         let text = self.metrics();
-        let name = self.name;
         Sample {
             cpu: self.cpu(),
             writes: writes(&text, name),
@@ -260,6 +267,7 @@ async fn drive<B: Bench>(sizes: Vec<i32>) {
         let scale_up = started.elapsed();
         let (_, after_scale_up) = controller.rss_mib();
         let before = controller.sample();
+        let before_also: Vec<Sample> = B::ALSO.iter().map(|name| controller.sample_of(name)).collect();
         let started = Instant::now();
         B::patch_image(&client, ns).await;
         wait_status::<B>(&client, ns, "the rollout", |s| {
@@ -270,6 +278,7 @@ async fn drive<B: Bench>(sizes: Vec<i32>) {
         .await;
         let rollout = started.elapsed();
         let after = controller.sample();
+        let after_also: Vec<Sample> = B::ALSO.iter().map(|name| controller.sample_of(name)).collect();
         let (peak, now) = controller.rss_mib();
         controller.stop();
         let pods: Api<Pod> = Api::namespaced(client.clone(), ns);
@@ -290,6 +299,12 @@ async fn drive<B: Bench>(sizes: Vec<i32>) {
         );
         let by_kind: Vec<String> = kinds.iter().map(|(k, v)| format!("{k} {:.2}", v / per_pod)).collect();
         println!("      writes/pod by kind: {}", by_kind.join(", "));
+        for ((name, before), after) in B::ALSO.iter().zip(&before_also).zip(&after_also) {
+            let kinds = after.writes_since(before);
+            let total: f64 = kinds.values().sum();
+            let by_kind: Vec<String> = kinds.iter().map(|(k, v)| format!("{k} {:.2}", v / per_pod)).collect();
+            println!("      {name} controller: {:.2} writes/pod ({})", total / per_pod, by_kind.join(", "));
+        }
         println!(
             "      controller process RSS: {after_scale_up:.1} MiB after the scale-up, {now:.1} MiB after the \
              rollout, peak {peak:.1} MiB"

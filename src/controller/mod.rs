@@ -349,3 +349,104 @@ pub async fn run_workloads(
     token.cancel();
     futures::future::join_all(tasks).await;
 }
+
+#[cfg(test)]
+#[allow(clippy::unwrap_used)]
+mod tests {
+    use super::*;
+    use crate::apis::podunavailablebudget::PodUnavailableBudget;
+    use bytes::Bytes;
+    use http_body_util::Full;
+    use serde_json::json;
+    use std::sync::Mutex;
+
+    /// A fake API server: the first `failures` requests are answered 404 (a CRD not there yet),
+    /// then a metadata list of two budgets; every request path is recorded.
+    fn fake(failures: usize, paths: Arc<Mutex<Vec<String>>>) -> kube::Client {
+        let svc = tower::service_fn(move |req: axum::http::Request<kube::client::Body>| {
+            let paths = Arc::clone(&paths);
+            async move {
+                let n = {
+                    let mut p = paths.lock().unwrap();
+                    p.push(req.uri().path().to_string());
+                    p.len()
+                };
+                let (code, body) = if n <= failures {
+                    (
+                        404,
+                        json!({"kind": "Status", "apiVersion": "v1", "status": "Failure", "code": 404,
+                        "message": "the server could not find the requested resource"}),
+                    )
+                } else {
+                    let item = |name: &str| {
+                        json!({"kind": "PartialObjectMetadata", "apiVersion": "meta.k8s.io/v1",
+                        "metadata": {"name": name, "namespace": "team"}})
+                    };
+                    (
+                        200,
+                        json!({"kind": "PartialObjectMetadataList", "apiVersion": "meta.k8s.io/v1",
+                        "metadata": {}, "items": [item("a"), item("b")]}),
+                    )
+                };
+                let response = axum::http::Response::builder()
+                    .status(code)
+                    .header("content-type", "application/json")
+                    .body(Full::new(Bytes::from(body.to_string())))
+                    .unwrap();
+                Ok::<_, std::convert::Infallible>(response)
+            }
+        });
+        kube::Client::new(svc, "default")
+    }
+
+    /// A controller started after its objects were created queues each of them once the list
+    /// answers; failed lists are retried 2 s, then 4 s later (doubling), and only in its namespace.
+    #[tokio::test(start_paused = true)]
+    async fn existing_objects_are_queued_once_the_list_answers() {
+        let paths = Arc::new(Mutex::new(Vec::new()));
+        let queue = queue::WorkQueue::new("test", Metrics::new());
+        let token = tokio_util::sync::CancellationToken::new();
+        let started = tokio::time::Instant::now();
+        queue_existing::<PodUnavailableBudget>(
+            "test",
+            fake(2, Arc::clone(&paths)),
+            Some("team".into()),
+            queue.clone(),
+            token,
+        )
+        .await;
+        assert_eq!(started.elapsed(), Duration::from_secs(2 + 4), "waits of 2 s then 4 s");
+        let paths = paths.lock().unwrap().clone();
+        assert_eq!(paths.len(), 3);
+        assert!(paths.iter().all(|p| p == "/apis/policy.kruise.io/v1alpha1/namespaces/team/podunavailablebudgets"));
+        assert_eq!(queue.depth(), 2);
+        let mut keys = vec![queue.next().await.unwrap(), queue.next().await.unwrap()];
+        keys.sort();
+        assert_eq!(keys, ["team/a", "team/b"]);
+    }
+
+    /// A list that never answers stops with the controller.
+    #[tokio::test(start_paused = true)]
+    async fn the_retries_stop_with_the_controller() {
+        let paths = Arc::new(Mutex::new(Vec::new()));
+        let queue = queue::WorkQueue::new("test", Metrics::new());
+        let token = tokio_util::sync::CancellationToken::new();
+        let cancel = token.clone();
+        tokio::spawn(async move {
+            tokio::time::sleep(Duration::from_secs(31)).await;
+            cancel.cancel();
+        });
+        queue_existing::<PodUnavailableBudget>(
+            "test",
+            fake(usize::MAX, Arc::clone(&paths)),
+            None,
+            queue.clone(),
+            token,
+        )
+        .await;
+        // Lists at 0, 2, 6, 14 and 30 s, cancelled at 31 s while waiting for the next.
+        assert_eq!(paths.lock().unwrap().len(), 5);
+        assert_eq!(paths.lock().unwrap()[0], "/apis/policy.kruise.io/v1alpha1/podunavailablebudgets");
+        assert_eq!(queue.depth(), 0);
+    }
+}
