@@ -6,8 +6,9 @@
 //! the shared pod informer for the subsets' pods (a Deployment's are those of its ReplicaSets: the
 //! pods of the namespace its selector matches that a ReplicaSet controls). A round settles the
 //! revision (kruise's `constructUnitedDeploymentRevisions`: the ControllerRevisions the
-//! UnitedDeployment controls are listed, an equal one reused, else one created, a name collision
-//! counted), hands the workloads of every kind it controls and their pods to
+//! UnitedDeployment controls that match its selector are read from the shared revision cache, an
+//! equal one reused, else one created — or taken from the cache when an equal one of that name is
+//! there, where kruise's create would answer AlreadyExists — a name collision counted), hands the workloads of every kind it controls and their pods to
 //! [`crate::core::uniteddeployment::subsets::plan`] and sends the result: the reserved labels of
 //! `reserveUnschedulablePods` (JSON patches pinned to the pod's uid), deletions (uid
 //! preconditions), creations (generateName), updates (replace at the cached resourceVersion; a
@@ -25,7 +26,7 @@ use k8s_openapi::api::apps::v1::{ControllerRevision, Deployment, StatefulSet};
 use k8s_openapi::api::core::v1::Pod;
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, Time};
 use k8s_openapi::jiff::Timestamp;
-use kube::api::{Api, DeleteParams, ListParams, Patch, PatchParams, PostParams, Preconditions};
+use kube::api::{Api, DeleteParams, Patch, PatchParams, PostParams, Preconditions};
 use kube::{Client, Resource};
 use serde::Serialize;
 use serde::de::DeserializeOwned;
@@ -72,6 +73,7 @@ impl Context {
         let i = &self.informers;
         self.uds.index().is_synced()
             && i.pods.index().is_synced()
+            && i.revisions.index().is_synced()
             && i.clonesets.index().is_synced()
             && i.advanced_statefulsets.index().is_synced()
             && i.statefulsets.index().is_synced()
@@ -186,16 +188,22 @@ async fn settle_revision(
     ud: &UnitedDeployment,
 ) -> Result<(String, String, Option<i32>), ReconcileError> {
     let ns = ud.metadata.namespace.clone().unwrap_or_default();
-    let name = ud.metadata.name.clone().unwrap_or_default();
     let uid = ud.metadata.uid.clone().unwrap_or_default();
     let api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
-    let selector = Selector::from_validated(ud.spec.selector.as_ref()).map(|s| s.to_string()).unwrap_or_default();
-    let list = api
-        .list(&ListParams::default().labels(&selector))
-        .await
-        .map_err(ReconcileError::api_err(format!("list revisions of uniteddeployment {ns}/{name}")))?;
-    let mut revisions: Vec<ControllerRevision> =
-        list.items.into_iter().filter(|r| owned_by(&r.metadata, &uid)).collect();
+    // kruise lists them from its cache by the UnitedDeployment's selector: a CloneSet template's
+    // revisions carry no labels of the selector, so none is found and each round makes its
+    // revision again (an equal one answers AlreadyExists and is used).
+    let cached = ctx.informers.revisions.index().get(&ns);
+    let selector = Selector::from_validated(ud.spec.selector.as_ref()).ok();
+    let no_labels = Default::default();
+    let mut revisions: Vec<ControllerRevision> = cached
+        .iter()
+        .filter(|r| {
+            let labels = r.metadata.labels.as_ref().unwrap_or(&no_labels);
+            owned_by(&r.metadata, &uid) && selector.as_ref().is_none_or(|s| s.matches(labels))
+        })
+        .map(|r| (**r).clone())
+        .collect();
     history::sort_revisions(&mut revisions);
     let status = ud.status.clone().unwrap_or_default();
     let mut collision = status.collision_count;
@@ -218,6 +226,15 @@ async fn settle_revision(
         (None, _) => loop {
             let candidate = new_revision(ud, next, collision.unwrap_or(0));
             let rev_name = candidate.revision.metadata.name.clone().unwrap_or_default();
+            // The create would answer AlreadyExists for an equal revision the cache already has:
+            // it is used without the write (and without the read after it).
+            let equal_cached = cached.iter().any(|r| {
+                r.metadata.name.as_deref() == Some(rev_name.as_str())
+                    && history::data_bytes(r) == history::data_bytes(&candidate.revision)
+            });
+            if equal_cached {
+                break rev_name;
+            }
             ctx.count("createRevision");
             let pp = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
             match api.create(&pp, &candidate.revision).await {
