@@ -59,12 +59,14 @@ pub struct PlanArgs {
     /// yaml` or `kubectl get statefulsets.apps.kruise.io,pods,controllerrevisions,pvc -o yaml`, or
     /// SidecarSets (v1alpha1 or v1beta1) with Pods, Namespaces and the manager namespace's
     /// ControllerRevisions, or Advanced DaemonSets with their Pods, ControllerRevisions and the
-    /// Nodes; files, directories or `-`.
+    /// Nodes, or UnitedDeployments with their subset workloads, Pods and ControllerRevisions;
+    /// files, directories or `-`.
     #[arg(short = 'f', long = "filename", num_args = 1..)]
     pub files: Vec<String>,
     /// `cloneset NAME`, `statefulset NAME` (kruise's Advanced StatefulSet; also `asts`),
-    /// `daemonset NAME` (kruise's Advanced DaemonSet; also `ads`) or `sidecarset NAME` (or
-    /// `KIND/NAME`): read them from the cluster (KUBECONFIG or in-cluster).
+    /// `daemonset NAME` (kruise's Advanced DaemonSet; also `ads`), `uniteddeployment NAME` (also
+    /// `ud`) or `sidecarset NAME` (or `KIND/NAME`): read them from the cluster (KUBECONFIG or
+    /// in-cluster).
     #[arg(num_args = 0..=2, value_names = ["KIND", "NAME"])]
     pub target: Vec<String>,
     /// Namespace (with `KIND NAME`; SidecarSets are cluster-scoped).

@@ -88,7 +88,7 @@ async fn plan_command(args: cli::PlanArgs) -> i32 {
             Some(kind) if !name.is_empty() && args.files.is_empty() => kind,
             _ => {
                 return fail(
-                    &"give `cloneset NAME`, `statefulset NAME` or `daemonset NAME` [-n NAMESPACE], or `sidecarset NAME`, to read the cluster, or manifests with -f FILE",
+                    &"give `cloneset NAME`, `statefulset NAME`, `daemonset NAME` or `uniteddeployment NAME` [-n NAMESPACE], or `sidecarset NAME`, to read the cluster, or manifests with -f FILE",
                 );
             }
         };
@@ -98,7 +98,7 @@ async fn plan_command(args: cli::PlanArgs) -> i32 {
         }
     } else if args.files.is_empty() {
         return fail(
-            &"give the manifests with -f FILE, or `cloneset NAME` / `statefulset NAME` / `daemonset NAME` -n NAMESPACE, or `sidecarset NAME` (see `kruise plan --help`)",
+            &"give the manifests with -f FILE, or `cloneset NAME` / `statefulset NAME` / `daemonset NAME` / `uniteddeployment NAME` -n NAMESPACE, or `sidecarset NAME` (see `kruise plan --help`)",
         );
     } else {
         let read = check::input::read_paths(&args.files);
@@ -136,6 +136,12 @@ async fn plan_command(args: cli::PlanArgs) -> i32 {
         match args.output {
             cli::PlanOutput::Text => print!("{}", plan::render::daemonset_text(p)),
             cli::PlanOutput::Json => println!("{:#}", plan::render::daemonset_json(p)),
+        }
+    }
+    for p in &planned.uniteddeployments {
+        match args.output {
+            cli::PlanOutput::Text => print!("{}", plan::uniteddeployment::text(p)),
+            cli::PlanOutput::Json => println!("{:#}", plan::uniteddeployment::json(p)),
         }
     }
     check::exit::OK

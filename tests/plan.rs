@@ -135,7 +135,9 @@ fn bad_input_gets_a_clear_error() {
     let o = kruise(&["plan", "-f", pods_only.to_str().unwrap()]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("no CloneSet, Advanced StatefulSet, Advanced DaemonSet or SidecarSet in the input"),
+        stderr(&o).contains(
+            "no CloneSet, Advanced StatefulSet, Advanced DaemonSet, SidecarSet or UnitedDeployment in the input"
+        ),
         "{}",
         stderr(&o)
     );
@@ -165,7 +167,9 @@ fn bad_input_gets_a_clear_error() {
     let o = kruise(&["plan", "deployment", "web"]);
     assert_eq!(o.status.code(), Some(2));
     assert!(
-        stderr(&o).contains("give `cloneset NAME`, `statefulset NAME` or `daemonset NAME` [-n NAMESPACE]"),
+        stderr(&o).contains(
+            "give `cloneset NAME`, `statefulset NAME`, `daemonset NAME` or `uniteddeployment NAME` [-n NAMESPACE]"
+        ),
         "{}",
         stderr(&o)
     );
@@ -720,6 +724,131 @@ fn a_daemonset_plan_shows_the_pre_download_job() {
     let text = stdout(&o);
     assert!(
         text.contains(&format!("    ImagePullJob {new_name}-main: image busybox:1.36, parallelism 3, timeout 300s")),
+        "{text}"
+    );
+}
+
+/// A UnitedDeployment of 4 under `reserveUnschedulablePods` (zone-a at most 2, zone-b the rest)
+/// whose zone-a pods have been pending unschedulable for a minute: its round labels them reserved
+/// and the zone-b pods not, gives zone-b all 4 and counts 2 replicas and 2 reserved pods. The
+/// template and revision are the Go fixture's ("cloneset minimal": `web-775ccf8795`, computed by
+/// kruise v1.9.0's code), so the revision in the input is used as it is and no note says it
+/// differs from the status's.
+#[test]
+fn a_united_deployment_plan_shows_the_reservation_round() {
+    const REVISION: &str = "web-775ccf8795";
+    let fixtures: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(format!("{}/src/core/uniteddeployment/go_fixtures.json", env!("CARGO_MANIFEST_DIR")))
+            .unwrap(),
+    )
+    .unwrap();
+    let fixture = fixtures.iter().find(|f| f["case"] == "cloneset minimal").unwrap();
+    assert_eq!(fixture["name"], REVISION);
+    let owner = |kind: &str, name: &str, uid: &str| {
+        json!([{"apiVersion": "apps.kruise.io/v1alpha1", "kind": kind, "name": name, "uid": uid,
+                "controller": true, "blockOwnerDeletion": true}])
+    };
+    let ud = json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
+        "metadata": {"name": "web", "namespace": "shop", "uid": "ud-uid", "generation": 1},
+        "spec": {"replicas": 4, "selector": {"matchLabels": {"app": "web"}}, "template": fixture["template"],
+            "topology": {
+                "scheduleStrategy": {"type": "Adaptive", "adaptive": {
+                    "rescheduleCriticalSeconds": 10, "unschedulableDuration": 30, "reserveUnschedulablePods": true}},
+                "subsets": [{"name": "zone-a", "maxReplicas": 2}, {"name": "zone-b"}]}},
+        "status": {"observedGeneration": 1, "currentRevision": REVISION, "replicas": 4,
+            "updateStatus": {"updatedRevision": REVISION}}});
+    let revision = json!({"apiVersion": "apps/v1", "kind": "ControllerRevision",
+        "metadata": {"name": REVISION, "namespace": "shop", "labels": {"controller-revision-hash": REVISION},
+                     "ownerReferences": owner("UnitedDeployment", "web", "ud-uid")},
+        "data": serde_json::from_str::<Value>(fixture["data"].as_str().unwrap()).unwrap(), "revision": 1});
+    let cloneset = |subset: &str, ready: i32| {
+        json!({"apiVersion": "apps.kruise.io/v1alpha1", "kind": "CloneSet",
+            "metadata": {"name": format!("web-{subset}-x"), "namespace": "shop", "uid": format!("{subset}-uid"),
+                "creationTimestamp": "2024-05-01T11:00:00Z", "generation": 1,
+                "labels": {"app": "web", "apps.kruise.io/subset-name": subset, "apps.kruise.io/controller-revision-hash": REVISION},
+                "annotations": {"apps.kruise.io/subset-patch": ""},
+                "ownerReferences": owner("UnitedDeployment", "web", "ud-uid")},
+            "spec": {"replicas": 2, "selector": {"matchLabels": {"app": "web", "apps.kruise.io/subset-name": subset}},
+                "template": {"metadata": {"labels": {"app": "web", "apps.kruise.io/subset-name": subset}},
+                    "spec": {"containers": [{"name": "main", "image": "nginx:alpine"}]}},
+                "updateStrategy": {"partition": 0}},
+            "status": {"observedGeneration": 1, "replicas": 2, "readyReplicas": ready, "updatedReplicas": 2}})
+    };
+    let pod = |subset: &str, i: usize, pending: bool| {
+        let status = if pending {
+            json!({"phase": "Pending", "conditions": [{"type": "PodScheduled", "status": "False", "reason": "Unschedulable"}]})
+        } else {
+            json!({"phase": "Running", "conditions": [{"type": "Ready", "status": "True", "lastTransitionTime": "2024-05-01T11:00:00Z"}]})
+        };
+        json!({"apiVersion": "v1", "kind": "Pod",
+            "metadata": {"name": format!("web-{subset}-{i}"), "namespace": "shop", "uid": format!("{subset}-{i}"),
+                "creationTimestamp": "2024-05-01T11:59:00Z",
+                "labels": {"app": "web", "apps.kruise.io/subset-name": subset, "apps.kruise.io/controller-revision-hash": REVISION},
+                "ownerReferences": owner("CloneSet", &format!("web-{subset}-x"), &format!("{subset}-uid"))},
+            "spec": {"containers": [{"name": "main", "image": "nginx:alpine"}]},
+            "status": status})
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let path = snapshot_file(
+        &dir,
+        vec![
+            ud,
+            revision,
+            cloneset("zone-a", 0),
+            cloneset("zone-b", 2),
+            pod("zone-a", 1, true),
+            pod("zone-a", 2, true),
+            pod("zone-b", 1, false),
+            pod("zone-b", 2, false),
+        ],
+    );
+    let o = kruise(&["plan", "-f", &path, "--now", NOW]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let text = stdout(&o);
+    let start = text.find("UnitedDeployment shop/web").unwrap_or_else(|| panic!("{text}"));
+    let lines: Vec<&str> = text[start..].lines().collect();
+    assert_eq!(
+        lines,
+        [
+            "UnitedDeployment shop/web: update revision web-775ccf8795, current revision web-775ccf8795",
+            "  subsets: zone-a 2, zone-b 4",
+            "  label pod web-zone-a-1 of subset zone-a reserved=true",
+            "  label pod web-zone-a-2 of subset zone-a reserved=true",
+            "  label pod web-zone-b-1 of subset zone-b reserved=false",
+            "  label pod web-zone-b-2 of subset zone-b reserved=false",
+            "  update the CloneSet web-zone-b-x of subset zone-b (4 replicas, revision web-775ccf8795)",
+            "  status: 2 replicas (2 reserved), 2 ready, 4 updated (2 ready); written",
+            "  looked at again in 30s (adaptive scheduling)",
+        ],
+        "{text}"
+    );
+    let o = kruise(&["plan", "-f", &path, "--now", NOW, "-o", "json"]);
+    assert!(o.status.success(), "{}", stderr(&o));
+    let out = stdout(&o);
+    // One JSON object per workload: the CloneSets' first, then the UnitedDeployment's.
+    let got = serde_json::Deserializer::from_str(&out)
+        .into_iter::<Value>()
+        .map(Result::unwrap)
+        .find(|v| v.get("unitedDeployment").is_some())
+        .unwrap_or_else(|| panic!("{out}"));
+    assert_eq!(got["unitedDeployment"], "shop/web");
+    assert_eq!(got["revisionWrite"], Value::Null);
+    assert_eq!(got["subsetReplicas"], json!({"zone-a": 2, "zone-b": 4}));
+    assert_eq!(got["status"]["labelSelector"], "app=web,apps.kruise.io/united-deployment-reserved-pod=false");
+    assert_eq!(got["status"]["reservedPods"], 2);
+    assert_eq!(got["notes"], json!([]));
+
+    // A status naming another update revision for this generation gets a note.
+    let mut snapshot: Value = serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap();
+    snapshot["items"][0]["status"]["updateStatus"]["updatedRevision"] = json!("web-5d8f7b9c4");
+    std::fs::write(&path, snapshot.to_string()).unwrap();
+    let o = kruise(&["plan", "-f", &path, "--now", NOW]);
+    let text = stdout(&o);
+    assert!(
+        text.contains(
+            "  note: the status names update revision web-5d8f7b9c4 for this generation: a revision computed \
+             differently (after a switch from Go kruise, every subset would be rewritten)"
+        ),
         "{text}"
     );
 }

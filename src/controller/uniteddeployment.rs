@@ -5,10 +5,10 @@
 //! change queues `namespace/<ud name>` when the workload's controller is a UnitedDeployment — and
 //! the shared pod informer for the subsets' pods (a Deployment's are those of its ReplicaSets: the
 //! pods of the namespace its selector matches that a ReplicaSet controls). A round settles the
-//! revision (kruise's `constructUnitedDeploymentRevisions`: the ControllerRevisions the
-//! UnitedDeployment controls that match its selector are read from the shared revision cache, an
-//! equal one reused, else one created — or taken from the cache when an equal one of that name is
-//! there, where kruise's create would answer AlreadyExists — a name collision counted), hands the workloads of every kind it controls and their pods to
+//! revision (kruise's `constructUnitedDeploymentRevisions`,
+//! [`crate::core::uniteddeployment::history`] on the shared revision cache: an equal revision
+//! reused, else one created — or taken from the cache when an equal one of that name is there,
+//! where kruise's create would answer AlreadyExists — a name collision counted), hands the workloads of every kind it controls and their pods to
 //! [`crate::core::uniteddeployment::subsets::plan`] and sends the result: the reserved labels of
 //! `reserveUnschedulablePods` (JSON patches pinned to the pod's uid), deletions (uid
 //! preconditions), creations (generateName), updates (replace at the cached resourceVersion; a
@@ -39,11 +39,12 @@ use super::{ReconcileError, Settings};
 use crate::apis::CloneSet;
 use crate::apis::statefulset::v1beta1::StatefulSet as AdvancedStatefulSet;
 use crate::apis::uniteddeployment::{UnitedDeployment, UnitedDeploymentStatus};
-use crate::compat::selector::Selector;
 use crate::core::history;
+use crate::core::uniteddeployment::history as ud_history;
 use crate::core::uniteddeployment::reservation::label_patch;
-use crate::core::uniteddeployment::revision::new_revision;
-use crate::core::uniteddeployment::subsets::{Action, Existing, OWNER_API_VERSION, OWNER_KIND, owned_by, plan};
+use crate::core::uniteddeployment::subsets::{
+    Action, Existing, OWNER_API_VERSION, OWNER_KIND, owned_by, plan, workload_pods,
+};
 use crate::core::uniteddeployment::workload::{SubsetKind, Workload};
 use crate::metrics::{ControllerWriteLabels, Metrics};
 
@@ -181,70 +182,53 @@ async fn write_status(
     Ok(())
 }
 
-/// kruise `constructUnitedDeploymentRevisions`: the update revision's name, the current
-/// revision's, and the collision count.
+/// kruise `constructUnitedDeploymentRevisions` ([`crate::core::uniteddeployment::history`] on the
+/// revision cache, its writes sent here): the update revision's name, the current revision's, and
+/// the collision count.
 async fn settle_revision(
     ctx: &Context,
     ud: &UnitedDeployment,
 ) -> Result<(String, String, Option<i32>), ReconcileError> {
     let ns = ud.metadata.namespace.clone().unwrap_or_default();
-    let uid = ud.metadata.uid.clone().unwrap_or_default();
     let api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
-    // kruise lists them from its cache by the UnitedDeployment's selector: a CloneSet template's
-    // revisions carry no labels of the selector, so none is found and each round makes its
-    // revision again (an equal one answers AlreadyExists and is used).
     let cached = ctx.informers.revisions.index().get(&ns);
-    let selector = Selector::from_validated(ud.spec.selector.as_ref()).ok();
-    let no_labels = Default::default();
-    let mut revisions: Vec<ControllerRevision> = cached
-        .iter()
-        .filter(|r| {
-            let labels = r.metadata.labels.as_ref().unwrap_or(&no_labels);
-            owned_by(&r.metadata, &uid) && selector.as_ref().is_none_or(|s| s.matches(labels))
-        })
-        .map(|r| (**r).clone())
-        .collect();
-    history::sort_revisions(&mut revisions);
+    let in_namespace = || cached.iter().map(|r| &**r);
+    let controlled = ud_history::controlled(ud, in_namespace());
     let status = ud.status.clone().unwrap_or_default();
     let mut collision = status.collision_count;
-    let next = history::next_revision(&revisions);
-    let new = new_revision(ud, next, collision.unwrap_or(0));
-    let equal = history::find_equal_revisions(&revisions, &new.revision);
-    let update = match (equal.last(), revisions.len()) {
-        (Some(&i), n) if i + 1 == n => revisions[i].metadata.name.clone().unwrap_or_default(),
-        (Some(&i), _) => {
-            // An older equal revision becomes the newest (kruise updates its `.revision`).
-            let old = &revisions[i];
-            let rev_name = old.metadata.name.clone().unwrap_or_default();
+    let update = match ud_history::step(ud, &controlled, collision.unwrap_or(0)) {
+        ud_history::Step::Newest(name) => name,
+        ud_history::Step::Renumber { name, revision } => {
             ctx.count("updateRevision");
-            let patch = serde_json::json!({"revision": next});
-            api.patch(&rev_name, &PatchParams::default(), &Patch::Merge(&patch))
+            let patch = serde_json::json!({"revision": revision});
+            api.patch(&name, &PatchParams::default(), &Patch::Merge(&patch))
                 .await
-                .map_err(ReconcileError::api_err(format!("update revision {ns}/{rev_name}")))?;
-            rev_name
+                .map_err(ReconcileError::api_err(format!("update revision {ns}/{name}")))?;
+            name
         }
-        (None, _) => loop {
-            let candidate = new_revision(ud, next, collision.unwrap_or(0));
-            let rev_name = candidate.revision.metadata.name.clone().unwrap_or_default();
-            // The create would answer AlreadyExists for an equal revision the cache already has:
-            // it is used without the write (and without the read after it).
-            let equal_cached = cached.iter().any(|r| {
-                r.metadata.name.as_deref() == Some(rev_name.as_str())
-                    && history::data_bytes(r) == history::data_bytes(&candidate.revision)
-            });
-            if equal_cached {
+        ud_history::Step::Create { revision } => loop {
+            let (candidate, counted, exists) =
+                ud_history::to_create(ud, revision, collision.unwrap_or(0), in_namespace());
+            if counted != collision.unwrap_or(0) {
+                collision = Some(counted);
+            }
+            let rev_name = candidate.metadata.name.clone().unwrap_or_default();
+            // An equal revision of that name in the cache: kruise's create would answer
+            // AlreadyExists and use it; used here without the write.
+            if exists {
                 break rev_name;
             }
             ctx.count("createRevision");
             let pp = PostParams { field_manager: Some(FIELD_MANAGER.into()), ..Default::default() };
-            match api.create(&pp, &candidate.revision).await {
+            match api.create(&pp, &candidate).await {
                 Ok(_) => break rev_name,
+                // The cache is behind: the API's own copy decides.
                 Err(kube::Error::Api(e)) if e.code == 409 => {
                     let existing = api
                         .get(&rev_name)
                         .await
                         .map_err(ReconcileError::api_err(format!("get revision {ns}/{rev_name}")))?;
-                    if history::data_bytes(&existing) == history::data_bytes(&candidate.revision) {
+                    if history::data_bytes(&existing) == history::data_bytes(&candidate) {
                         break rev_name;
                     }
                     collision = Some(collision.unwrap_or(0) + 1);
@@ -253,11 +237,7 @@ async fn settle_revision(
             }
         },
     };
-    let current = revisions
-        .iter()
-        .filter_map(|r| r.metadata.name.clone())
-        .find(|n| *n == status.current_revision)
-        .unwrap_or_else(|| update.clone());
+    let current = ud_history::current(&controlled, &status.current_revision, &update);
     Ok((update, current, collision))
 }
 
@@ -333,29 +313,15 @@ impl Context {
         workloads.into_iter().map(|w| Existing { pods: self.pods_of(ns, &w), workload: w }).collect()
     }
 
-    /// The pods of a subset workload: those it controls, or for a Deployment those of its
-    /// namespace its selector matches and a ReplicaSet controls (kruise's adapter lists its
-    /// ReplicaSets' pods).
+    /// The pods of a subset workload ([`workload_pods`]), from the pod cache's namespace entry
+    /// for a Deployment, its owner entry for the others.
     fn pods_of(&self, ns: &str, w: &Workload) -> Vec<Pod> {
         let pods = self.informers.pods.index();
-        if let Workload::Deployment(_) = w {
-            let Ok(selector) = Selector::from_validated(w.selector()) else { return Vec::new() };
-            if selector.is_empty() {
-                return Vec::new();
-            }
-            return pods
-                .get(&super::index::namespace_key(ns))
-                .into_iter()
-                .filter(|p| {
-                    let controller = p.metadata.owner_references.iter().flatten().find(|r| r.controller == Some(true));
-                    controller.is_some_and(|r| r.kind == "ReplicaSet" && r.api_version == "apps/v1")
-                        && selector.matches(p.metadata.labels.as_ref().unwrap_or(&Default::default()))
-                })
-                .map(|p| (*p).clone())
-                .collect();
-        }
-        let uid = w.meta().uid.clone().unwrap_or_default();
-        pods.get(&uid).into_iter().filter(|p| owned_by(&p.metadata, &uid)).map(|p| (*p).clone()).collect()
+        let key = match w {
+            Workload::Deployment(_) => super::index::namespace_key(ns),
+            _ => w.meta().uid.clone().unwrap_or_default(),
+        };
+        workload_pods(w, pods.get(&key).iter().map(|p| &**p))
     }
 }
 

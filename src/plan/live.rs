@@ -57,6 +57,8 @@ pub enum Kind {
     SidecarSet,
     /// The Advanced DaemonSet (`apps.kruise.io`; planned over every Node).
     DaemonSet,
+    /// The UnitedDeployment (planned over its subset workloads of every kind).
+    UnitedDeployment,
 }
 
 impl Kind {
@@ -71,6 +73,7 @@ impl Kind {
             "statefulset" | "statefulsets" | "asts" => Some(Kind::StatefulSet),
             "sidecarset" | "sidecarsets" => Some(Kind::SidecarSet),
             "daemonset" | "daemonsets" | "ads" | "daemon" => Some(Kind::DaemonSet),
+            "uniteddeployment" | "uniteddeployments" | "ud" => Some(Kind::UnitedDeployment),
             _ => None,
         }
     }
@@ -131,9 +134,26 @@ pub async fn read(
         Kind::StatefulSet => get::<StatefulSet>(client, namespace, name, &source).await?,
         Kind::SidecarSet => return read_sidecarset(client, name, manager_namespace).await,
         Kind::DaemonSet => get::<crate::apis::daemonset::v1beta1::DaemonSet>(client, namespace, name, &source).await?,
+        Kind::UnitedDeployment => {
+            get::<crate::apis::uniteddeployment::UnitedDeployment>(client, namespace, name, &source).await?
+        }
     };
     let mut out = vec![workload];
     let ns = namespace;
+    // A UnitedDeployment's subsets, of every kind it may have written (a kind this user may not
+    // list, or a cluster does not serve, is left out: its subsets then look missing).
+    if kind == Kind::UnitedDeployment {
+        out.extend(list::<CloneSet>(client, ns, "CloneSets").await?.into_iter().map(|o| manifest(&source, o)));
+        if let Ok(sets) = list::<StatefulSet>(client, ns, "StatefulSets").await {
+            out.extend(sets.into_iter().map(|o| manifest(&source, o)));
+        }
+        if let Ok(sets) = list::<k8s_openapi::api::apps::v1::StatefulSet>(client, ns, "StatefulSets.apps").await {
+            out.extend(sets.into_iter().map(|o| manifest(&source, o)));
+        }
+        if let Ok(sets) = list::<k8s_openapi::api::apps::v1::Deployment>(client, ns, "Deployments").await {
+            out.extend(sets.into_iter().map(|o| manifest(&source, o)));
+        }
+    }
     out.extend(list::<Pod>(client, ns, "pods").await?.into_iter().map(|o| manifest(&source, o)));
     out.extend(list::<PersistentVolumeClaim>(client, ns, "PVCs").await?.into_iter().map(|o| manifest(&source, o)));
     out.extend(
@@ -257,6 +277,9 @@ mod tests {
             ("DaemonSets.apps.kruise.io", Some(Kind::DaemonSet)),
             ("daemonset.apps", None),
             ("deployment", None),
+            ("uniteddeployment", Some(Kind::UnitedDeployment)),
+            ("UnitedDeployments.apps.kruise.io", Some(Kind::UnitedDeployment)),
+            ("ud", Some(Kind::UnitedDeployment)),
             ("", None),
         ] {
             assert_eq!(Kind::parse(kind), want, "{kind}");

@@ -31,10 +31,14 @@
 //! completed. The ImagePullJob kind is assumed served. An Advanced DaemonSet's pre-download is
 //! planned with gate PreDownloadImageForDaemonSetUpdate instead
 //! ([`crate::core::rollout::daemonset::predownload`]).
+//!
+//! A UnitedDeployment is planned as its controller plans a round on the subset workloads it
+//! controls, their pods and the input's revisions ([`uniteddeployment`]).
 
 pub mod live;
 pub mod render;
 pub mod sidecarset;
+pub mod uniteddeployment;
 
 use k8s_openapi::api::apps::v1::ControllerRevision;
 use k8s_openapi::api::core::v1::{Node, PersistentVolumeClaim, Pod};
@@ -65,14 +69,15 @@ pub enum PlanError {
     /// An object of a kind `plan` reads does not decode.
     #[error("{file}:{line}: {kind} {name}: {message}")]
     Decode { file: String, line: usize, kind: String, name: String, message: String },
-    /// No CloneSet, Advanced StatefulSet, Advanced DaemonSet or SidecarSet in the input.
+    /// No CloneSet, Advanced StatefulSet, Advanced DaemonSet, SidecarSet or UnitedDeployment in the
+    /// input.
     #[error(
-        "no CloneSet, Advanced StatefulSet, Advanced DaemonSet or SidecarSet in the input: give the workload and \
-         its pods, e.g. `kubectl get cloneset,pods,controllerrevisions -o yaml`, `kubectl get \
+        "no CloneSet, Advanced StatefulSet, Advanced DaemonSet, SidecarSet or UnitedDeployment in the input: give \
+         the workload and its pods, e.g. `kubectl get cloneset,pods,controllerrevisions -o yaml`, `kubectl get \
          statefulsets.apps.kruise.io,pods,controllerrevisions,pvc -o yaml`, `kubectl get \
-         daemonsets.apps.kruise.io,pods,controllerrevisions -o yaml; kubectl get nodes -o yaml` or `kubectl get \
+         daemonsets.apps.kruise.io,pods,controllerrevisions -o yaml; kubectl get nodes -o yaml`, `kubectl get \
          sidecarset,namespaces -o yaml; kubectl get pods -A -o yaml; kubectl get controllerrevisions -n \
-         kruise-system -o yaml`"
+         kruise-system -o yaml` or `kubectl get uniteddeployment,clonesets,pods,controllerrevisions -o yaml`"
     )]
     NoWorkload,
 }
@@ -113,13 +118,15 @@ pub struct PlannedDaemonSet {
 }
 
 /// Every workload's plan: CloneSets, then Advanced StatefulSets, then Advanced DaemonSets, each in
-/// namespace/name order, then SidecarSets in name order.
+/// namespace/name order, then SidecarSets in name order, then UnitedDeployments in namespace/name
+/// order.
 #[derive(Debug, Default)]
 pub struct Workloads {
     pub clonesets: Vec<Planned>,
     pub statefulsets: Vec<PlannedSet>,
     pub sidecarsets: Vec<sidecarset::PlannedSidecarSet>,
     pub daemonsets: Vec<PlannedDaemonSet>,
+    pub uniteddeployments: Vec<uniteddeployment::PlannedUnitedDeployment>,
 }
 
 /// What a plan needs besides the objects.
@@ -145,6 +152,10 @@ struct Objects {
     storage_classes: Vec<StorageClass>,
     budgets: Vec<crate::apis::podunavailablebudget::PodUnavailableBudget>,
     image_pull_jobs: Vec<ImagePullJob>,
+    uniteddeployments: Vec<crate::apis::uniteddeployment::UnitedDeployment>,
+    /// apps/v1 StatefulSets and Deployments: UnitedDeployment subsets.
+    apps_statefulsets: Vec<k8s_openapi::api::apps::v1::StatefulSet>,
+    deployments: Vec<k8s_openapi::api::apps::v1::Deployment>,
 }
 
 fn decode<T: DeserializeOwned>(m: &Manifest) -> Result<T, PlanError> {
@@ -190,6 +201,9 @@ fn group(manifests: &[Manifest]) -> Result<Objects, PlanError> {
                 }
                 o.daemonsets.push(decode(&m)?)
             }
+            ("apps.kruise.io/v1alpha1", "UnitedDeployment") => o.uniteddeployments.push(decode(m)?),
+            ("apps/v1", "StatefulSet") => o.apps_statefulsets.push(decode(m)?),
+            ("apps/v1", "Deployment") => o.deployments.push(decode(m)?),
             ("v1", "Pod") => o.pods.push(decode(m)?),
             ("v1", "PersistentVolumeClaim") => o.pvcs.push(decode(m)?),
             ("apps/v1", "ControllerRevision") => o.revisions.push(decode(m)?),
@@ -216,7 +230,8 @@ fn by_namespace_and_name(a: &ObjectMeta, b: &ObjectMeta) -> std::cmp::Ordering {
     (namespace(a), &a.name).cmp(&(namespace(b), &b.name))
 }
 
-/// Plans every CloneSet, Advanced StatefulSet and SidecarSet of the input.
+/// Plans every CloneSet, Advanced StatefulSet, Advanced DaemonSet, SidecarSet and UnitedDeployment
+/// of the input.
 pub fn plan_workloads(manifests: &[Manifest], settings: &Settings<'_>) -> Result<Workloads, PlanError> {
     let (gates, now) = (settings.gates, settings.now);
     let mut o = group(manifests)?;
@@ -224,12 +239,27 @@ pub fn plan_workloads(manifests: &[Manifest], settings: &Settings<'_>) -> Result
         true => sidecarset::plan_sidecarsets(manifests, settings)?,
         false => Vec::new(),
     };
-    if o.clonesets.is_empty() && o.statefulsets.is_empty() && o.daemonsets.is_empty() && sidecarsets.is_empty() {
+    if o.clonesets.is_empty()
+        && o.statefulsets.is_empty()
+        && o.daemonsets.is_empty()
+        && sidecarsets.is_empty()
+        && o.uniteddeployments.is_empty()
+    {
         return Err(PlanError::NoWorkload);
     }
+    let mut uds = std::mem::take(&mut o.uniteddeployments);
+    let input = uniteddeployment::Input {
+        clonesets: &o.clonesets,
+        advanced_statefulsets: &o.statefulsets,
+        statefulsets: &o.apps_statefulsets,
+        deployments: &o.deployments,
+        pods: &o.pods,
+        revisions: &o.revisions,
+    };
+    let uniteddeployments = uniteddeployment::plan_uniteddeployments(&mut uds, &input, now);
     let statefulsets = plan_statefulsets(&mut o, gates, now);
     let daemonsets = plan_daemonsets(&mut o, gates, now);
-    Ok(Workloads { clonesets: plan_clonesets(o, gates, now), statefulsets, sidecarsets, daemonsets })
+    Ok(Workloads { clonesets: plan_clonesets(o, gates, now), statefulsets, sidecarsets, daemonsets, uniteddeployments })
 }
 
 /// Each Advanced DaemonSet planned on its namespace's pods and revisions and every node.

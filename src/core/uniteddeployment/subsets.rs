@@ -125,6 +125,30 @@ pub fn patch_template(template: &PodTemplateSpec, patch: &Value) -> Result<PodTe
     serde_json::from_value(merged).map_err(|e| format!("the subset patch does not give a pod template: {e}"))
 }
 
+/// The pods of a subset workload among `candidates` (pods of its namespace): those it
+/// controls, or for a Deployment those its selector matches that a ReplicaSet controls (kruise's
+/// adapter lists its ReplicaSets' pods; an empty selector matches none).
+pub fn workload_pods<'a>(w: &Workload, candidates: impl IntoIterator<Item = &'a Pod>) -> Vec<Pod> {
+    if let Workload::Deployment(_) = w {
+        let Ok(selector) = Selector::from_validated(w.selector()) else { return Vec::new() };
+        if selector.is_empty() {
+            return Vec::new();
+        }
+        let no_labels = Default::default();
+        return candidates
+            .into_iter()
+            .filter(|p| {
+                let controller = p.metadata.owner_references.iter().flatten().find(|r| r.controller == Some(true));
+                controller.is_some_and(|r| r.kind == "ReplicaSet" && r.api_version == "apps/v1")
+                    && selector.matches(p.metadata.labels.as_ref().unwrap_or(&no_labels))
+            })
+            .cloned()
+            .collect();
+    }
+    let uid = w.meta().uid.clone().unwrap_or_default();
+    candidates.into_iter().filter(|p| owned_by(&p.metadata, &uid)).cloned().collect()
+}
+
 /// What the controller knows of one subset workload.
 #[derive(Clone, Debug)]
 pub struct Existing {
