@@ -54,11 +54,19 @@ fn updated_condition(since: i64) -> UnitedDeploymentCondition {
     }
 }
 
+/// A `TestCheckPodReserved` row: name, pod, updated revision, update started (seconds ago; None:
+/// now), reserved, next check, update timeout.
+type CheckRow = (&'static str, Pod, &'static str, Option<i64>, bool, Option<SignedDuration>, bool);
+
+/// A `TestCalculateSubsetsStatusForReservedAdaptiveStrategy` row: name, Schedulable at the start,
+/// pod, reserved pods, unschedulable, requeue, labels written.
+type ReserveRow = (&'static str, &'static str, Pod, i32, bool, Option<SignedDuration>, Vec<bool>);
+
 #[test]
 fn check_pod_reserved_rows() {
     let reserved = json!({RESERVED_POD_LABEL: "true"});
     // name, pod, updated revision, update started (s ago; None: now), reserved, next check, update timeout
-    let rows: Vec<(&str, Pod, &str, Option<i64>, bool, Option<SignedDuration>, bool)> = vec![
+    let rows: Vec<CheckRow> = vec![
         (
             "Normal pod, pending, not long enough",
             check_pod_of(PENDING, json!([unschedulable()]), 3, json!({})),
@@ -215,7 +223,7 @@ fn modified_pod(ready_ago: i64, created: i64, pending: bool, label: &str) -> Pod
 fn calculate_subsets_status_for_reserved_adaptive_strategy_rows() {
     // RescheduleCriticalSeconds 10 s, UnschedulableDuration 30 s.
     // name, Schedulable at the start, pod, reserved pods, unschedulable, requeue, labels written
-    let rows: Vec<(&str, &str, Pod, i32, bool, Option<SignedDuration>, Vec<bool>)> = vec![
+    let rows: Vec<ReserveRow> = vec![
         // Just created and pending: not reserved yet, labelled "false", looked at when it would time out.
         ("Pod just created, pending", "True", modified_pod(0, 1, true, ""), 0, false, secs(9), vec![false]),
         (
