@@ -10,8 +10,6 @@
 
 mod e2e_cloneset_support;
 
-use std::sync::atomic::{AtomicBool, Ordering};
-
 use e2e_cloneset_support::*;
 use k8s_openapi::apimachinery::pkg::util::intstr::IntOrString;
 use kruise::apis::cloneset::CloneSet;
@@ -91,24 +89,36 @@ async fn a_canary_threshold_of_2_creates_no_job_until_2_updated_pods_are_ready()
     t.wait_status("web", "5 ready", |s| s.ready_replicas == 5 && s.updated_replicas == 5).await;
 
     set_image(&t, "nginx:1.26").await;
-    let waited_with_updated_pods = AtomicBool::new(false);
-    poll("a job once 2 updated pods are ready", || async {
+    let job = poll("a job once 2 updated pods are ready", || async {
         // Jobs first, then the status: a job seen with fewer than 2 updated ready pods in the
         // status read after it was created too early.
         let j = jobs(&t).await;
         let st = t.get("web").await.status.unwrap_or_default();
-        let rolling = st.observed_generation == 2;
-        if j.is_empty() {
-            if rolling && st.updated_replicas >= 1 && st.updated_ready_replicas < 2 {
-                waited_with_updated_pods.store(true, Ordering::SeqCst);
-            }
-            return None;
-        }
+        let job = j.first()?.clone();
         assert!(st.updated_ready_replicas >= 2, "a job before 2 updated pods were ready: {st:?}");
-        Some(())
+        Some(job)
     })
     .await;
-    assert!(waited_with_updated_pods.load(Ordering::SeqCst), "the rollout went on without a job until the threshold");
+    // And from the times: the job was created no earlier than the second pod of the new revision
+    // (named by the job, `<revision>-main`) became ready, so the rollout ran without a job until
+    // the threshold. (The API's times are in seconds; a poll of the status alone can miss the
+    // moment between the first and the second pod on a busy machine.)
+    let revision = job.metadata.name.as_deref().and_then(|n| n.strip_suffix("-main")).unwrap().to_string();
+    let mut ready_at: Vec<_> = t
+        .pods()
+        .await
+        .iter()
+        .filter(|p| p.metadata.labels.as_ref().and_then(|l| l.get("controller-revision-hash")) == Some(&revision))
+        .filter_map(|p| {
+            let conditions = p.status.as_ref()?.conditions.as_ref()?;
+            let ready = conditions.iter().find(|c| c.type_ == "Ready" && c.status == "True")?;
+            ready.last_transition_time.as_ref().map(|t| t.0)
+        })
+        .collect();
+    ready_at.sort();
+    assert!(ready_at.len() >= 2, "2 pods of {revision} ready: {ready_at:?}");
+    let created = job.metadata.creation_timestamp.as_ref().unwrap().0;
+    assert!(created >= ready_at[1], "the job ({created}) before the second updated pod was ready ({ready_at:?})");
     let j = jobs(&t).await;
     assert_eq!(j.len(), 1);
     assert_eq!(j[0].spec.fields.parallelism, Some(IntOrString::Int(2)));
