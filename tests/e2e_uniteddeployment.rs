@@ -214,6 +214,26 @@ async fn a_united_deployment_spreads_over_two_zones_and_rolls_out() {
     drop(kruise);
 }
 
+/// A UnitedDeployment of 4 CloneSet pods (nginx:1.25) over `subsets` with the Adaptive strategy
+/// `adaptive`.
+fn adaptive_ud(adaptive: Value, subsets: Value) -> UnitedDeployment {
+    serde_json::from_value(json!({
+        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
+        "metadata": {"name": "web"},
+        "spec": {
+            "replicas": 4,
+            "selector": {"matchLabels": {"app": "web"}},
+            "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                "selector": {"matchLabels": {"app": "web"}},
+                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
+                    "terminationGracePeriodSeconds": 0,
+                    "containers": [{"name": "main", "image": "nginx:1.25"}]}}}}},
+            "topology": {"scheduleStrategy": {"type": "Adaptive", "adaptive": adaptive}, "subsets": subsets}
+        }
+    }))
+    .unwrap()
+}
+
 /// Adaptive scheduling (issue 34): subset `nowhere` asks for a node label no node has, so the
 /// scheduler leaves its pods Pending (`PodScheduled=False`, `Unschedulable`); once they have waited
 /// `rescheduleCriticalSeconds` the subset is marked unschedulable (its `Schedulable` condition
@@ -227,27 +247,14 @@ async fn adaptive_scheduling_moves_replicas_off_a_subset_that_cannot_schedule() 
     let (kruise, _proxy, client) = serve_namespace(ns.name(), certs.path()).await;
 
     let key = format!("e2e.kruise.io/{}-nowhere", ns.name());
-    let ud: UnitedDeployment = serde_json::from_value(json!({
-        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
-        "metadata": {"name": "web"},
-        "spec": {
-            "replicas": 4,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "web"}}, "spec": {
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
-                    "terminationGracePeriodSeconds": 0,
-                    "containers": [{"name": "main", "image": "nginx:1.25"}]}}}}},
-            "topology": {
-                "scheduleStrategy": {"type": "Adaptive", "adaptive": {"rescheduleCriticalSeconds": 15}},
-                "subsets": [
-                    {"name": "nowhere", "maxReplicas": 2,
-                     "nodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "In", "values": ["x"]}]}},
-                    {"name": "anywhere",
-                     "nodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "DoesNotExist"}]}}]}
-        }
-    }))
-    .unwrap();
+    let ud = adaptive_ud(
+        json!({"rescheduleCriticalSeconds": 15}),
+        json!([
+            {"name": "nowhere", "maxReplicas": 2,
+             "nodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "In", "values": ["x"]}]}},
+            {"name": "anywhere",
+             "nodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "DoesNotExist"}]}}]),
+    );
     let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
     let clonesets: Api<CloneSet> = Api::namespaced(client.clone(), ns.name());
@@ -315,28 +322,14 @@ async fn reservation_keeps_unschedulable_pods_until_their_subset_recovers() {
     let (kruise, _proxy, client) = serve_namespace(ns.name(), certs.path()).await;
 
     let key = format!("e2e.kruise.io/{}", ns.name());
-    let ud: UnitedDeployment = serde_json::from_value(json!({
-        "apiVersion": "apps.kruise.io/v1alpha1", "kind": "UnitedDeployment",
-        "metadata": {"name": "web"},
-        "spec": {
-            "replicas": 4,
-            "selector": {"matchLabels": {"app": "web"}},
-            "template": {"cloneSetTemplate": {"metadata": {"labels": {"app": "web"}}, "spec": {
-                "selector": {"matchLabels": {"app": "web"}},
-                "template": {"metadata": {"labels": {"app": "web"}}, "spec": {
-                    "terminationGracePeriodSeconds": 0,
-                    "containers": [{"name": "main", "image": "nginx:1.25"}]}}}}},
-            "topology": {
-                "scheduleStrategy": {"type": "Adaptive", "adaptive": {
-                    "rescheduleCriticalSeconds": 10, "unschedulableDuration": 20, "reserveUnschedulablePods": true}},
-                "subsets": [
-                    {"name": "late", "maxReplicas": 2,
-                     "nodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "In", "values": ["a"]}]}},
-                    {"name": "anywhere",
-                     "nodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "NotIn", "values": ["a"]}]}}]}
-        }
-    }))
-    .unwrap();
+    let ud = adaptive_ud(
+        json!({"rescheduleCriticalSeconds": 10, "unschedulableDuration": 20, "reserveUnschedulablePods": true}),
+        json!([
+            {"name": "late", "maxReplicas": 2,
+             "nodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "In", "values": ["a"]}]}},
+            {"name": "anywhere",
+             "nodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "NotIn", "values": ["a"]}]}}]),
+    );
     let uds: Api<UnitedDeployment> = Api::namespaced(client.clone(), ns.name());
     let pods: Api<Pod> = Api::namespaced(client.clone(), ns.name());
     let clonesets: Api<CloneSet> = Api::namespaced(client.clone(), ns.name());

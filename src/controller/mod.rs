@@ -188,7 +188,26 @@ pub fn owner_trigger<K: kube::Resource>(
 /// trigger is registered) would otherwise leave an object created before this term of leadership
 /// to the resync. One metadata list, retried (2 s doubling to a minute, so a missing CRD is not
 /// warned about every 2 s) until it answers or the token is cancelled.
-pub async fn queue_existing<K>(
+pub fn queue_existing<K>(
+    controller: &'static str,
+    client: &kube::Client,
+    settings: &Settings,
+    queue: &queue::WorkQueue,
+    token: &tokio_util::sync::CancellationToken,
+) -> impl std::future::Future<Output = ()> + Send + 'static
+where
+    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
+        + Clone
+        + serde::de::DeserializeOwned
+        + std::fmt::Debug
+        + Send
+        + 'static,
+{
+    let (client, namespace, queue, token) = (client.clone(), settings.namespace.clone(), queue.clone(), token.clone());
+    list_and_queue::<K>(controller, client, namespace, queue, token)
+}
+
+async fn list_and_queue<K>(
     controller: &'static str,
     client: kube::Client,
     namespace: Option<String>,
@@ -407,14 +426,8 @@ mod tests {
         let queue = queue::WorkQueue::new("test", Metrics::new());
         let token = tokio_util::sync::CancellationToken::new();
         let started = tokio::time::Instant::now();
-        queue_existing::<PodUnavailableBudget>(
-            "test",
-            fake(2, Arc::clone(&paths)),
-            Some("team".into()),
-            queue.clone(),
-            token,
-        )
-        .await;
+        let settings = Settings { namespace: Some("team".into()), ..Settings::default() };
+        queue_existing::<PodUnavailableBudget>("test", &fake(2, Arc::clone(&paths)), &settings, &queue, &token).await;
         assert_eq!(started.elapsed(), Duration::from_secs(2 + 4), "waits of 2 s then 4 s");
         let paths = paths.lock().unwrap().clone();
         assert_eq!(paths.len(), 3);
@@ -436,14 +449,8 @@ mod tests {
             tokio::time::sleep(Duration::from_secs(31)).await;
             cancel.cancel();
         });
-        queue_existing::<PodUnavailableBudget>(
-            "test",
-            fake(usize::MAX, Arc::clone(&paths)),
-            None,
-            queue.clone(),
-            token,
-        )
-        .await;
+        let client = fake(usize::MAX, Arc::clone(&paths));
+        queue_existing::<PodUnavailableBudget>("test", &client, &Settings::default(), &queue, &token).await;
         // Lists at 0, 2, 6, 14 and 30 s, cancelled at 31 s while waiting for the next.
         assert_eq!(paths.lock().unwrap().len(), 5);
         assert_eq!(paths.lock().unwrap()[0], "/apis/policy.kruise.io/v1alpha1/podunavailablebudgets");

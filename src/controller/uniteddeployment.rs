@@ -8,7 +8,8 @@
 //! revision (kruise's `constructUnitedDeploymentRevisions`,
 //! [`crate::core::uniteddeployment::history`] on the shared revision cache: an equal revision
 //! reused, else one created — or taken from the cache when an equal one of that name is there,
-//! where kruise's create would answer AlreadyExists — a name collision counted), hands the workloads of every kind it controls and their pods to
+//! where kruise's create would answer AlreadyExists — a name collision counted), hands the
+//! workloads of every kind it controls and their pods to
 //! [`crate::core::uniteddeployment::subsets::plan`] and sends the result: the reserved labels of
 //! `reserveUnschedulablePods` (JSON patches pinned to the pod's uid), deletions (uid
 //! preconditions), creations (generateName), updates (replace at the cached resourceVersion; a

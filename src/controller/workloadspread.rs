@@ -107,13 +107,7 @@ pub fn start(
         let ctx = Arc::clone(&ctx);
         async move { reconcile(&ctx, &key).await }
     };
-    let existing = super::queue_existing::<WorkloadSpread>(
-        CONTROLLER,
-        client.clone(),
-        settings.namespace.clone(),
-        runner.queue().clone(),
-        token.clone(),
-    );
+    let existing = super::queue_existing::<WorkloadSpread>(CONTROLLER, client, settings, runner.queue(), token);
     vec![tokio::spawn(existing), tokio::spawn(runner.run(reconcile, token.clone()))]
 }
 
