@@ -50,30 +50,51 @@ struct Server {
 }
 
 impl Server {
+    /// Starts `kruise serve` on two free ports. A port picked free can be taken again before the
+    /// server binds it (by the other test of this binary): a server that exits without listening
+    /// is started again on new ports (three tries), and its log says why when it never does.
     fn start() -> Server {
         let dir = tempfile::tempdir().unwrap();
         make_certs(dir.path());
-        let port = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
-        let (addr, admin) = (port(), port());
-        let log = std::fs::File::create(dir.path().join("server.log")).unwrap();
-        let child = std::process::Command::new(env!("CARGO_BIN_EXE_kruise"))
-            .args(["serve", "--standalone", "--addr", &addr.to_string(), "--admin-addr", &admin.to_string()])
-            .args(["--header-read-timeout", &format!("{}s", REQUEST_READ.as_secs())])
-            .args(["--idle-timeout", &format!("{}s", IDLE.as_secs())])
-            .args(["--shutdown-delay", "100ms", "--log-format", "json"])
-            .arg("--cert-dir")
-            .arg(dir.path())
-            .env("RUST_LOG", "warn")
-            .stderr(log)
-            .spawn()
-            .unwrap();
-        let ca = std::fs::read(dir.path().join("ca.crt")).unwrap();
-        let deadline = Instant::now() + Duration::from_secs(60);
-        while std::net::TcpStream::connect(admin).is_err() || std::net::TcpStream::connect(addr).is_err() {
-            assert!(Instant::now() < deadline, "server did not start");
-            std::thread::sleep(Duration::from_millis(50));
+        let mut last_log = String::new();
+        for _ in 0..3 {
+            let port = || std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap();
+            let (addr, admin) = (port(), port());
+            let log_path = dir.path().join("server.log");
+            let log = std::fs::File::create(&log_path).unwrap();
+            let mut child = std::process::Command::new(env!("CARGO_BIN_EXE_kruise"))
+                .args(["serve", "--standalone", "--addr", &addr.to_string(), "--admin-addr", &admin.to_string()])
+                .args(["--header-read-timeout", &format!("{}s", REQUEST_READ.as_secs())])
+                .args(["--idle-timeout", &format!("{}s", IDLE.as_secs())])
+                .args(["--shutdown-delay", "100ms", "--log-format", "json"])
+                .arg("--cert-dir")
+                .arg(dir.path())
+                .env("RUST_LOG", "warn")
+                .stderr(log)
+                .spawn()
+                .unwrap();
+            let deadline = Instant::now() + Duration::from_secs(60);
+            let mut exited = false;
+            while std::net::TcpStream::connect(admin).is_err() || std::net::TcpStream::connect(addr).is_err() {
+                if child.try_wait().unwrap().is_some() {
+                    exited = true;
+                    break;
+                }
+                assert!(
+                    Instant::now() < deadline,
+                    "server did not start: {}",
+                    std::fs::read_to_string(&log_path).unwrap_or_default()
+                );
+                std::thread::sleep(Duration::from_millis(50));
+            }
+            if exited {
+                last_log = std::fs::read_to_string(&log_path).unwrap_or_default();
+                continue;
+            }
+            let ca = std::fs::read(dir.path().join("ca.crt")).unwrap();
+            return Server { child, addr, admin, ca, _dir: dir };
         }
-        Server { child, addr, admin, ca, _dir: dir }
+        panic!("server exited three times without listening; last log: {last_log}");
     }
 
     fn status_kib(&self, field: &str) -> u64 {
