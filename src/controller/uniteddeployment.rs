@@ -6,8 +6,8 @@
 //! the shared pod informer for the subsets' pods (a Deployment's are those of its ReplicaSets: the
 //! pods of the namespace its selector matches that a ReplicaSet controls). A round settles the
 //! revision (kruise's `constructUnitedDeploymentRevisions`,
-//! [`crate::core::uniteddeployment::history`] on the shared revision cache: an equal revision
-//! reused, else one created — or taken from the cache when an equal one of that name is there,
+//! [`crate::core::uniteddeployment::history`] on the shared revision cache: history beyond the
+//! limit deleted (uid preconditions), an equal revision reused, else one created — or taken from the cache when an equal one of that name is there,
 //! where kruise's create would answer AlreadyExists — a name collision counted), hands the
 //! workloads of every kind it controls and their pods to
 //! [`crate::core::uniteddeployment::subsets::plan`] and sends the result: the reserved labels of
@@ -194,7 +194,14 @@ async fn settle_revision(
     let api: Api<ControllerRevision> = Api::namespaced(ctx.client.clone(), &ns);
     let cached = ctx.informers.revisions.index().get(&ns);
     let in_namespace = || cached.iter().map(|r| &**r);
-    let controlled = ud_history::controlled(ud, in_namespace());
+    let (expired, controlled) = ud_history::expire(ud, ud_history::controlled(ud, in_namespace()));
+    for r in &expired {
+        let name = r.metadata.name.as_deref().unwrap_or("");
+        ctx.count("deleteRevision");
+        delete_one::<ControllerRevision>(&ctx.client, &ns, name, r.metadata.uid.as_deref().unwrap_or(""))
+            .await
+            .map_err(ReconcileError::api_err(format!("delete the expired revision {ns}/{name}")))?;
+    }
     let status = ud.status.clone().unwrap_or_default();
     let mut collision = status.collision_count;
     let update = match ud_history::step(ud, &controlled, collision.unwrap_or(0)) {

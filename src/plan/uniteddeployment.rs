@@ -47,6 +47,8 @@ pub struct PlannedUnitedDeployment {
     pub update_revision: String,
     /// `create` or `renumber` when the round writes the revision first.
     pub revision_write: Option<&'static str>,
+    /// Revisions beyond `revisionHistoryLimit` the round deletes first.
+    pub expired_revisions: Vec<String>,
     /// The current revision kruise names.
     pub current_revision: String,
     /// The round, or why it makes none (kruise's "Specified subset replicas is ineffective").
@@ -95,7 +97,8 @@ pub fn plan_uniteddeployments(
             let ns = namespace(&ud.metadata);
             let in_ns: Vec<&ControllerRevision> =
                 input.revisions.iter().filter(|r| namespace(&r.metadata) == ns).collect();
-            let controlled = history::controlled(ud, in_ns.iter().copied());
+            let (expired, controlled) = history::expire(ud, history::controlled(ud, in_ns.iter().copied()));
+            let expired: Vec<String> = expired.into_iter().filter_map(|r| r.metadata.name).collect();
             let status = ud.status.clone().unwrap_or_default();
             let collision = status.collision_count.unwrap_or(0);
             let (update, revision_write, counted) = match history::step(ud, &controlled, collision) {
@@ -127,6 +130,7 @@ pub fn plan_uniteddeployments(
                 name: format!("{ns}/{}", ud.metadata.name.as_deref().unwrap_or("")),
                 update_revision: update,
                 revision_write,
+                expired_revisions: expired,
                 current_revision: current,
                 plan: planned,
                 status_write,
@@ -155,7 +159,7 @@ fn action_json(a: &Action) -> Value {
 }
 
 /// The JSON of one UnitedDeployment's round: `unitedDeployment`, `updateRevision`,
-/// `revisionWrite`, `currentRevision`, `subsetReplicas`, `actions`, `status`, `statusWrite`,
+/// `revisionWrite`, `expiredRevisions`, `currentRevision`, `subsetReplicas`, `actions`, `status`, `statusWrite`,
 /// `requeueAfterSeconds`, `errors` and `notes`.
 pub fn json(p: &PlannedUnitedDeployment) -> Value {
     let (replicas, actions, status, requeue, errors) = match &p.plan {
@@ -172,6 +176,7 @@ pub fn json(p: &PlannedUnitedDeployment) -> Value {
         "unitedDeployment": p.name,
         "updateRevision": p.update_revision,
         "revisionWrite": p.revision_write,
+        "expiredRevisions": p.expired_revisions,
         "currentRevision": p.current_revision,
         "subsetReplicas": replicas,
         "actions": actions,
@@ -196,6 +201,9 @@ pub fn text(p: &PlannedUnitedDeployment) -> String {
         "UnitedDeployment {}: update revision {}{made}, current revision {}",
         p.name, p.update_revision, p.current_revision
     );
+    for name in &p.expired_revisions {
+        let _ = writeln!(out, "  delete the revision {name} (beyond revisionHistoryLimit)");
+    }
     let plan = match &p.plan {
         Ok(plan) => plan,
         Err(e) => {
@@ -239,7 +247,7 @@ pub fn text(p: &PlannedUnitedDeployment) -> String {
         let _ = writeln!(out, "  looked at again in {}s (adaptive scheduling)", d.as_secs());
     }
     notes_text(&mut out, &p.notes);
-    if plan.actions.is_empty() && p.revision_write.is_none() && !p.status_write {
+    if plan.actions.is_empty() && p.revision_write.is_none() && p.expired_revisions.is_empty() && !p.status_write {
         let _ = writeln!(out, "  nothing to do");
     }
     out

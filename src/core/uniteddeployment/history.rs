@@ -8,6 +8,9 @@
 //!   those none is ever considered — each round makes the template's revision again (an equal one
 //!   of that name already there is used: kruise's create answers AlreadyExists and it compares the
 //!   data), numbered 1, and the current revision is always the update revision.
+//! - History beyond `revisionHistoryLimit` (default 10) goes first, oldest first, except the
+//!   status's current and update revisions; as kruise's `cleanExpiredRevision`, the revisions
+//!   considered afterwards are the newest `limit` even when a live one older than them was kept.
 //! - The newest considered revision equal to the template's is used; an older equal one is
 //!   renumbered newest; otherwise the template's revision is made, its name counting the collision
 //!   count up while a revision of that name holds other data.
@@ -39,6 +42,30 @@ pub fn controlled<'a>(
         .collect();
     history::sort_revisions(&mut out);
     out
+}
+
+/// The default `revisionHistoryLimit`.
+pub const DEFAULT_HISTORY_LIMIT: i32 = 10;
+
+/// kruise `cleanExpiredRevision` over the `controlled` revisions (oldest first): the revisions to
+/// delete, and those the round considers afterwards.
+pub fn expire(
+    ud: &UnitedDeployment,
+    controlled: Vec<ControllerRevision>,
+) -> (Vec<ControllerRevision>, Vec<ControllerRevision>) {
+    let limit = ud.spec.revision_history_limit.unwrap_or(DEFAULT_HISTORY_LIMIT);
+    let exceed = i64::try_from(controlled.len()).unwrap_or(i64::MAX).saturating_sub(i64::from(limit));
+    if exceed <= 0 {
+        return (Vec::new(), controlled);
+    }
+    let status = ud.status.clone().unwrap_or_default();
+    let updated = status.update_status.as_ref().map(|u| u.updated_revision.as_str());
+    let live = |name: &str| name == status.current_revision || Some(name) == updated;
+    // A negative limit (validation refuses it) expires everything but the live revisions.
+    let exceed = usize::try_from(exceed).unwrap_or(usize::MAX).min(controlled.len());
+    let expired =
+        controlled[..exceed].iter().filter(|r| !live(r.metadata.name.as_deref().unwrap_or(""))).cloned().collect();
+    (expired, controlled[exceed..].to_vec())
 }
 
 /// What the round does about the update revision.
@@ -176,6 +203,36 @@ mod tests {
         assert_eq!((collision, exists), (1, false));
         assert_ne!(made.metadata.name, squatter.metadata.name);
         assert_eq!(made.metadata.name, new_revision(&v1, 1, 1).revision.metadata.name);
+    }
+
+    /// kruise's `cleanExpiredRevision`: 4 revisions over a limit of 2 expire the 2 oldest but the
+    /// live ones (the current one here), and the newest 2 are considered, the kept one not.
+    #[test]
+    fn history_beyond_the_limit_expires_but_the_live_revisions() {
+        let mut v = ud(sts("nginx:1"));
+        v.spec.revision_history_limit = Some(2);
+        let revisions: Vec<ControllerRevision> =
+            (1..=4).map(|i| new_revision(&ud(sts(&format!("nginx:{i}"))), i, 0).revision).collect();
+        let names: Vec<String> = revisions.iter().map(|r| r.metadata.name.clone().unwrap()).collect();
+        v.status = Some(serde_json::from_value(json!({"currentRevision": names[0]})).unwrap());
+        let (expired, kept) = expire(&v, revisions.clone());
+        let name_of =
+            |rs: &[ControllerRevision]| rs.iter().map(|r| r.metadata.name.clone().unwrap()).collect::<Vec<_>>();
+        assert_eq!(name_of(&expired), [names[1].clone()]);
+        assert_eq!(name_of(&kept), [names[2].clone(), names[3].clone()]);
+        // The update revision of the status is live too; within the limit nothing expires.
+        v.status = Some(
+            serde_json::from_value(json!({"currentRevision": names[0], "updateStatus": {"updatedRevision": names[1]}}))
+                .unwrap(),
+        );
+        assert!(expire(&v, revisions.clone()).0.is_empty());
+        v.spec.revision_history_limit = None;
+        assert_eq!(expire(&v, revisions.clone()), (Vec::new(), revisions.clone()));
+        // A negative limit expires every revision but the live ones.
+        v.spec.revision_history_limit = Some(-1);
+        v.status = None;
+        let (expired, kept) = expire(&v, revisions.clone());
+        assert_eq!((expired.len(), kept.len()), (4, 0));
     }
 
     #[test]
