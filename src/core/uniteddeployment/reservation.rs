@@ -28,9 +28,13 @@
 //!
 //! Where we differ: kruise writes that `maxUnavailable` whatever it is, which its own webhooks
 //! and the apiserver refuse when it is below 1, above 1 on an Advanced StatefulSet that is not
-//! `Parallel`, or on a `Recreate` Deployment; the workload update then fails every round. Here
-//! the workload keeps its template's `maxUnavailable` in those cases
+//! `Parallel`, or on an OnDelete StatefulSet or a `Recreate` Deployment; the workload update then
+//! fails every round. Here the workload keeps its template's `maxUnavailable` in those cases
 //! ([`super::workload::Workload::set_max_unavailable`]).
+//!
+//! Kept as kruise has it, though it looks like a kruise bug: a CloneSet template's revisions are
+//! never considered ([`super::history`]), so `UnitedDeploymentUpdated` never turns False and, on a
+//! template change, every pod at the old revision counts as an update-timeout pod at once.
 
 use json_patch::jsonptr::PointerBuf;
 use json_patch::{AddOperation, PatchOperation, TestOperation};
