@@ -323,13 +323,13 @@ impl Context {
 
     /// The pods of a subset workload ([`workload_pods`]), from the pod cache's namespace entry
     /// for a Deployment, its owner entry for the others.
-    fn pods_of(&self, ns: &str, w: &Workload) -> Vec<Pod> {
+    fn pods_of(&self, ns: &str, w: &Workload) -> Vec<Arc<Pod>> {
         let pods = self.informers.pods.index();
         let key = match w {
             Workload::Deployment(_) => super::index::namespace_key(ns),
             _ => w.meta().uid.clone().unwrap_or_default(),
         };
-        workload_pods(w, pods.get(&key).iter().map(|p| &**p))
+        workload_pods(w, &pods.get(&key))
     }
 }
 

@@ -81,8 +81,9 @@ fn existing(ud: &UnitedDeployment, input: &Input<'_>) -> Vec<Existing> {
         let t = |w: &Workload| w.meta().creation_timestamp.as_ref().map(|t| t.0);
         t(a).cmp(&t(b)).then_with(|| a.name().cmp(b.name()))
     });
-    let in_ns: Vec<&Pod> = input.pods.iter().filter(|p| namespace(&p.metadata) == ns).collect();
-    workloads.into_iter().map(|w| Existing { pods: workload_pods(&w, in_ns.iter().copied()), workload: w }).collect()
+    let in_ns: Vec<std::sync::Arc<Pod>> =
+        input.pods.iter().filter(|p| namespace(&p.metadata) == ns).cloned().map(std::sync::Arc::new).collect();
+    workloads.into_iter().map(|w| Existing { pods: workload_pods(&w, &in_ns), workload: w }).collect()
 }
 
 /// Plans every UnitedDeployment of `uds` (in namespace/name order) at `now`.

@@ -143,7 +143,7 @@ pub fn default_adaptive(
     status: &mut UnitedDeploymentSubsetStatus,
     replicas: i32,
     ready: i32,
-    pods: &[Pod],
+    pods: &[impl std::borrow::Borrow<Pod>],
     now: Timestamp,
 ) -> Unschedulable {
     let mut out = Unschedulable::default();
@@ -163,7 +163,7 @@ pub fn default_adaptive(
     }
     if ready < replicas {
         let critical = reschedule_critical(strategy);
-        for pod in pods {
+        for pod in pods.iter().map(std::borrow::Borrow::borrow) {
             let (timed_out, check_after) = pending_timeout(pod, critical, now);
             if timed_out {
                 out.pending_pods += 1;
@@ -282,9 +282,9 @@ mod tests {
             Unschedulable { unschedulable: true, pending_pods: 1, requeue_after: Some(SignedDuration::from_secs(2)) }
         );
         // Still marked 59 s later; recovered at 61 s.
-        let got = default_adaptive(&s, &mut st, 2, 2, &[], now() + SignedDuration::from_secs(59));
+        let got = default_adaptive(&s, &mut st, 2, 2, &[] as &[Pod], now() + SignedDuration::from_secs(59));
         assert!(got.unschedulable);
-        let got = default_adaptive(&s, &mut st, 2, 2, &[], now() + SignedDuration::from_secs(61));
+        let got = default_adaptive(&s, &mut st, 2, 2, &[] as &[Pod], now() + SignedDuration::from_secs(61));
         assert!(!got.unschedulable);
         assert_eq!(st.conditions[0].status, "True");
     }

@@ -193,7 +193,7 @@ pub struct Reservation {
 pub fn reserve(
     strategy: &UnitedDeploymentScheduleStrategy,
     status: &mut UnitedDeploymentSubsetStatus,
-    pods: &[Pod],
+    pods: &[impl std::borrow::Borrow<Pod>],
     updated_revision: &str,
     updated: Option<&UnitedDeploymentCondition>,
     now: Timestamp,
@@ -203,7 +203,7 @@ pub fn reserve(
         out.marked_as_unschedulable = c.status == "False";
     }
     let (pending, lasts) = (reschedule_critical(strategy), unschedulable_duration(strategy));
-    for pod in pods {
+    for pod in pods.iter().map(std::borrow::Borrow::<Pod>::borrow) {
         let (old, labelled) = marked_as_reserved(pod);
         let label = |reserved| LabelPod {
             name: pods::name(pod).to_string(),

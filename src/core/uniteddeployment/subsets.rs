@@ -17,6 +17,7 @@
 //! The subset `patch` is a strategic merge patch on the pod template, as kruise applies it.
 
 use std::collections::{BTreeMap, BTreeSet};
+use std::sync::Arc;
 
 use k8s_openapi::api::core::v1::{Affinity, NodeAffinity, NodeSelector, NodeSelectorTerm, Pod, PodTemplateSpec};
 use k8s_openapi::apimachinery::pkg::apis::meta::v1::{ObjectMeta, OwnerReference, Time};
@@ -128,7 +129,7 @@ pub fn patch_template(template: &PodTemplateSpec, patch: &Value) -> Result<PodTe
 /// The pods of a subset workload among `candidates` (pods of its namespace): those it
 /// controls, or for a Deployment those its selector matches that a ReplicaSet controls (kruise's
 /// adapter lists its ReplicaSets' pods; an empty selector matches none).
-pub fn workload_pods<'a>(w: &Workload, candidates: impl IntoIterator<Item = &'a Pod>) -> Vec<Pod> {
+pub fn workload_pods<'a>(w: &Workload, candidates: impl IntoIterator<Item = &'a Arc<Pod>>) -> Vec<Arc<Pod>> {
     if let Workload::Deployment(_) = w {
         let Ok(selector) = Selector::from_validated(w.selector()) else { return Vec::new() };
         if selector.is_empty() {
@@ -154,8 +155,8 @@ pub fn workload_pods<'a>(w: &Workload, candidates: impl IntoIterator<Item = &'a 
 pub struct Existing {
     /// The workload.
     pub workload: Workload,
-    /// Its pods (for a Deployment, those of its ReplicaSets).
-    pub pods: Vec<Pod>,
+    /// Its pods (for a Deployment, those of its ReplicaSets), shared with the cache.
+    pub pods: Vec<Arc<Pod>>,
 }
 
 impl Existing {
@@ -168,6 +169,7 @@ impl Existing {
         let updated: Vec<&Pod> = self
             .pods
             .iter()
+            .map(|p| &**p)
             .filter(|p| pods::label(p, REVISION_LABEL) == Some(revision) && pods::is_active(p))
             .collect();
         (updated.len() as i32, updated.iter().filter(|p| pods::is_ready(p)).count() as i32)

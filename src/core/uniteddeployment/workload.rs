@@ -172,9 +172,12 @@ impl Workload {
 
     /// `GetSpecPartition` (0 where kruise returns nil): see the module table. `pods` are the
     /// workload's pods (an OnDelete StatefulSet's partition is counted from them).
-    pub fn spec_partition(&self, pods: &[Pod]) -> i32 {
-        let on_delete =
-            |revision: &str| pods.iter().filter(|p| pods::label(p, REVISION_LABEL) != Some(revision)).count();
+    pub fn spec_partition(&self, pods: &[impl std::borrow::Borrow<Pod>]) -> i32 {
+        let on_delete = |revision: &str| {
+            pods.iter()
+                .filter(|p| pods::label(std::borrow::Borrow::<Pod>::borrow(*p), REVISION_LABEL) != Some(revision))
+                .count()
+        };
         match self {
             Workload::CloneSet(w) => match &w.spec.update_strategy.partition {
                 Some(IntOrString::Int(p)) => *p,
@@ -427,13 +430,19 @@ pub fn desired(
 /// strategy, the pods (names and uids) whose ordinal is at or above `partition`, not at
 /// `revision` and not ready — a rolling update would wait on them forever. Nothing for the other
 /// kinds, or OnDelete.
-pub fn stuck_pods(workload: &Workload, pods: &[Pod], revision: &str, partition: i32) -> Vec<(String, String)> {
+pub fn stuck_pods(
+    workload: &Workload,
+    pods: &[impl std::borrow::Borrow<Pod>],
+    revision: &str,
+    partition: i32,
+) -> Vec<(String, String)> {
     let Workload::StatefulSet(set) = workload else { return Vec::new() };
     let strategy = set.spec.as_ref().and_then(|s| s.update_strategy.as_ref()).and_then(|s| s.type_.as_deref());
     if strategy == Some(ON_DELETE) {
         return Vec::new();
     }
     pods.iter()
+        .map(std::borrow::Borrow::<Pod>::borrow)
         .filter(|p| {
             let name = p.metadata.name.as_deref().unwrap_or("");
             let ordinal = crate::core::rollout::statefulset::identity::ordinal(name).unwrap_or(-1);

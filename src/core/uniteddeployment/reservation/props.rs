@@ -153,7 +153,7 @@ fn world(c: &Case, u: &UnitedDeployment) -> Vec<Existing> {
             set.metadata.uid = Some(format!("set-{i}"));
             let ready = s.pods.iter().filter(|p| p.0 == 1).count() as i32;
             set.status = Some(crate::apis::CloneSetStatus { replicas: n, ready_replicas: ready, ..Default::default() });
-            let pods = s.pods.iter().enumerate().map(|(j, p)| pod_of(i, j, p)).collect();
+            let pods = s.pods.iter().enumerate().map(|(j, p)| std::sync::Arc::new(pod_of(i, j, p))).collect();
             Existing { workload: Workload::CloneSet(set), pods }
         })
         .collect()
@@ -181,9 +181,9 @@ fn round(u: &mut UnitedDeployment, existing: &mut [Existing]) -> Result<usize, T
             Some(value),
             "a write that changes nothing"
         );
-        let mut doc = serde_json::to_value(&*target).unwrap();
+        let mut doc = serde_json::to_value(&**target).unwrap();
         json_patch::patch(&mut doc, &label_patch(pod)).map_err(|e| TestCaseError::fail(format!("{e}")))?;
-        *target = serde_json::from_value(doc).unwrap();
+        *target = std::sync::Arc::new(serde_json::from_value(doc).unwrap());
         prop_assert_eq!(crate::core::pods::label(target, RESERVED_POD_LABEL), Some(value));
     }
     let s = &p.status;

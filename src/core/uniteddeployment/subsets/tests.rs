@@ -114,9 +114,9 @@ fn existing(u: &UnitedDeployment, subset: &str, name: &str, revision: &str, repl
     });
     let pods = (0..replicas)
         .map(|i| {
-            serde_json::from_value(json!({"metadata": {"name": format!("{name}-{i}"), "labels": {REVISION_LABEL: revision}},
+            std::sync::Arc::new(serde_json::from_value::<Pod>(json!({"metadata": {"name": format!("{name}-{i}"), "labels": {REVISION_LABEL: revision}},
                 "status": {"phase": "Running", "conditions": [{"type": "Ready", "status": if i < ready {"True"} else {"False"}}]}}))
-            .unwrap()
+            .unwrap())
         })
         .collect();
     Existing { workload: Workload::CloneSet(set), pods }
@@ -237,7 +237,7 @@ fn adaptive_moves_replicas_off_an_unschedulable_subset() {
     let u = ud(s);
     let mut a = existing(&u, "zone-a", "web-zone-a-x", "r1", 3, 0);
     let created_at = Time(now().0 - k8s_openapi::jiff::SignedDuration::from_secs(20));
-    for p in &mut a.pods {
+    for p in a.pods.iter_mut().map(std::sync::Arc::make_mut) {
         p.metadata.creation_timestamp = Some(created_at.clone());
         p.status = Some(
             serde_json::from_value(json!({"phase": "Pending", "conditions": [
@@ -262,7 +262,7 @@ fn adaptive_moves_replicas_off_an_unschedulable_subset() {
     assert_eq!(updates, [("zone-a".to_string(), Some(0)), ("zone-b".to_string(), Some(4))].into());
 
     // The same pods only 5 s old: nothing moves yet, the round comes back when they time out.
-    for p in &mut a.pods {
+    for p in a.pods.iter_mut().map(std::sync::Arc::make_mut) {
         p.metadata.creation_timestamp = Some(Time(now().0 - k8s_openapi::jiff::SignedDuration::from_secs(5)));
     }
     let p = plan(&u, &[a, b], "r1", "r1", now()).unwrap();
@@ -300,7 +300,7 @@ fn reservation_keeps_the_pods_and_runs_temporary_ones_elsewhere() {
     let mut u = ud(s);
     let ago = |secs: i64| Time(now().0 - SignedDuration::from_secs(secs));
     let mut a = existing(&u, "zone-a", "web-zone-a-x", "r1", 2, 0);
-    for (i, p) in a.pods.iter_mut().enumerate() {
+    for (i, p) in a.pods.iter_mut().map(std::sync::Arc::make_mut).enumerate() {
         p.metadata.uid = Some(format!("a{i}"));
         p.metadata.creation_timestamp = Some(ago(20));
         p.status = Some(
@@ -310,7 +310,7 @@ fn reservation_keeps_the_pods_and_runs_temporary_ones_elsewhere() {
         );
     }
     let mut b = existing(&u, "zone-b", "web-zone-b-y", "r1", 2, 2);
-    for (i, p) in b.pods.iter_mut().enumerate() {
+    for (i, p) in b.pods.iter_mut().map(std::sync::Arc::make_mut).enumerate() {
         p.metadata.uid = Some(format!("b{i}"));
     }
     let p = plan(&u, &[a.clone(), b.clone()], "r1", "r1", now()).unwrap();
@@ -340,7 +340,7 @@ fn reservation_keeps_the_pods_and_runs_temporary_ones_elsewhere() {
 
     // The cache shows the labels and the status; zone-b runs its 4.
     let label = |e: &mut Existing, v: &str| {
-        for p in &mut e.pods {
+        for p in e.pods.iter_mut().map(std::sync::Arc::make_mut) {
             p.metadata.labels.as_mut().unwrap().insert(RESERVED_POD_LABEL.into(), v.into());
         }
     };
@@ -373,7 +373,7 @@ fn reservation_keeps_the_pods_and_runs_temporary_ones_elsewhere() {
 
     // zone-a's pods scheduled and ready for 40 s (past the 30 s): no longer reserved, zone-a
     // schedulable, zone-b back to 2.
-    for p in &mut a.pods {
+    for p in a.pods.iter_mut().map(std::sync::Arc::make_mut) {
         p.spec = Some(serde_json::from_value(json!({"containers": [], "nodeName": "n-a"})).unwrap());
         p.status = Some(
             serde_json::from_value(json!({"phase": "Running", "conditions": [

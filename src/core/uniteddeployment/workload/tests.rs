@@ -90,7 +90,7 @@ fn existing(u: &UnitedDeployment, subset: &str, revision: &str, replicas: i32, p
     }
     w.meta_mut().name = Some(name.clone());
     w.meta_mut().uid = Some(format!("{name}-uid"));
-    Existing { workload: w, pods }
+    Existing { workload: w, pods: pods.into_iter().map(std::sync::Arc::new).collect() }
 }
 
 fn pods_at(prefix: &str, revision: &str, n: i32) -> Vec<Pod> {
@@ -159,7 +159,7 @@ fn apply_subset_template_for_every_kind() {
         };
         let want = if kind == SubsetKind::Deployment { json!(false) } else { json!(4) };
         assert_eq!(partition, want, "{key}");
-        assert_eq!(w.spec_partition(&[]), if kind == SubsetKind::Deployment { 0 } else { 4 }, "{key}");
+        assert_eq!(w.spec_partition(&[] as &[Pod]), if kind == SubsetKind::Deployment { 0 } else { 4 }, "{key}");
         assert_eq!(w.has_partition(), kind != SubsetKind::Deployment);
     }
 }
@@ -305,7 +305,7 @@ fn manual_partitions_per_kind() {
             assert_eq!(workload.revision(), "r2");
             let partition = match kind {
                 SubsetKind::Deployment => None,
-                _ => Some(workload.spec_partition(&[])),
+                _ => Some(workload.spec_partition(&[] as &[Pod])),
             };
             updates.insert(subset.clone(), partition);
         }
