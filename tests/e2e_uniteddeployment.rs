@@ -26,7 +26,7 @@ mod e2e_common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use e2e_common::{Kruise, cluster, eventually, label_zones, serve_namespace, unlabel_zones};
+use e2e_common::{Kruise, cluster, eventually, is_unschedulable, label_zones, serve_namespace, unlabel_zones};
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise::apis::CloneSet;
 use kruise::apis::uniteddeployment::UnitedDeployment;
@@ -266,16 +266,7 @@ async fn adaptive_scheduling_moves_replicas_off_a_subset_that_cannot_schedule() 
     // First the allocation puts 2 in `nowhere`, whose pods cannot be scheduled...
     eventually("pods of `nowhere` pending unschedulable", Duration::from_secs(120), || async {
         let list = pods.list(&ListParams::default().labels(&format!("{SUBSET_LABEL}=nowhere"))).await.ok()?;
-        list.items
-            .iter()
-            .any(|p| {
-                p.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
-                    cs.iter().any(|c| {
-                        c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
-                    })
-                })
-            })
-            .then_some(())
+        list.items.iter().any(is_unschedulable).then_some(())
     })
     .await;
     // ... then they move: `anywhere` runs all 4, `nowhere` is scaled to 0 and marked.

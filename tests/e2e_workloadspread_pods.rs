@@ -29,7 +29,7 @@ mod e2e_common;
 use std::collections::BTreeMap;
 use std::time::Duration;
 
-use e2e_common::{cluster, eventually, label_zones, serve_namespace, unlabel_zones};
+use e2e_common::{cluster, eventually, is_unschedulable, label_zones, serve_namespace, unlabel_zones};
 use k8s_openapi::api::apps::v1::Deployment;
 use k8s_openapi::api::core::v1::{Node, Pod};
 use kruise::apis::workloadspread::WorkloadSpread;
@@ -90,23 +90,7 @@ async fn a_workload_spread_places_a_deployment_over_two_zones_and_scales_down_th
     // Two zones over the simulated nodes, under a label key of this test's own.
     let zone_key = format!("e2e.kruise.io/{}", ns.name());
     let nodes_api: Api<Node> = Api::all(client.clone());
-    let mut nodes: Vec<String> = nodes_api
-        .list(&ListParams::default())
-        .await
-        .unwrap()
-        .items
-        .into_iter()
-        .filter_map(|n| n.metadata.name)
-        .collect();
-    nodes.sort();
-    assert!(nodes.len() >= 2, "{nodes:?}");
-    let mut zones = BTreeMap::new();
-    for (i, node) in nodes.iter().enumerate() {
-        let zone = if i < nodes.len() / 2 { "a" } else { "b" };
-        let patch = json!({"metadata": {"labels": {zone_key.clone(): zone}}});
-        nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await.unwrap();
-        zones.insert(node.clone(), zone.to_string());
-    }
+    let zones = label_zones(&nodes_api, &zone_key).await;
 
     let spreads: Api<WorkloadSpread> = Api::namespaced(client.clone(), ns.name());
     let deployments: Api<Deployment> = Api::namespaced(client.clone(), ns.name());
@@ -124,16 +108,8 @@ async fn a_workload_spread_places_a_deployment_over_two_zones_and_scales_down_th
                  "requiredNodeSelectorTerm": {"matchExpressions": [{"key": zone_key.clone(), "operator": "In", "values": ["b"]}]}}]}
     }))
     .unwrap();
-    eventually("the WorkloadSpread admitted", Duration::from_secs(90), || {
-        let (spreads, spread) = (spreads.clone(), spread.clone());
-        async move { spreads.create(&PostParams::default(), &spread).await.ok() }
-    })
-    .await;
-    eventually("the WorkloadSpread's first status", Duration::from_secs(120), || async {
-        let s = spreads.get("ws").await.ok()?.status?;
-        (s.subset_statuses.len() == 2).then_some(())
-    })
-    .await;
+    admit(&spreads, &spread).await;
+    first_status(&spreads).await;
 
     // 2. A Deployment of 5, created while the WorkloadSpread's writes get three 409s and every
     //    watch is cut.
@@ -187,11 +163,26 @@ async fn a_workload_spread_places_a_deployment_over_two_zones_and_scales_down_th
     })
     .await;
 
-    for node in &nodes {
-        let patch = json!({"metadata": {"labels": {zone_key.clone(): null}}});
-        let _ = nodes_api.patch(node, &PatchParams::default(), &Patch::Merge(&patch)).await;
-    }
+    unlabel_zones(&nodes_api, &zone_key, &zones).await;
     drop(kruise);
+}
+
+/// Creates the WorkloadSpread, retried until the validating webhook answers.
+async fn admit(spreads: &Api<WorkloadSpread>, spread: &WorkloadSpread) {
+    eventually("the WorkloadSpread admitted", Duration::from_secs(90), || async {
+        spreads.create(&PostParams::default(), spread).await.ok()
+    })
+    .await;
+}
+
+/// Waits for the controller's first status of WorkloadSpread `ws` (both subsets): the leader's
+/// view, which the pod webhook reads, holds it then.
+async fn first_status(spreads: &Api<WorkloadSpread>) {
+    eventually("the WorkloadSpread's first status", Duration::from_secs(120), || async {
+        let s = spreads.get("ws").await.ok()?.status?;
+        (s.subset_statuses.len() == 2).then_some(())
+    })
+    .await;
 }
 
 /// The subset a pod's `apps.kruise.io/matched-workloadspread` annotation names ("" if none).
@@ -265,11 +256,7 @@ async fn pods_created_before_the_workload_spread_are_adopted_by_their_node() {
                  "requiredNodeSelectorTerm": {"matchExpressions": [{"key": zone_key.clone(), "operator": "In", "values": ["b"]}]}}]}
     }))
     .unwrap();
-    eventually("the WorkloadSpread admitted", Duration::from_secs(90), || {
-        let (spreads, spread) = (spreads.clone(), spread.clone());
-        async move { spreads.create(&PostParams::default(), &spread).await.ok() }
-    })
-    .await;
+    admit(&spreads, &spread).await;
 
     // 3. The same pods adopted into the subset of their node, and counted.
     let adopted = eventually("the pods adopted by their node", Duration::from_secs(120), || async {
@@ -330,16 +317,8 @@ async fn adaptive_rescheduling_moves_pods_off_a_subset_whose_nodes_cannot_take_t
                  "requiredNodeSelectorTerm": {"matchExpressions": [{"key": key.clone(), "operator": "DoesNotExist"}]}}]}
     }))
     .unwrap();
-    eventually("the WorkloadSpread admitted", Duration::from_secs(90), || {
-        let (spreads, spread) = (spreads.clone(), spread.clone());
-        async move { spreads.create(&PostParams::default(), &spread).await.ok() }
-    })
-    .await;
-    eventually("the WorkloadSpread's first status", Duration::from_secs(120), || async {
-        let s = spreads.get("ws").await.ok()?.status?;
-        (s.subset_statuses.len() == 2).then_some(())
-    })
-    .await;
+    admit(&spreads, &spread).await;
+    first_status(&spreads).await;
 
     let deployment: Deployment = serde_json::from_value(json!({
         "apiVersion": "apps/v1", "kind": "Deployment", "metadata": {"name": "web"},
@@ -357,13 +336,7 @@ async fn adaptive_rescheduling_moves_pods_off_a_subset_whose_nodes_cannot_take_t
             .items
             .iter()
             .filter(|p| subset_of(p) == "zone-a")
-            .filter(|p| {
-                p.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
-                    cs.iter().any(|c| {
-                        c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable")
-                    })
-                })
-            })
+            .filter(|p| is_unschedulable(p))
             .filter_map(|p| p.metadata.name.clone())
             .collect();
         (!stuck.is_empty()).then_some(stuck)

@@ -204,41 +204,28 @@ where
         + 'static,
 {
     let (client, namespace, queue, token) = (client.clone(), settings.namespace.clone(), queue.clone(), token.clone());
-    list_and_queue::<K>(controller, client, namespace, queue, token)
-}
-
-async fn list_and_queue<K>(
-    controller: &'static str,
-    client: kube::Client,
-    namespace: Option<String>,
-    queue: queue::WorkQueue,
-    token: tokio_util::sync::CancellationToken,
-) where
-    K: kube::Resource<DynamicType = (), Scope = kube::core::NamespaceResourceScope>
-        + Clone
-        + serde::de::DeserializeOwned
-        + std::fmt::Debug,
-{
-    let api: kube::Api<K> = match &namespace {
-        Some(ns) => kube::Api::namespaced(client, ns),
-        None => kube::Api::all(client),
-    };
-    let mut wait = Duration::from_secs(2);
-    loop {
-        match api.list_metadata(&kube::api::ListParams::default()).await {
-            Ok(list) => {
-                for item in &list.items {
-                    queue.add(index::meta_key(&item.metadata));
+    async move {
+        let api: kube::Api<K> = match &namespace {
+            Some(ns) => kube::Api::namespaced(client, ns),
+            None => kube::Api::all(client),
+        };
+        let mut wait = Duration::from_secs(2);
+        loop {
+            match api.list_metadata(&kube::api::ListParams::default()).await {
+                Ok(list) => {
+                    for item in &list.items {
+                        queue.add(index::meta_key(&item.metadata));
+                    }
+                    return;
                 }
-                return;
+                Err(e) => tracing::warn!(controller, kind = %K::kind(&()), "cannot list, retrying: {e}"),
             }
-            Err(e) => tracing::warn!(controller, kind = %K::kind(&()), "cannot list, retrying: {e}"),
+            tokio::select! {
+                () = token.cancelled() => return,
+                () = tokio::time::sleep(wait) => {}
+            }
+            wait = (wait * 2).min(Duration::from_secs(60));
         }
-        tokio::select! {
-            () = token.cancelled() => return,
-            () = tokio::time::sleep(wait) => {}
-        }
-        wait = (wait * 2).min(Duration::from_secs(60));
     }
 }
 

@@ -314,10 +314,7 @@ impl Context {
         workloads.extend(owned(&i.advanced_statefulsets, ns, uid, Workload::AdvancedStatefulSet));
         workloads.extend(owned(&i.statefulsets, ns, uid, Workload::StatefulSet));
         workloads.extend(owned(&i.deployments, ns, uid, Workload::Deployment));
-        workloads.sort_by(|a, b| {
-            let t = |w: &Workload| w.meta().creation_timestamp.as_ref().map(|t| t.0);
-            t(a).cmp(&t(b)).then_with(|| a.name().cmp(b.name()))
-        });
+        workloads.sort_by(Workload::oldest_first);
         workloads.into_iter().map(|w| Existing { pods: self.pods_of(ns, &w), workload: w }).collect()
     }
 

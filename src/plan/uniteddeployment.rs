@@ -77,10 +77,7 @@ fn existing(ud: &UnitedDeployment, input: &Input<'_>) -> Vec<Existing> {
     );
     workloads.extend(input.statefulsets.iter().filter(|w| mine(&w.metadata)).cloned().map(Workload::StatefulSet));
     workloads.extend(input.deployments.iter().filter(|w| mine(&w.metadata)).cloned().map(Workload::Deployment));
-    workloads.sort_by(|a, b| {
-        let t = |w: &Workload| w.meta().creation_timestamp.as_ref().map(|t| t.0);
-        t(a).cmp(&t(b)).then_with(|| a.name().cmp(b.name()))
-    });
+    workloads.sort_by(Workload::oldest_first);
     let in_ns: Vec<std::sync::Arc<Pod>> =
         input.pods.iter().filter(|p| namespace(&p.metadata) == ns).cloned().map(std::sync::Arc::new).collect();
     workloads.into_iter().map(|w| Existing { pods: workload_pods(&w, &in_ns), workload: w }).collect()

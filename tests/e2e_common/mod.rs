@@ -334,6 +334,15 @@ pub async fn start_daemons(gates: &str, webhooks: bool) -> DaemonEnv {
     DaemonEnv { daemons, kruise, client, nodes, certs, dir }
 }
 
+/// Whether the scheduler left `pod` Pending for want of a node (`PodScheduled=False`,
+/// `Unschedulable`).
+pub fn is_unschedulable(pod: &k8s_openapi::api::core::v1::Pod) -> bool {
+    pod.status.as_ref().and_then(|s| s.conditions.as_ref()).is_some_and(|cs| {
+        cs.iter()
+            .any(|c| c.type_ == "PodScheduled" && c.status == "False" && c.reason.as_deref() == Some("Unschedulable"))
+    })
+}
+
 /// Labels the simulated nodes (the zones of the UnitedDeployment and WorkloadSpread tests) into zones `a` and `b` (half each, in name order) under `zone_key`:
 /// node name → zone.
 pub async fn label_zones(

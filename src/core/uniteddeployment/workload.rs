@@ -134,6 +134,13 @@ impl Workload {
         self.meta().name.as_deref().unwrap_or("")
     }
 
+    /// The order kruise keeps a subset's workloads in (the first is kept, the others are
+    /// duplicates): oldest first, then by name.
+    pub fn oldest_first(a: &Workload, b: &Workload) -> std::cmp::Ordering {
+        let t = |w: &Workload| w.meta().creation_timestamp.as_ref().map(|t| t.0);
+        t(a).cmp(&t(b)).then_with(|| a.name().cmp(b.name()))
+    }
+
     /// Its selector (the subset's).
     pub fn selector(&self) -> Option<&LabelSelector> {
         match self {
